@@ -1,0 +1,178 @@
+// The Precis graph IR: Model, Graph, Node, Value and Attribute.
+//
+// Ownership: a Model owns its main Graph; a Graph owns its Values and Nodes; a Node owns the
+// subgraphs in its graph attributes (If/Loop/Scan bodies). Values are SSA: one producer (a node
+// output, a graph input or a constant) and any number of uses. A node in a subgraph may use a
+// Value of an enclosing graph (an outer-scope reference); such uses are recorded on that Value.
+// Nodes are kept in topological order (the verifier checks it). Pointers stay valid for the
+// life of the Graph; nothing is ever moved between graphs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/ir/tensor.h"
+#include "compiler/ir/type.h"
+
+namespace precis::ir {
+
+class Graph;
+class Node;
+
+struct Attribute {
+  enum class Kind { kFloat, kInt, kString, kTensor, kGraph, kType,
+                    kFloats, kInts, kStrings, kTensors, kGraphs, kTypes };
+  std::string name;
+  Kind kind = Kind::kInt;
+  float f = 0;
+  int64_t i = 0;
+  std::string s;
+  Tensor t;
+  Type type;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+  std::vector<Tensor> tensors;
+  std::vector<Type> types;
+  std::vector<std::unique_ptr<Graph>> graphs;  // kGraph holds exactly one
+};
+
+const char* AttributeKindName(Attribute::Kind kind);
+
+struct Use {
+  Node* node;
+  int input_index;
+};
+
+class Value {
+ public:
+  enum class Kind { kNodeOutput, kInput, kConstant };
+
+  const std::string& name() const { return name_; }
+  const Type& type() const { return type_; }
+  void set_type(Type type) { type_ = std::move(type); }
+  Kind kind() const { return kind_; }
+  Node* producer() const { return producer_; }  // node outputs only
+  int output_index() const { return output_index_; }
+  const std::vector<Use>& uses() const { return uses_; }
+  Graph* owner() const { return owner_; }
+  bool is_constant() const { return kind_ == Kind::kConstant; }
+  // Constants: their data. Inputs: an optional default (an initializer kept as an input).
+  const Tensor* data() const { return data_.get(); }
+
+ private:
+  friend class Graph;
+  std::string name_;
+  Type type_;
+  Kind kind_ = Kind::kNodeOutput;
+  Node* producer_ = nullptr;
+  int output_index_ = -1;
+  std::vector<Use> uses_;
+  Graph* owner_ = nullptr;
+  std::unique_ptr<Tensor> data_;
+};
+
+class Node {
+ public:
+  const std::string& domain() const { return domain_; }  // "" is the default ONNX domain
+  const std::string& op_type() const { return op_type_; }
+  const std::string& name() const { return name_; }  // the ONNX node name, may be empty
+  const std::vector<Value*>& inputs() const { return inputs_; }    // nullptr: omitted optional
+  const std::vector<Value*>& outputs() const { return outputs_; }  // nullptr: omitted optional
+  const std::vector<Attribute>& attributes() const { return attributes_; }
+  std::vector<Attribute>& mutable_attributes() { return attributes_; }
+  const Attribute* FindAttribute(const std::string& name) const;
+  Graph* owner() const { return owner_; }
+  int index() const { return index_; }  // position in the owner's node order
+  // "Conv 'conv1' (node 7)": how messages name a node.
+  std::string Describe() const;
+
+ private:
+  friend class Graph;
+  std::string domain_, op_type_, name_;
+  std::vector<Value*> inputs_, outputs_;
+  std::vector<Attribute> attributes_;
+  Graph* owner_ = nullptr;
+  int index_ = -1;
+};
+
+class Graph {
+ public:
+  explicit Graph(std::string name = "") : name_(std::move(name)) {}
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  // The node whose attribute owns this graph; nullptr for a model's main graph.
+  Node* parent_node() const { return parent_node_; }
+  Graph* parent_graph() const;
+
+  // Builders. Names must be unique in this graph (checked by the caller: the importer and the
+  // parser report duplicates as errors; a second value of one name here is a bug).
+  Value* AddInput(const std::string& name, Type type);
+  Value* AddConstant(const std::string& name, Tensor data);
+  // A graph input with a default value (an initializer kept as an input).
+  Value* AddInputWithDefault(const std::string& name, Type type, Tensor data);
+  // A value to be produced by a node added later with AddNode.
+  Value* NewValue(const std::string& name);
+  Node* AddNode(std::string domain, std::string op_type, std::string name,
+                std::vector<Value*> inputs, std::vector<Value*> outputs,
+                std::vector<Attribute> attributes);
+  void AddOutput(Value* value) { outputs_.push_back(value); }
+  // Replaces the node order with a permutation of the same nodes.
+  void SetNodeOrder(const std::vector<Node*>& order);
+  // Turns a node output into a constant holding `data` (its producer no longer produces it);
+  // uses are kept. Used by constant folding.
+  void ConvertToConstant(Value* value, Tensor data);
+  // Turns a graph input into a constant holding `data` (the graph no longer has that input).
+  void ConvertInputToConstant(Value* value, Tensor data);
+  // Removes a node whose outputs have no uses and are not graph outputs (or are nullptr);
+  // its input uses are dropped. Indices of later nodes shift down.
+  void RemoveNode(Node* node);
+  // Replaces every use of `from` (in this graph and subgraphs, and graph outputs) with `to`.
+  void ReplaceAllUses(Value* from, Value* to);
+  // Marks this graph as owned by `node` (called when attaching a subgraph).
+  void set_parent_node(Node* node) { parent_node_ = node; }
+
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  const std::vector<Value*>& constants() const { return constants_; }
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
+  Value* FindLocal(const std::string& name) const;
+  // Looks `name` up here, then in enclosing graphs.
+  Value* Lookup(const std::string& name) const;
+
+ private:
+  Value* CreateValue(const std::string& name, Value::Kind kind);
+  std::string name_;
+  Node* parent_node_ = nullptr;
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Value*> inputs_, outputs_, constants_;
+  std::unordered_map<std::string, Value*> by_name_;
+};
+
+struct Model {
+  int64_t ir_version = 0;
+  std::string producer_name, producer_version, domain;
+  int64_t model_version = 0;
+  std::map<std::string, int64_t> opsets;  // domain ("" for ai.onnx) -> version
+  std::unique_ptr<Graph> graph = std::make_unique<Graph>();
+};
+
+// Calls fn(graph) for `graph` and every subgraph below it, parents first.
+template <typename Fn>
+void ForEachGraph(const Graph& graph, Fn&& fn) {
+  fn(graph);
+  for (const auto& node : graph.nodes())
+    for (const auto& attr : node->attributes())
+      for (const auto& sub : attr.graphs) ForEachGraph(*sub, fn);
+}
+
+}  // namespace precis::ir

@@ -1,0 +1,338 @@
+// Operator semantics of the elementwise families beyond basic arithmetic: unary math and
+// activations, comparisons and logic, bitwise operators, Cast/CastLike, Clip, Where, PRelu, Pow,
+// Mod, the variadic Max/Min/Sum/Mean, and the pass-through Identity and (inference) Dropout.
+// Each inference function checks the element type class the ONNX operator allows, so that a
+// model with a wrong type is refused here and not in a kernel at load time.
+#include "compiler/ops/infer_helpers.h"
+#include "compiler/ops/op_registry.h"
+
+namespace precis::ops {
+namespace {
+
+// Element type classes of ONNX type constraints.
+enum class TypeClass { kFloat, kSignedNumeric, kNumeric, kInteger, kUnsigned, kBool, kNumericOrBool };
+
+bool InClass(ir::DType t, TypeClass c) {
+  switch (c) {
+    case TypeClass::kFloat: return ir::IsFloat(t);
+    case TypeClass::kSignedNumeric:
+      return ir::IsFloat(t) || t == ir::DType::kI8 || t == ir::DType::kI16 || t == ir::DType::kI32 || t == ir::DType::kI64;
+    case TypeClass::kNumeric: return ir::IsFloat(t) || ir::IsInteger(t);
+    case TypeClass::kInteger: return ir::IsInteger(t);
+    case TypeClass::kUnsigned:
+      return t == ir::DType::kU8 || t == ir::DType::kU16 || t == ir::DType::kU32 || t == ir::DType::kU64;
+    case TypeClass::kBool: return t == ir::DType::kBool;
+    case TypeClass::kNumericOrBool: return ir::IsFloat(t) || ir::IsInteger(t) || t == ir::DType::kBool;
+  }
+  return false;
+}
+
+const char* ClassName(TypeClass c) {
+  switch (c) {
+    case TypeClass::kFloat: return "a floating-point";
+    case TypeClass::kSignedNumeric: return "a float or signed integer";
+    case TypeClass::kNumeric: return "a numeric";
+    case TypeClass::kInteger: return "an integer";
+    case TypeClass::kUnsigned: return "an unsigned integer";
+    case TypeClass::kBool: return "a bool";
+    case TypeClass::kNumericOrBool: return "a numeric or bool";
+  }
+  return "?";
+}
+
+// Input i must be a tensor of class c (an unknown element type passes; strings are refused as
+// unsupported since the runtime has no string tensors).
+Status CheckInput(const InferContext& ctx, size_t i, TypeClass c) {
+  if (!ctx.has_input(i)) return ctx.Error("input " + std::to_string(i) + " is missing");
+  const ir::Type& t = ctx.input_type(i);
+  if (!t.is_tensor() && !t.is_unknown()) return ctx.Unsupported("input " + std::to_string(i) + " is not a tensor");
+  ir::DType d = t.dtype();
+  if (d == ir::DType::kUndefined || InClass(d, c)) return Status::Ok();
+  if (d == ir::DType::kString) return ctx.Unsupported("string tensors are not supported");
+  return ctx.Error("input " + std::to_string(i) + " must be " + ClassName(c) + " tensor, got " + std::string(ir::DTypeName(d)));
+}
+
+template <TypeClass C>
+Status InferUnary(InferContext& ctx) {
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, C));
+  return InferSameAsInput0(ctx);
+}
+
+// IsNaN, IsInf: float in, bool out.
+Status InferFloatPredicate(InferContext& ctx) {
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, TypeClass::kFloat));
+  PRECIS_ASSIGN_OR_RETURN(auto dims, ctx.InputDims(0));
+  ctx.SetOutput(0, ir::DType::kBool, dims);
+  return Status::Ok();
+}
+
+// Before opset 7, binary operators broadcast only with broadcast = 1, B's shape matching a
+// contiguous run of A's dims: at the end (numpy's rule, accepted) or at `axis` (refused).
+Status CheckLegacyBroadcast(const InferContext& ctx) {
+  if (ctx.opset() >= 7) return Status::Ok();
+  if (ctx.Int("broadcast", 0) != 0 && ctx.attr("axis"))
+    return ctx.Unsupported("legacy broadcasting with an axis attribute (opset < 7) is not supported");
+  if (ctx.Int("broadcast", 0) == 0 && ctx.has_input(0) && ctx.has_input(1) && ctx.input_type(0).is_tensor() &&
+      ctx.input_type(1).is_tensor() && ctx.input_type(0).shape().has_rank() && ctx.input_type(1).shape().has_rank() &&
+      ctx.input_type(0).shape().is_static() && ctx.input_type(1).shape().is_static() &&
+      !(ctx.input_type(0).shape() == ctx.input_type(1).shape()))
+    return ctx.Error("operand shapes differ and broadcast is 0 (opset < 7)");
+  return Status::Ok();
+}
+
+template <TypeClass C>
+Status InferBinary(InferContext& ctx) {
+  PRECIS_RETURN_IF_ERROR(CheckLegacyBroadcast(ctx));
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, C));
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 1, C));
+  return InferBroadcastBinary(ctx);
+}
+
+template <TypeClass C>
+Status InferCompare(InferContext& ctx) {
+  PRECIS_RETURN_IF_ERROR(CheckLegacyBroadcast(ctx));
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, C));
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 1, C));
+  if (ctx.input_dtype(0) != ctx.input_dtype(1) && ctx.input_dtype(0) != ir::DType::kUndefined &&
+      ctx.input_dtype(1) != ir::DType::kUndefined)
+    return ctx.Error("input dtypes differ: " + std::string(ir::DTypeName(ctx.input_dtype(0))) + " and " +
+                     std::string(ir::DTypeName(ctx.input_dtype(1))));
+  return InferBroadcastCompare(ctx);
+}
+
+Status InferGelu(InferContext& ctx) {
+  std::string approximate = ctx.String("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    return ctx.Error("approximate must be 'none' or 'tanh', got '" + approximate + "'");
+  return InferUnary<TypeClass::kFloat>(ctx);
+}
+
+Status InferBitShift(InferContext& ctx) {
+  std::string direction = ctx.String("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    return ctx.Error("direction must be 'LEFT' or 'RIGHT', got '" + direction + "'");
+  return InferBinary<TypeClass::kUnsigned>(ctx);
+}
+
+// Clip: min/max attributes before opset 11, optional scalar inputs from 11 (integers from 12).
+Status InferClip(InferContext& ctx) {
+  TypeClass c = ctx.opset() >= 12 ? TypeClass::kNumeric : TypeClass::kFloat;
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, c));
+  if (ctx.opset() >= 11) {
+    for (size_t i = 1; i <= 2; ++i) {
+      if (!ctx.has_input(i)) continue;
+      if (ctx.input_dtype(i) != ctx.input_dtype(0) && ctx.input_dtype(i) != ir::DType::kUndefined)
+        return ctx.Error(std::string(i == 1 ? "min" : "max") + " has dtype " + std::string(ir::DTypeName(ctx.input_dtype(i))) +
+                         ", input has " + std::string(ir::DTypeName(ctx.input_dtype(0))));
+      PRECIS_ASSIGN_OR_RETURN(auto dims, ctx.InputDims(i));
+      int64_t n = 1;
+      for (const auto& d : dims) n = d.is_static() && n >= 0 ? n * d.value() : -1;
+      if (n > 1) return ctx.Error(std::string(i == 1 ? "min" : "max") + " must be a scalar (one element)");
+    }
+  }
+  return InferSameAsInput0(ctx);
+}
+
+// PRelu: slope broadcasts unidirectionally to X; the output has X's type. Before opset 7 a 1-D
+// slope of X's dim-1 size is per channel (dim 1), which the kernel applies the same way.
+Status InferPRelu(InferContext& ctx) {
+  TypeClass c = ctx.opset() >= 9 ? TypeClass::kNumeric : TypeClass::kFloat;
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, c));
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 1, c));
+  if (ctx.input_dtype(0) != ctx.input_dtype(1) && ctx.input_dtype(1) != ir::DType::kUndefined)
+    return ctx.Error("slope dtype differs from the input's");
+  PRECIS_ASSIGN_OR_RETURN(auto x, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto slope, ctx.InputDims(1));
+  if (ctx.opset() < 7 && slope.size() == 1 && x.size() >= 2 && slope[0] == x[1]) {
+    ctx.SetOutput(0, ctx.input_type(0));
+    return Status::Ok();
+  }
+  auto b = BroadcastDims(x, slope);
+  if (!b.ok()) return ctx.Error("slope does not broadcast to the input: " + b.status().message());
+  bool to_x = b->size() == x.size();
+  for (size_t i = 0; to_x && i < x.size(); ++i)
+    if ((*b)[i].is_static() && x[i].is_static() && (*b)[i].value() != x[i].value()) to_x = false;
+  if (!to_x) return ctx.Error("slope must broadcast to the input's shape (unidirectionally)");
+  ctx.SetOutput(0, ctx.input_type(0));
+  return Status::Ok();
+}
+
+Status InferWhere(InferContext& ctx) {
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, TypeClass::kBool));
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 1, TypeClass::kNumericOrBool));
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 2, TypeClass::kNumericOrBool));
+  if (ctx.input_dtype(1) != ctx.input_dtype(2) && ctx.input_dtype(1) != ir::DType::kUndefined &&
+      ctx.input_dtype(2) != ir::DType::kUndefined)
+    return ctx.Error("X and Y dtypes differ: " + std::string(ir::DTypeName(ctx.input_dtype(1))) + " and " +
+                     std::string(ir::DTypeName(ctx.input_dtype(2))));
+  std::vector<ir::Dim> dims;
+  for (size_t i = 0; i < 3; ++i) {
+    PRECIS_ASSIGN_OR_RETURN(auto d, ctx.InputDims(i));
+    if (i == 0) {
+      dims = d;
+      continue;
+    }
+    auto b = BroadcastDims(dims, d);
+    if (!b.ok()) return ctx.Error(b.status().message());
+    dims = *b;
+  }
+  ctx.SetOutput(0, ctx.input_dtype(1), dims);
+  return Status::Ok();
+}
+
+Status CheckCastTarget(const InferContext& ctx, ir::DType to) {
+  if (to == ir::DType::kString) return ctx.Unsupported("casts to string are not supported");
+  if (to == ir::DType::kUndefined) return ctx.Error("target type is undefined");
+  return Status::Ok();
+}
+
+// Cast-1 names its target type as a string ("FLOAT"); -1 when unknown.
+int64_t LegacyCastCode(const std::string& name) {
+  static const std::pair<const char*, int64_t> kNames[] = {
+      {"FLOAT", 1}, {"UINT8", 2}, {"INT8", 3}, {"UINT16", 4}, {"INT16", 5}, {"INT32", 6}, {"INT64", 7},
+      {"STRING", 8}, {"BOOL", 9}, {"FLOAT16", 10}, {"DOUBLE", 11}, {"UINT32", 12}, {"UINT64", 13}};
+  for (const auto& [n, code] : kNames)
+    if (name == n) return code;
+  return -1;
+}
+
+Status InferCast(InferContext& ctx) {
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, TypeClass::kNumericOrBool));
+  const ir::Attribute* to = ctx.attr("to");
+  int64_t code = -1;
+  if (to && to->kind == ir::Attribute::Kind::kInt) code = to->i;
+  if (to && to->kind == ir::Attribute::Kind::kString) code = LegacyCastCode(to->s);  // Cast-1
+  if (code < 0) return ctx.Error("needs an attribute 'to' naming a known type");
+  auto dtype = ir::DTypeFromOnnx(int32_t(code));
+  if (!dtype.ok()) return dtype.status().code() == StatusCode::kUnimplemented ? ctx.Unsupported("cast to " + dtype.status().message())
+                                                                              : ctx.Error(dtype.status().message());
+  PRECIS_RETURN_IF_ERROR(CheckCastTarget(ctx, *dtype));
+  PRECIS_ASSIGN_OR_RETURN(auto dims, ctx.InputDims(0));
+  ctx.SetOutput(0, *dtype, dims);
+  return Status::Ok();
+}
+
+Status InferCastLike(InferContext& ctx) {
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, TypeClass::kNumericOrBool));
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 1, TypeClass::kNumericOrBool));
+  PRECIS_RETURN_IF_ERROR(CheckCastTarget(ctx, ctx.input_dtype(1)));
+  PRECIS_ASSIGN_OR_RETURN(auto dims, ctx.InputDims(0));
+  ctx.SetOutput(0, ctx.input_dtype(1), dims);
+  return Status::Ok();
+}
+
+// Pow: output has the base's type; the exponent may have another numeric type from opset 12.
+Status InferPow(InferContext& ctx) {
+  PRECIS_RETURN_IF_ERROR(CheckLegacyBroadcast(ctx));
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, TypeClass::kNumeric));
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 1, TypeClass::kNumeric));
+  ir::DType base = ctx.input_dtype(0);
+  if (base != ir::DType::kUndefined && !ir::IsFloat(base) && base != ir::DType::kI32 && base != ir::DType::kI64)
+    return ctx.Error("base must be a float, int32 or int64 tensor, got " + std::string(ir::DTypeName(base)));
+  PRECIS_ASSIGN_OR_RETURN(auto a, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto b, ctx.InputDims(1));
+  auto out = BroadcastDims(a, b);
+  if (!out.ok()) return ctx.Error(out.status().message());
+  ctx.SetOutput(0, base, *out);
+  return Status::Ok();
+}
+
+Status InferMod(InferContext& ctx) {
+  int64_t fmod = ctx.Int("fmod", 0);
+  if (fmod != 0 && fmod != 1) return ctx.Error("fmod must be 0 or 1, got " + std::to_string(fmod));
+  if (fmod == 0 && ir::IsFloat(ctx.input_dtype(0)))
+    return ctx.Error("fmod must be 1 for floating-point inputs (ONNX Mod)");
+  return InferBinary<TypeClass::kNumeric>(ctx);
+}
+
+// Max, Min (numeric), Sum, Mean (float): 1..N inputs of one dtype, broadcast together.
+template <TypeClass C>
+Status InferVariadic(InferContext& ctx) {
+  if (ctx.num_inputs() == 0) return ctx.Error("needs at least one input");
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    PRECIS_RETURN_IF_ERROR(CheckInput(ctx, i, C));
+    if (ctx.input_dtype(i) != ctx.input_dtype(0) && ctx.input_dtype(i) != ir::DType::kUndefined)
+      return ctx.Error("input " + std::to_string(i) + " has dtype " + std::string(ir::DTypeName(ctx.input_dtype(i))) +
+                       ", input 0 has " + std::string(ir::DTypeName(ctx.input_dtype(0))));
+  }
+  return InferBroadcastVariadic(ctx);
+}
+
+Status InferIdentity(InferContext& ctx) {
+  if (!ctx.has_input(0)) return ctx.Error("input 0 is missing");
+  if (!ctx.input_type(0).is_tensor()) return ctx.Unsupported("only tensor inputs are supported (not sequences or optionals)");
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, TypeClass::kNumericOrBool));
+  return InferSameAsInput0(ctx);
+}
+
+// Dropout at inference: output = input, mask all true. Training mode (opset 12+ input 2) is
+// refused unless it is a constant false; before opset 7 the is_test attribute must be set
+// (its default, 0, meant training).
+Status InferDropout(InferContext& ctx) {
+  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, TypeClass::kNumeric));
+  if (ctx.opset() < 7 && ctx.Int("is_test", 0) == 0)
+    return ctx.Unsupported("is_test is 0 (training mode, opset < 7); only inference Dropout is supported");
+  if (ctx.opset() >= 12 && ctx.has_input(2)) {
+    const ir::Tensor* t = ctx.input_constant(2);
+    if (!t) return ctx.Unsupported("training_mode is computed at run time; only inference (false) is supported");
+    PRECIS_ASSIGN_OR_RETURN(auto v, ctx.ConstantInts(2));
+    for (int64_t x : v)
+      if (x != 0) return ctx.Unsupported("training_mode is true; only inference Dropout is supported");
+  }
+  PRECIS_ASSIGN_OR_RETURN(auto dims, ctx.InputDims(0));
+  ctx.SetOutput(0, ctx.input_type(0));
+  // The mask was of the input's type before opset 10, bool since.
+  if (ctx.has_output(1)) ctx.SetOutput(1, ctx.opset() >= 10 ? ir::DType::kBool : ctx.input_dtype(0), dims);
+  return Status::Ok();
+}
+
+void RegisterUnaryOps(OpRegistry& r) {
+  constexpr auto F = InferUnary<TypeClass::kFloat>;
+  struct Unary { const char* op; int64_t since; InferFn infer; };
+  const Unary ops[] = {
+      {"Abs", 1, InferUnary<TypeClass::kNumeric>}, {"Neg", 1, InferUnary<TypeClass::kSignedNumeric>},
+      {"Sign", 9, InferUnary<TypeClass::kNumeric>}, {"Sigmoid", 1, F}, {"Tanh", 1, F}, {"Exp", 1, F},
+      {"Log", 1, F}, {"Sqrt", 1, F}, {"Reciprocal", 1, F}, {"Floor", 1, F}, {"Ceil", 1, F},
+      {"Round", 11, F}, {"Sin", 7, F}, {"Cos", 7, F}, {"Tan", 7, F}, {"Asin", 7, F}, {"Acos", 7, F},
+      {"Atan", 7, F}, {"Sinh", 9, F}, {"Cosh", 9, F}, {"Asinh", 9, F}, {"Acosh", 9, F}, {"Atanh", 9, F},
+      {"Erf", 9, F}, {"Softplus", 1, F}, {"Softsign", 1, F}, {"Elu", 1, F}, {"Selu", 1, F},
+      {"Celu", 12, F}, {"LeakyRelu", 1, F}, {"ThresholdedRelu", 10, F}, {"HardSigmoid", 1, F},
+      {"HardSwish", 14, F}, {"Mish", 18, F}, {"Gelu", 20, InferGelu},
+      {"Not", 1, InferUnary<TypeClass::kBool>}, {"BitwiseNot", 18, InferUnary<TypeClass::kInteger>},
+  };
+  for (const Unary& u : ops) r.Register({"", u.op, u.since, INT_MAX, u.infer, true, 0, ""});
+  r.Register({"", "IsNaN", 9, INT_MAX, InferFloatPredicate, true, -1, ""});
+  r.Register({"", "IsInf", 10, INT_MAX, InferFloatPredicate, true, -1, ""});
+}
+
+void RegisterBinaryOps(OpRegistry& r) {
+  // Before opset 7 these broadcast only on request (CheckLegacyBroadcast).
+  r.Register({"", "Equal", 1, INT_MAX, InferCompare<TypeClass::kNumericOrBool>, true, -1, ""});
+  for (const char* op : {"Greater", "Less"}) r.Register({"", op, 1, INT_MAX, InferCompare<TypeClass::kNumeric>, true, -1, ""});
+  for (const char* op : {"GreaterOrEqual", "LessOrEqual"})
+    r.Register({"", op, 12, INT_MAX, InferCompare<TypeClass::kNumeric>, true, -1, ""});
+  for (const char* op : {"And", "Or", "Xor"}) r.Register({"", op, 1, INT_MAX, InferBinary<TypeClass::kBool>, true, 0, ""});
+  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"})
+    r.Register({"", op, 18, INT_MAX, InferBinary<TypeClass::kInteger>, true, 0, ""});
+  r.Register({"", "BitShift", 11, INT_MAX, InferBitShift, true, 0, ""});
+  r.Register({"", "Pow", 1, INT_MAX, InferPow, true, 0, ""});
+  r.Register({"", "Mod", 10, INT_MAX, InferMod, true, 0, ""});
+  r.Register({"", "PRelu", 1, INT_MAX, InferPRelu, true, 0, ""});
+  r.Register({"", "Where", 9, INT_MAX, InferWhere, true, -1, ""});
+  for (const char* op : {"Max", "Min"}) r.Register({"", op, 1, INT_MAX, InferVariadic<TypeClass::kNumeric>, true, 0, ""});
+  for (const char* op : {"Sum", "Mean"}) r.Register({"", op, 1, INT_MAX, InferVariadic<TypeClass::kFloat>, true, 0, ""});
+}
+
+}  // namespace
+
+void RegisterActivationOps(OpRegistry& r) {
+  RegisterUnaryOps(r);
+  RegisterBinaryOps(r);
+  r.Register({"", "Clip", 1, INT_MAX, InferClip, true, 0, ""});
+  r.Register({"", "Cast", 1, INT_MAX, InferCast, true, -1, ""});
+  r.Register({"", "CastLike", 15, INT_MAX, InferCastLike, true, -1, "Cast"});
+  r.Register({"", "Identity", 1, INT_MAX, InferIdentity, true, 0, ""});
+  r.Register({"", "Dropout", 1, INT_MAX, InferDropout, true, 0, ""});
+}
+
+}  // namespace precis::ops

@@ -1,0 +1,14 @@
+// Semantics of elementwise arithmetic: Add, Sub, Mul, Div (numpy broadcasting, same dtype on
+// both sides) and Relu (shape and dtype of its input).
+#include "compiler/ops/op_registry.h"
+#include "compiler/ops/infer_helpers.h"
+
+namespace precis::ops {
+
+void RegisterElementwiseOps(OpRegistry& r) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div"})
+    r.Register({"", op, 7, INT_MAX, InferBroadcastBinary, true, 0, ""});
+  r.Register({"", "Relu", 6, INT_MAX, InferSameAsInput0, true, 0, ""});
+}
+
+}  // namespace precis::ops

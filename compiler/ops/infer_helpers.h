@@ -1,0 +1,18 @@
+// Common shape inference functions used by several operator families.
+#pragma once
+
+#include "compiler/ops/op_registry.h"
+
+namespace precis::ops {
+
+// Output 0 has input 0's type (unary elementwise ops).
+Status InferSameAsInput0(InferContext& ctx);
+// Output 0: both inputs' dtype (must agree), broadcast shape.
+Status InferBroadcastBinary(InferContext& ctx);
+// Output 0: bool, broadcast shape of inputs 0 and 1 (comparisons).
+Status InferBroadcastCompare(InferContext& ctx);
+// Output 0: dtype of input 0, broadcast shape of all present inputs (Max, Min, Sum, Mean, Where
+// uses its own).
+Status InferBroadcastVariadic(InferContext& ctx);
+
+}  // namespace precis::ops

@@ -1,0 +1,260 @@
+// Operator semantics: convolution and pooling (Conv, ConvTranspose, MaxPool, AveragePool, LpPool
+// and the Global* pools). Normalizations live in nn_norm.cc and are registered from here.
+//
+// Output sizes follow ONNX's formulas: with explicit pads, out = floor((in + pads - eff_k) / s) + 1
+// (ceil in ceil_mode, minus one when the last window would start in the end padding, as PyTorch,
+// onnxruntime and the ONNX reference do); SAME_* gives ceil(in / s) with the total padding split
+// evenly and the odd unit at the end (SAME_UPPER) or the beginning (SAME_LOWER); VALID uses no
+// padding. Batch and channel dims pass through symbolically; a spatial dim is unknown when its
+// input dim is not static. At most 3 spatial dims are accepted (the kernels' layout).
+#include "compiler/ops/infer_helpers.h"
+#include "compiler/ops/op_registry.h"
+
+namespace precis::ops {
+
+void RegisterNnNormOps(OpRegistry& r);  // nn_norm.cc
+
+namespace {
+
+constexpr size_t kMaxSpatial = 3;
+
+std::string Join(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Window attributes of a convolution or pooling node, normalized to n spatial dims.
+struct WindowSpec {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: n begins, then n ends
+  std::string auto_pad = "NOTSET";
+  bool ceil_mode = false;
+};
+
+Status ReadWindowSpec(const InferContext& ctx, size_t n, std::vector<int64_t> kernel, WindowSpec& w) {
+  w.kernel = std::move(kernel);
+  w.strides = ctx.Ints("strides").value_or(std::vector<int64_t>(n, 1));
+  w.dilations = ctx.Ints("dilations").value_or(std::vector<int64_t>(n, 1));
+  w.pads = ctx.Ints("pads").value_or(std::vector<int64_t>(2 * n, 0));
+  w.auto_pad = ctx.String("auto_pad", "NOTSET");
+  w.ceil_mode = ctx.Int("ceil_mode", 0) != 0;
+  if (w.auto_pad.empty()) w.auto_pad = "NOTSET";
+  if (w.auto_pad != "NOTSET" && w.auto_pad != "SAME_UPPER" && w.auto_pad != "SAME_LOWER" && w.auto_pad != "VALID")
+    return ctx.Error("auto_pad '" + w.auto_pad + "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  if (w.kernel.size() != n) return ctx.Error("kernel_shape " + Join(w.kernel) + " does not have " + std::to_string(n) + " spatial dims");
+  if (w.strides.size() != n) return ctx.Error("strides " + Join(w.strides) + " does not have " + std::to_string(n) + " values");
+  if (w.dilations.size() != n) return ctx.Error("dilations " + Join(w.dilations) + " does not have " + std::to_string(n) + " values");
+  if (w.pads.size() != 2 * n) return ctx.Error("pads " + Join(w.pads) + " does not have " + std::to_string(2 * n) + " values");
+  for (size_t i = 0; i < n; ++i) {
+    if (w.kernel[i] == 0 || w.kernel[i] < -1) return ctx.Error("kernel_shape " + Join(w.kernel) + " must be positive");
+    if (w.strides[i] <= 0) return ctx.Error("strides " + Join(w.strides) + " must be positive");
+    if (w.dilations[i] <= 0) return ctx.Error("dilations " + Join(w.dilations) + " must be positive");
+  }
+  for (int64_t p : w.pads)
+    if (p < 0) return ctx.Error("pads " + Join(w.pads) + " must not be negative");
+  if (w.auto_pad != "NOTSET") w.pads.assign(2 * n, 0);
+  return Status::Ok();
+}
+
+// Output size of spatial dim i for input size `in` (static); kernel[i] == -1 means unknown.
+StatusOr<ir::Dim> WindowOutput(const InferContext& ctx, const WindowSpec& w, size_t i, const ir::Dim& in_dim) {
+  if (!in_dim.is_static() || w.kernel[i] < 0) return ir::Dim();
+  size_t n = w.kernel.size();
+  int64_t in = in_dim.value(), s = w.strides[i];
+  int64_t eff_k = (w.kernel[i] - 1) * w.dilations[i] + 1;
+  int64_t pb = w.pads[i], pe = w.pads[i + n];
+  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") {
+    int64_t out = (in + s - 1) / s;
+    int64_t total = std::max<int64_t>(0, (out - 1) * s + eff_k - in);
+    pb = w.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    pe = total - pb;
+  }
+  int64_t span = in + pb + pe - eff_k;
+  if (span < 0)
+    return ctx.Error("window of " + std::to_string(eff_k) + " (kernel " + std::to_string(w.kernel[i]) + ", dilation " +
+                     std::to_string(w.dilations[i]) + ") does not fit spatial dim " + std::to_string(i) + " of size " +
+                     std::to_string(in) + " with padding " + std::to_string(pb) + "+" + std::to_string(pe));
+  int64_t out = w.ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
+  if (w.ceil_mode && (out - 1) * s >= in + pb) --out;
+  return ir::Dim::Static(out);
+}
+
+Status RequireFloat(const InferContext& ctx, size_t i) {
+  ir::DType t = ctx.input_dtype(i);
+  if (t != ir::DType::kUndefined && !ir::IsFloat(t))
+    return ctx.Error("input " + std::to_string(i) + " has dtype " + std::string(ir::DTypeName(t)) + ", expected a float type");
+  return Status::Ok();
+}
+
+// X: [N, C, spatial...] with 1..3 spatial dims.
+StatusOr<std::vector<ir::Dim>> SpatialInput(const InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto x, ctx.InputDims(0));
+  if (x.size() < 3) return ctx.Error("input X has rank " + std::to_string(x.size()) + ", expected N x C x spatial dims");
+  if (x.size() - 2 > kMaxSpatial)
+    return ctx.Unsupported(std::to_string(x.size() - 2) + " spatial dims (at most " + std::to_string(kMaxSpatial) + " supported)");
+  return x;
+}
+
+// Kernel shape: the attribute, else W's spatial dims (-1 where symbolic); checked against W.
+StatusOr<std::vector<int64_t>> ConvKernel(const InferContext& ctx, const std::vector<ir::Dim>& w) {
+  std::vector<int64_t> from_w;
+  for (size_t i = 2; i < w.size(); ++i) from_w.push_back(w[i].is_static() ? w[i].value() : -1);
+  auto attr = ctx.Ints("kernel_shape");
+  if (!attr) return from_w;
+  if (attr->size() != from_w.size()) return ctx.Error("kernel_shape " + Join(*attr) + " does not match W's rank");
+  for (size_t i = 0; i < from_w.size(); ++i)
+    if (from_w[i] >= 0 && from_w[i] != (*attr)[i])
+      return ctx.Error("kernel_shape " + Join(*attr) + " differs from W's spatial dims " + Join(from_w));
+  return *attr;
+}
+
+Status CheckBias(const InferContext& ctx, const ir::Dim& channels) {
+  if (!ctx.has_input(2)) return Status::Ok();
+  PRECIS_ASSIGN_OR_RETURN(auto b, ctx.InputDims(2));
+  if (b.size() != 1) return ctx.Error("bias B must have rank 1");
+  if (b[0].is_static() && channels.is_static() && b[0].value() != channels.value())
+    return ctx.Error("bias B has " + std::to_string(b[0].value()) + " values for " + std::to_string(channels.value()) + " output channels");
+  if (ctx.input_dtype(2) != ctx.input_dtype(0)) return ctx.Error("bias B dtype differs from X");
+  return Status::Ok();
+}
+
+Status InferConv(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto x, SpatialInput(ctx));
+  PRECIS_ASSIGN_OR_RETURN(auto w, ctx.InputDims(1));
+  PRECIS_RETURN_IF_ERROR(RequireFloat(ctx, 0));
+  if (ctx.input_dtype(1) != ctx.input_dtype(0)) return ctx.Error("W dtype differs from X");
+  if (w.size() != x.size()) return ctx.Error("W has rank " + std::to_string(w.size()) + ", X has rank " + std::to_string(x.size()));
+  int64_t group = ctx.Int("group", 1);
+  if (group <= 0) return ctx.Error("group must be positive");
+  if (x[1].is_static() && w[1].is_static() && x[1].value() != w[1].value() * group)
+    return ctx.Error("X has " + std::to_string(x[1].value()) + " channels, W expects " + std::to_string(w[1].value()) + " x group " +
+                     std::to_string(group));
+  if (w[0].is_static() && w[0].value() % group != 0)
+    return ctx.Error(std::to_string(w[0].value()) + " output channels are not divisible by group " + std::to_string(group));
+  PRECIS_RETURN_IF_ERROR(CheckBias(ctx, w[0]));
+  PRECIS_ASSIGN_OR_RETURN(auto kernel, ConvKernel(ctx, w));
+  WindowSpec spec;
+  PRECIS_RETURN_IF_ERROR(ReadWindowSpec(ctx, x.size() - 2, kernel, spec));
+  spec.ceil_mode = false;
+  std::vector<ir::Dim> out = {x[0], w[0]};
+  for (size_t i = 0; i + 2 < x.size(); ++i) {
+    PRECIS_ASSIGN_OR_RETURN(auto d, WindowOutput(ctx, spec, i, x[i + 2]));
+    out.push_back(d);
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+// ConvTranspose: W is [C, M/group, k...]; out = s*(in-1) + output_padding + eff_k - pads, or
+// in*s for SAME_*, or the output_shape attribute (its last n values).
+Status InferConvTranspose(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto x, SpatialInput(ctx));
+  PRECIS_ASSIGN_OR_RETURN(auto w, ctx.InputDims(1));
+  PRECIS_RETURN_IF_ERROR(RequireFloat(ctx, 0));
+  if (ctx.input_dtype(1) != ctx.input_dtype(0)) return ctx.Error("W dtype differs from X");
+  if (w.size() != x.size()) return ctx.Error("W has rank " + std::to_string(w.size()) + ", X has rank " + std::to_string(x.size()));
+  size_t n = x.size() - 2;
+  int64_t group = ctx.Int("group", 1);
+  if (group <= 0) return ctx.Error("group must be positive");
+  if (x[1].is_static() && w[0].is_static() && x[1].value() != w[0].value())
+    return ctx.Error("X has " + std::to_string(x[1].value()) + " channels, W has " + std::to_string(w[0].value()));
+  if (w[0].is_static() && w[0].value() % group != 0)
+    return ctx.Error(std::to_string(w[0].value()) + " input channels are not divisible by group " + std::to_string(group));
+  ir::Dim channels = w[1].is_static() ? ir::Dim::Static(w[1].value() * group) : ir::Dim();
+  PRECIS_RETURN_IF_ERROR(CheckBias(ctx, channels));
+  PRECIS_ASSIGN_OR_RETURN(auto kernel, ConvKernel(ctx, w));
+  WindowSpec spec;
+  PRECIS_RETURN_IF_ERROR(ReadWindowSpec(ctx, n, kernel, spec));
+  auto output_padding = ctx.Ints("output_padding").value_or(std::vector<int64_t>(n, 0));
+  if (output_padding.size() != n) return ctx.Error("output_padding " + Join(output_padding) + " does not have " + std::to_string(n) + " values");
+  for (size_t i = 0; i < n; ++i)
+    if (output_padding[i] < 0) return ctx.Error("output_padding must not be negative");
+  auto output_shape = ctx.Ints("output_shape");
+  if (output_shape && output_shape->size() != n && output_shape->size() != n + 2)
+    return ctx.Error("output_shape " + Join(*output_shape) + " does not have " + std::to_string(n) + " spatial values");
+  std::vector<ir::Dim> out = {x[0], channels};
+  for (size_t i = 0; i < n; ++i) {
+    if (output_shape) {
+      int64_t v = (*output_shape)[output_shape->size() - n + i];
+      if (v <= 0) return ctx.Error("output_shape " + Join(*output_shape) + " must be positive");
+      out.push_back(ir::Dim::Static(v));
+      continue;
+    }
+    if (!x[i + 2].is_static() || kernel[i] < 0) {
+      out.push_back(ir::Dim());
+      continue;
+    }
+    int64_t in = x[i + 2].value(), v;
+    if (spec.auto_pad == "SAME_UPPER" || spec.auto_pad == "SAME_LOWER") {
+      v = in * spec.strides[i];
+    } else {
+      int64_t eff_k = (kernel[i] - 1) * spec.dilations[i] + 1;
+      v = spec.strides[i] * (in - 1) + output_padding[i] + eff_k - spec.pads[i] - spec.pads[i + n];
+    }
+    if (v <= 0) return ctx.Error("output spatial dim " + std::to_string(i) + " would be " + std::to_string(v));
+    out.push_back(ir::Dim::Static(v));
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+enum class PoolKind { kMax, kAverage, kLp };
+
+Status InferPool(InferContext& ctx, PoolKind kind) {
+  PRECIS_ASSIGN_OR_RETURN(auto x, SpatialInput(ctx));
+  ir::DType t = ctx.input_dtype(0);
+  bool int8_ok = kind == PoolKind::kMax && (t == ir::DType::kI8 || t == ir::DType::kU8);
+  if (!int8_ok) PRECIS_RETURN_IF_ERROR(RequireFloat(ctx, 0));
+  auto kernel = ctx.Ints("kernel_shape");
+  if (!kernel) return ctx.Error("attribute kernel_shape is required");
+  for (int64_t k : *kernel)
+    if (k <= 0) return ctx.Error("kernel_shape " + Join(*kernel) + " must be positive");
+  WindowSpec spec;
+  PRECIS_RETURN_IF_ERROR(ReadWindowSpec(ctx, x.size() - 2, *kernel, spec));
+  if (kind == PoolKind::kLp && ctx.attr("p") && ctx.attr("p")->kind != ir::Attribute::Kind::kInt)
+    return ctx.Unsupported("LpPool-1 float attribute p");
+  std::vector<ir::Dim> out = {x[0], x[1]};
+  for (size_t i = 0; i + 2 < x.size(); ++i) {
+    PRECIS_ASSIGN_OR_RETURN(auto d, WindowOutput(ctx, spec, i, x[i + 2]));
+    out.push_back(d);
+  }
+  ctx.SetOutput(0, t, out);
+  if (kind == PoolKind::kMax && ctx.has_output(1)) {
+    if (ctx.Int("storage_order", 0) != 0 && x.size() > 4)
+      return ctx.Unsupported("MaxPool Indices with storage_order=1 (column major) for 3 spatial dims");
+    ctx.SetOutput(1, ir::DType::kI64, out);
+  }
+  return Status::Ok();
+}
+
+Status InferMaxPool(InferContext& ctx) { return InferPool(ctx, PoolKind::kMax); }
+Status InferAveragePool(InferContext& ctx) { return InferPool(ctx, PoolKind::kAverage); }
+Status InferLpPool(InferContext& ctx) { return InferPool(ctx, PoolKind::kLp); }
+
+// Global pools: [N, C, 1, ...] (float types only).
+Status InferGlobalPool(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto x, ctx.InputDims(0));
+  if (x.size() < 2) return ctx.Error("input X has rank " + std::to_string(x.size()) + ", expected N x C x spatial dims");
+  PRECIS_RETURN_IF_ERROR(RequireFloat(ctx, 0));
+  if (ctx.attr("p") && ctx.attr("p")->kind != ir::Attribute::Kind::kInt) return ctx.Unsupported("GlobalLpPool-1 float attribute p");
+  std::vector<ir::Dim> out = {x[0], x[1]};
+  out.resize(x.size(), ir::Dim::Static(1));
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterNnOps(OpRegistry& r) {
+  r.Register({"", "Conv", 1, INT_MAX, InferConv, true, -1, ""});
+  r.Register({"", "ConvTranspose", 1, INT_MAX, InferConvTranspose, true, -1, ""});
+  r.Register({"", "MaxPool", 1, INT_MAX, InferMaxPool, true, -1, ""});
+  r.Register({"", "AveragePool", 1, INT_MAX, InferAveragePool, true, -1, ""});
+  r.Register({"", "LpPool", 2, INT_MAX, InferLpPool, true, -1, ""});
+  r.Register({"", "GlobalAveragePool", 1, INT_MAX, InferGlobalPool, true, -1, ""});
+  r.Register({"", "GlobalMaxPool", 1, INT_MAX, InferGlobalPool, true, -1, ""});
+  r.Register({"", "GlobalLpPool", 2, INT_MAX, InferGlobalPool, true, -1, ""});
+  RegisterNnNormOps(r);
+}
+
+}  // namespace precis::ops

@@ -1,0 +1,101 @@
+// Operator semantics: one OpDef per supported (domain, operator), registered by family files
+// (elementwise.cc, nn.cc, ...). An OpDef says which opset versions Precis accepts, infers output
+// types from input types, constant inputs and attributes, and tells the compiler whether the op
+// can be evaluated at compile time and whether its kernel may write output 0 over input 0.
+//
+// Adding an operator: its OpDef in the family file (with shape inference), its CPU kernel under
+// runtime/cpu/kernels/, and conformance coverage (tests/conformance).
+#pragma once
+
+#include <climits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+
+namespace precis::ops {
+
+class InferContext {
+ public:
+  InferContext(const ir::Node& node, int64_t opset) : node_(node), opset_(opset) {}
+
+  const ir::Node& node() const { return node_; }
+  int64_t opset() const { return opset_; }  // version of the node's domain in the model
+  size_t num_inputs() const { return node_.inputs().size(); }
+  size_t num_outputs() const { return node_.outputs().size(); }
+  bool has_input(size_t i) const { return i < node_.inputs().size() && node_.inputs()[i] != nullptr; }
+  bool has_output(size_t i) const { return i < node_.outputs().size() && node_.outputs()[i] != nullptr; }
+  const ir::Type& input_type(size_t i) const;
+  ir::DType input_dtype(size_t i) const { return input_type(i).dtype(); }
+  // Requires a tensor input of known rank; errors name the input.
+  StatusOr<std::vector<ir::Dim>> InputDims(size_t i) const;
+  // Constant data of input i when it is known at compile time, else nullptr.
+  const ir::Tensor* input_constant(size_t i) const;
+  // Integer values of a constant input (any integer dtype), or an Unimplemented error saying
+  // that the plan needs that value at compile time.
+  StatusOr<std::vector<int64_t>> ConstantInts(size_t i) const;
+  StatusOr<std::vector<double>> ConstantFloats(size_t i) const;
+
+  const ir::Attribute* attr(const char* name) const { return node_.FindAttribute(name); }
+  int64_t Int(const char* name, int64_t fallback) const;
+  float Float(const char* name, float fallback) const;
+  std::string String(const char* name, const std::string& fallback) const;
+  std::optional<std::vector<int64_t>> Ints(const char* name) const;
+
+  void SetOutput(size_t i, ir::Type type);
+  void SetOutput(size_t i, ir::DType dtype, std::vector<ir::Dim> dims) {
+    SetOutput(i, ir::Type::Tensor(dtype, ir::Shape(std::move(dims))));
+  }
+  const std::vector<ir::Type>& outputs() const { return outputs_; }
+
+  Status Error(const std::string& message) const;        // InvalidArgument naming the node
+  Status Unsupported(const std::string& message) const;  // Unimplemented naming the node
+
+ private:
+  const ir::Node& node_;
+  int64_t opset_;
+  std::vector<ir::Type> outputs_;
+};
+
+using InferFn = Status (*)(InferContext&);
+
+struct OpDef {
+  std::string domain;        // "" for the default ONNX domain
+  std::string op_type;
+  int64_t min_opset = 1;     // accepted versions of the domain's opset
+  int64_t max_opset = INT_MAX;
+  InferFn infer = nullptr;
+  bool foldable = true;      // may be evaluated at compile time (deterministic, CPU kernel exists)
+  int inplace_input = -1;    // output 0 may share storage with this input
+  std::string kernel;        // runtime kernel name; empty: the operator name
+};
+
+class OpRegistry {
+ public:
+  static const OpRegistry& Get();
+  void Register(OpDef def);
+  const OpDef* Find(const std::string& domain, const std::string& op_type) const;
+  std::vector<const OpDef*> All() const;
+
+ private:
+  std::vector<OpDef> defs_;  // sorted by (domain, op_type)
+};
+
+// Family registration functions (one per file); RegisterAllOps calls them all.
+void RegisterElementwiseOps(OpRegistry& r);
+void RegisterMatMulOps(OpRegistry& r);
+void RegisterActivationOps(OpRegistry& r);
+void RegisterNnOps(OpRegistry& r);
+void RegisterTensorOps(OpRegistry& r);
+void RegisterReduceOps(OpRegistry& r);
+void RegisterLossOps(OpRegistry& r);
+
+// Shape helpers shared by families.
+// Multidirectional (numpy) broadcasting of two shapes; error text names both.
+StatusOr<std::vector<ir::Dim>> BroadcastDims(const std::vector<ir::Dim>& a, const std::vector<ir::Dim>& b);
+// Normalizes a possibly negative axis into [0, rank); error when out of range.
+StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank, const InferContext& ctx);
+std::vector<ir::Dim> StaticDims(const std::vector<int64_t>& dims);
+
+}  // namespace precis::ops

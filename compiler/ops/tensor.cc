@@ -1,0 +1,327 @@
+// Operator semantics: data movement and shape manipulation. This file holds the reshaping and
+// reordering operators (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Slice,
+// Expand, Tile, Shape, Size); tensor_index.cc the indexing and generating ones, tensor_resize.cc
+// Resize, Upsample, Pad and the depth/space rearrangements. Values that decide an output shape
+// (Reshape's shape, Slice's starts, ...) must be compile-time constants: shapes are static when
+// the plan runs. Symbolic dims pass through where the operator keeps a dim as it is.
+#include <algorithm>
+
+#include "compiler/ops/op_registry.h"
+#include "compiler/ops/tensor_infer.h"
+
+namespace precis::ops {
+namespace {
+
+using ir::Dim;
+
+// Reshape: 0 copies the input dim (unless allowzero), -1 takes what is left.
+Status InferReshape(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  std::vector<int64_t> shape;
+  if (ctx.opset() >= 5) {
+    PRECIS_ASSIGN_OR_RETURN(shape, ctx.ConstantInts(1));
+  } else {
+    auto attr = ctx.Ints("shape");
+    if (!attr) return ctx.Error("has no 'shape' attribute");
+    shape = *attr;
+  }
+  bool allowzero = ctx.opset() >= 14 && ctx.Int("allowzero", 0) != 0;
+  std::vector<Dim> out(shape.size());
+  int infer_at = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t s = shape[i];
+    if (s == -1) {
+      if (infer_at >= 0) return ctx.Error("shape has more than one -1");
+      infer_at = int(i);
+    } else if (s == 0 && !allowzero) {
+      if (i >= in.size()) return ctx.Error("shape copies dim " + std::to_string(i) + " (0) but the input has rank " + std::to_string(in.size()));
+      out[i] = in[i];
+    } else if (s < 0) {
+      return ctx.Error("shape has invalid value " + std::to_string(s));
+    } else {
+      out[i] = Dim::Static(s);
+    }
+  }
+  if (allowzero && infer_at >= 0 && std::count(shape.begin(), shape.end(), 0) > 0)
+    return ctx.Error("shape has both 0 and -1 with allowzero=1");
+  DimFactors total = Factor(in), known = Factor(out, infer_at);
+  if (infer_at >= 0) {
+    if (total.is_static() && known.is_static()) {
+      if (known.product == 0 || total.product % known.product != 0)
+        return ctx.Error("cannot reshape " + std::to_string(total.product) + " elements into " + ShapeText(shape));
+      out[size_t(infer_at)] = Dim::Static(total.product / known.product);
+    } else {
+      out[size_t(infer_at)] = total.Divide(known);
+    }
+  } else if (total.is_static() && known.is_static() && total.product != known.product) {
+    return ctx.Error("cannot reshape " + std::to_string(total.product) + " elements into " + ShapeText(shape));
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+Status InferFlatten(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  int64_t rank = int64_t(in.size()), axis = ctx.Int("axis", 1);
+  if (axis < -rank || axis > rank) return ctx.Error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (axis < 0) axis += rank;
+  std::vector<Dim> head(in.begin(), in.begin() + axis), tail(in.begin() + axis, in.end());
+  ctx.SetOutput(0, ctx.input_dtype(0), {Factor(head).AsDim(), Factor(tail).AsDim()});
+  return Status::Ok();
+}
+
+// Squeeze/Unsqueeze axes: an attribute before opset 13, an input from 13.
+StatusOr<std::optional<std::vector<int64_t>>> AxesOf(InferContext& ctx, int64_t input_from_opset) {
+  if (ctx.opset() >= input_from_opset) {
+    if (!ctx.has_input(1)) return std::optional<std::vector<int64_t>>();
+    PRECIS_ASSIGN_OR_RETURN(auto axes, ctx.ConstantInts(1));
+    return std::optional<std::vector<int64_t>>(axes);
+  }
+  return ctx.Ints("axes");
+}
+
+Status InferSqueeze(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto axes, AxesOf(ctx, 13));
+  int64_t rank = int64_t(in.size());
+  std::vector<bool> drop(in.size(), false);
+  if (!axes) {
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!in[i].is_static()) return ctx.Unsupported("without axes, needs static dims to find those of size 1");
+      drop[i] = in[i].value() == 1;
+    }
+  } else {
+    for (int64_t a : *axes) {
+      PRECIS_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(a, rank, ctx));
+      if (drop[size_t(axis)]) return ctx.Error("axis " + std::to_string(a) + " is repeated");
+      if (in[size_t(axis)].is_static() && in[size_t(axis)].value() != 1)
+        return ctx.Error("cannot squeeze dim " + std::to_string(axis) + " of size " + std::to_string(in[size_t(axis)].value()));
+      drop[size_t(axis)] = true;
+    }
+  }
+  std::vector<Dim> out;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!drop[i]) out.push_back(in[i]);
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+Status InferUnsqueeze(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto axes, AxesOf(ctx, 13));
+  if (!axes) return ctx.Error("has no axes");
+  int64_t rank = int64_t(in.size() + axes->size());
+  std::vector<bool> added(size_t(rank), false);
+  for (int64_t a : *axes) {
+    PRECIS_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(a, rank, ctx));
+    if (added[size_t(axis)]) return ctx.Error("axis " + std::to_string(a) + " is repeated");
+    added[size_t(axis)] = true;
+  }
+  std::vector<Dim> out;
+  size_t next = 0;
+  for (int64_t i = 0; i < rank; ++i) out.push_back(added[size_t(i)] ? Dim::Static(1) : in[next++]);
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+Status InferTranspose(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  std::vector<int64_t> perm;
+  if (auto p = ctx.Ints("perm")) perm = *p;
+  else
+    for (size_t i = in.size(); i-- > 0;) perm.push_back(int64_t(i));
+  if (perm.size() != in.size()) return ctx.Error("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(in.size()));
+  std::vector<bool> seen(in.size(), false);
+  std::vector<Dim> out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= int64_t(in.size()) || seen[size_t(p)]) return ctx.Error("perm " + ShapeText(perm) + " is not a permutation");
+    seen[size_t(p)] = true;
+    out.push_back(in[size_t(p)]);
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+Status InferConcat(InferContext& ctx) {
+  if (ctx.num_inputs() == 0) return ctx.Error("has no inputs");
+  PRECIS_ASSIGN_OR_RETURN(auto out, ctx.InputDims(0));
+  int64_t rank = int64_t(out.size());
+  const ir::Attribute* axis_attr = ctx.attr("axis");
+  if (!axis_attr && ctx.opset() >= 4) return ctx.Error("has no 'axis' attribute");
+  int64_t a = ctx.Int("axis", 1);
+  if (a < -rank || a >= rank) return ctx.Error("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+  size_t axis = size_t(a < 0 ? a + rank : a);
+  std::vector<Dim> along{out[axis]};
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    PRECIS_ASSIGN_OR_RETURN(auto dims, ctx.InputDims(i));
+    if (dims.size() != out.size()) return ctx.Error("input " + std::to_string(i) + " has rank " + std::to_string(dims.size()) + ", expected " + std::to_string(rank));
+    if (ctx.input_dtype(i) != ctx.input_dtype(0)) return ctx.Error("input dtypes differ");
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (d == axis) continue;
+      auto merged = MergeDims(out[d], dims[d]);
+      if (!merged) return ctx.Error("input " + std::to_string(i) + " dim " + std::to_string(d) + " is " + std::to_string(dims[d].value()) + ", expected " + std::to_string(out[d].value()));
+      out[d] = *merged;
+    }
+    along.push_back(dims[axis]);
+  }
+  out[axis] = SumDims(along);
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+// Split sizes: an attribute before opset 13, input 1 from 13; without them equal parts
+// (opset 18 num_outputs: ceil-sized parts, the last one smaller).
+Status InferSplit(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx.Int("axis", 0), int64_t(in.size()), ctx));
+  size_t n = ctx.num_outputs();
+  std::optional<std::vector<int64_t>> split;
+  if (ctx.opset() >= 13 || (ctx.opset() < 2 && ctx.has_input(1))) {
+    if (ctx.has_input(1)) {
+      PRECIS_ASSIGN_OR_RETURN(auto s, ctx.ConstantInts(1));
+      split = s;
+    }
+  } else {
+    split = ctx.Ints("split");
+  }
+  const Dim& dim = in[size_t(axis)];
+  std::vector<Dim> sizes;
+  if (split) {
+    if (split->size() != n) return ctx.Error("split has " + std::to_string(split->size()) + " sizes for " + std::to_string(n) + " outputs");
+    int64_t sum = 0;
+    for (int64_t s : *split) {
+      if (s < 0) return ctx.Error("split has a negative size");
+      sum += s;
+      sizes.push_back(Dim::Static(s));
+    }
+    if (dim.is_static() && sum != dim.value())
+      return ctx.Error("split sizes sum to " + std::to_string(sum) + " but the dim is " + std::to_string(dim.value()));
+  } else {
+    int64_t parts = ctx.opset() >= 18 ? ctx.Int("num_outputs", int64_t(n)) : int64_t(n);
+    if (parts != int64_t(n) || parts <= 0) return ctx.Error("num_outputs " + std::to_string(parts) + " differs from the " + std::to_string(n) + " outputs");
+    if (!dim.is_static()) {
+      sizes.assign(n, n == 1 ? dim : Dim());
+    } else if (ctx.opset() >= 18) {
+      int64_t chunk = (dim.value() + parts - 1) / parts;
+      for (int64_t i = 0; i < parts; ++i) sizes.push_back(Dim::Static(std::clamp<int64_t>(dim.value() - i * chunk, 0, chunk)));
+    } else {
+      if (dim.value() % parts != 0) return ctx.Error("dim " + std::to_string(dim.value()) + " does not split into " + std::to_string(parts) + " equal parts");
+      sizes.assign(n, Dim::Static(dim.value() / parts));
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<Dim> out = in;
+    out[size_t(axis)] = sizes[i];
+    ctx.SetOutput(i, ctx.input_dtype(0), out);
+  }
+  return Status::Ok();
+}
+
+Status InferSlice(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (ctx.opset() >= 10) {
+    PRECIS_ASSIGN_OR_RETURN(starts, ctx.ConstantInts(1));
+    PRECIS_ASSIGN_OR_RETURN(ends, ctx.ConstantInts(2));
+    if (ctx.has_input(3)) {
+      PRECIS_ASSIGN_OR_RETURN(axes, ctx.ConstantInts(3));
+    }
+    if (ctx.has_input(4)) {
+      PRECIS_ASSIGN_OR_RETURN(steps, ctx.ConstantInts(4));
+    }
+  } else {
+    starts = ctx.Ints("starts").value_or(std::vector<int64_t>());
+    ends = ctx.Ints("ends").value_or(std::vector<int64_t>());
+    axes = ctx.Ints("axes").value_or(std::vector<int64_t>());
+  }
+  if (starts.size() != ends.size()) return ctx.Error("starts and ends differ in length");
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size()) return ctx.Error("starts, ends, axes and steps differ in length");
+  std::vector<Dim> out = in;
+  std::vector<bool> seen(in.size(), false);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    PRECIS_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(axes[i], int64_t(in.size()), ctx));
+    if (seen[size_t(axis)]) return ctx.Error("axis " + std::to_string(axes[i]) + " is repeated");
+    seen[size_t(axis)] = true;
+    if (steps[i] == 0) return ctx.Error("step is 0");
+    const Dim& d = in[size_t(axis)];
+    if (d.is_static()) {
+      out[size_t(axis)] = Dim::Static(SliceRange(starts[i], ends[i], steps[i], d.value()).count);
+    } else {
+      // A full slice keeps a symbolic dim; anything else depends on its size.
+      bool full = steps[i] == 1 && (starts[i] == 0 || starts[i] <= -kMaxSliceDim) && ends[i] >= kMaxSliceDim;
+      out[size_t(axis)] = full ? d : Dim();
+    }
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+Status InferExpand(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto shape, ctx.ConstantInts(1));
+  for (int64_t s : shape)
+    if (s < 0) return ctx.Error("shape " + ShapeText(shape) + " has a negative dim");
+  auto out = BroadcastDims(in, StaticDims(shape));
+  if (!out.ok()) return ctx.Error("cannot expand to " + ShapeText(shape) + ": " + out.status().message());
+  ctx.SetOutput(0, ctx.input_dtype(0), *out);
+  return Status::Ok();
+}
+
+Status InferTile(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto repeats, ctx.ConstantInts(1));
+  if (repeats.size() != in.size()) return ctx.Error("repeats has " + std::to_string(repeats.size()) + " entries for rank " + std::to_string(in.size()));
+  std::vector<Dim> out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (repeats[i] < 0) return ctx.Error("repeats has a negative value");
+    if (repeats[i] == 1) out.push_back(in[i]);
+    else if (in[i].is_static()) out.push_back(Dim::Static(in[i].value() * repeats[i]));
+    else out.push_back(repeats[i] == 0 ? Dim::Static(0) : Dim());
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+Status InferShape(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  int64_t rank = int64_t(in.size());
+  int64_t start = ctx.opset() >= 15 ? ctx.Int("start", 0) : 0, end = ctx.opset() >= 15 ? ctx.Int("end", rank) : rank;
+  auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  ctx.SetOutput(0, ir::DType::kI64, {Dim::Static(std::max<int64_t>(clamp(end) - clamp(start), 0))});
+  return Status::Ok();
+}
+
+Status InferSize(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  (void)in;
+  ctx.SetOutput(0, ir::DType::kI64, {});
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddTensorIndexOps(OpRegistry& r);
+void AddTensorResizeOps(OpRegistry& r);
+
+void RegisterTensorOps(OpRegistry& r) {
+  // {domain, op, min opset, max opset, infer, foldable, in-place input, kernel}
+  r.Register({"", "Reshape", 1, INT_MAX, InferReshape, true, 0, "Reshape"});
+  r.Register({"", "Flatten", 1, INT_MAX, InferFlatten, true, 0, "Reshape"});
+  r.Register({"", "Squeeze", 1, INT_MAX, InferSqueeze, true, 0, "Reshape"});
+  r.Register({"", "Unsqueeze", 1, INT_MAX, InferUnsqueeze, true, 0, "Reshape"});
+  r.Register({"", "Transpose", 1, INT_MAX, InferTranspose, true, -1, ""});
+  r.Register({"", "Concat", 1, INT_MAX, InferConcat, true, -1, ""});
+  r.Register({"", "Split", 1, INT_MAX, InferSplit, true, -1, ""});
+  r.Register({"", "Slice", 1, INT_MAX, InferSlice, true, -1, ""});
+  r.Register({"", "Expand", 8, INT_MAX, InferExpand, true, -1, ""});
+  r.Register({"", "Tile", 6, INT_MAX, InferTile, true, -1, ""});
+  r.Register({"", "Shape", 1, INT_MAX, InferShape, true, -1, ""});
+  r.Register({"", "Size", 1, INT_MAX, InferSize, true, -1, ""});
+  AddTensorIndexOps(r);
+  AddTensorResizeOps(r);
+}
+
+}  // namespace precis::ops

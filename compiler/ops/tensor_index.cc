@@ -1,0 +1,272 @@
+// Operator semantics: indexing (Gather, GatherElements, GatherND, ScatterND, ScatterElements,
+// OneHot, Compress, NonZero, ReverseSequence) and generators (ConstantOfShape, Range, EyeLike,
+// Trilu). Compress and NonZero have output shapes that depend on data values: they compile
+// only when those values are constants (the whole node then usually folds away).
+#include <cmath>
+#include <cstring>
+
+#include "compiler/ops/op_registry.h"
+#include "compiler/ops/tensor_infer.h"
+
+namespace precis::ops {
+namespace {
+
+using ir::Dim;
+
+bool IsIndexDType(ir::DType t) { return t == ir::DType::kI32 || t == ir::DType::kI64; }
+
+Status CheckIndices(InferContext& ctx, size_t i) {
+  if (!IsIndexDType(ctx.input_dtype(i)))
+    return ctx.Error("indices must be int32 or int64, not " + std::string(ir::DTypeName(ctx.input_dtype(i))));
+  return Status::Ok();
+}
+
+Status InferGather(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto data, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto indices, ctx.InputDims(1));
+  PRECIS_RETURN_IF_ERROR(CheckIndices(ctx, 1));
+  if (data.empty()) return ctx.Error("data must have rank >= 1");
+  PRECIS_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx.Int("axis", 0), int64_t(data.size()), ctx));
+  std::vector<Dim> out(data.begin(), data.begin() + axis);
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), data.begin() + axis + 1, data.end());
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+Status InferGatherElements(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto data, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto indices, ctx.InputDims(1));
+  PRECIS_RETURN_IF_ERROR(CheckIndices(ctx, 1));
+  if (data.empty() || indices.size() != data.size()) return ctx.Error("data and indices must have the same rank >= 1");
+  PRECIS_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx.Int("axis", 0), int64_t(data.size()), ctx));
+  (void)axis;
+  ctx.SetOutput(0, ctx.input_dtype(0), indices);
+  return Status::Ok();
+}
+
+Status InferGatherND(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto data, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto indices, ctx.InputDims(1));
+  if (ctx.input_dtype(1) != ir::DType::kI64) return ctx.Error("indices must be int64");
+  int64_t b = ctx.opset() >= 12 ? ctx.Int("batch_dims", 0) : 0;
+  if (indices.empty() || data.empty()) return ctx.Error("data and indices must have rank >= 1");
+  if (!indices.back().is_static()) return ctx.Unsupported("the last dim of indices must be static");
+  int64_t k = indices.back().value(), r = int64_t(data.size()), q = int64_t(indices.size());
+  if (b < 0 || b >= std::min(r, q) || b + k > r)
+    return ctx.Error("batch_dims " + std::to_string(b) + " and index length " + std::to_string(k) + " do not fit data rank " + std::to_string(r));
+  std::vector<Dim> out(indices.begin(), indices.end() - 1);
+  out.insert(out.end(), data.begin() + b + k, data.end());
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+Status CheckReduction(InferContext& ctx) {
+  std::string reduction = ctx.String("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
+    return ctx.Error("unknown reduction '" + reduction + "'");
+  if (reduction != "none" && ctx.input_dtype(0) == ir::DType::kBool) return ctx.Unsupported("reduction '" + reduction + "' on bool data");
+  return Status::Ok();
+}
+
+Status InferScatterND(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto data, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto indices, ctx.InputDims(1));
+  PRECIS_ASSIGN_OR_RETURN(auto updates, ctx.InputDims(2));
+  if (ctx.input_dtype(1) != ir::DType::kI64) return ctx.Error("indices must be int64");
+  if (ctx.input_dtype(2) != ctx.input_dtype(0)) return ctx.Error("updates and data dtypes differ");
+  if (indices.empty() || !indices.back().is_static()) return ctx.Unsupported("indices need a static last dim");
+  int64_t k = indices.back().value();
+  if (k > int64_t(data.size())) return ctx.Error("index length " + std::to_string(k) + " exceeds the data rank");
+  if (updates.size() != indices.size() - 1 + data.size() - size_t(k)) return ctx.Error("updates has the wrong rank");
+  PRECIS_RETURN_IF_ERROR(CheckReduction(ctx));
+  ctx.SetOutput(0, ctx.input_type(0));
+  return Status::Ok();
+}
+
+Status InferScatterElements(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto data, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto indices, ctx.InputDims(1));
+  PRECIS_ASSIGN_OR_RETURN(auto updates, ctx.InputDims(2));
+  PRECIS_RETURN_IF_ERROR(CheckIndices(ctx, 1));
+  if (ctx.input_dtype(2) != ctx.input_dtype(0)) return ctx.Error("updates and data dtypes differ");
+  if (data.empty() || indices.size() != data.size() || updates.size() != data.size())
+    return ctx.Error("data, indices and updates must have the same rank >= 1");
+  PRECIS_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx.Int("axis", 0), int64_t(data.size()), ctx));
+  (void)axis;
+  PRECIS_RETURN_IF_ERROR(CheckReduction(ctx));
+  ctx.SetOutput(0, ctx.input_type(0));
+  return Status::Ok();
+}
+
+Status InferOneHot(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto indices, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto depth_values, ctx.ConstantFloats(1));
+  PRECIS_ASSIGN_OR_RETURN(auto values, ctx.InputDims(2));
+  if (depth_values.size() != 1) return ctx.Error("depth must have one element");
+  if (Factor(values).AsDim() != Dim::Static(2)) return ctx.Error("values must have two elements");
+  int64_t depth = int64_t(depth_values[0]);
+  if (depth <= 0) return ctx.Error("depth " + std::to_string(depth) + " must be positive");
+  int64_t rank = int64_t(indices.size()) + 1, axis = ctx.Int("axis", -1);
+  if (axis < -rank || axis >= rank) return ctx.Error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (axis < 0) axis += rank;
+  std::vector<Dim> out = indices;
+  out.insert(out.begin() + axis, Dim::Static(depth));
+  ctx.SetOutput(0, ctx.input_dtype(2), out);
+  return Status::Ok();
+}
+
+Status InferCompress(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  if (!ctx.input_constant(1)) return ctx.Unsupported("the output shape depends on 'condition', which is only known at run time");
+  PRECIS_ASSIGN_OR_RETURN(auto cond, ctx.ConstantInts(1));
+  const ir::Attribute* axis_attr = ctx.attr("axis");
+  Dim len = axis_attr ? Dim() : Factor(in).AsDim();
+  int64_t axis = 0;
+  if (axis_attr) {
+    PRECIS_ASSIGN_OR_RETURN(axis, NormalizeAxis(axis_attr->i, int64_t(in.size()), ctx));
+    len = in[size_t(axis)];
+  }
+  if (!len.is_static()) return ctx.Unsupported("needs a static length along the compressed axis");
+  if (int64_t(cond.size()) > len.value()) return ctx.Error("condition is longer than the compressed axis");
+  int64_t kept = 0;
+  for (int64_t c : cond) kept += c != 0;
+  if (!axis_attr) {
+    ctx.SetOutput(0, ctx.input_dtype(0), {Dim::Static(kept)});
+  } else {
+    in[size_t(axis)] = Dim::Static(kept);
+    ctx.SetOutput(0, ctx.input_dtype(0), in);
+  }
+  return Status::Ok();
+}
+
+// Whether element i of a constant is nonzero (floats by value: -0.0 is zero).
+bool NonZeroAt(const ir::Tensor& t, int64_t i) {
+  const uint8_t* p = t.buffer().data();
+  switch (t.dtype()) {
+    case ir::DType::kF32: { float v; std::memcpy(&v, p + i * 4, 4); return v != 0; }
+    case ir::DType::kF64: { double v; std::memcpy(&v, p + i * 8, 8); return v != 0; }
+    case ir::DType::kF16: case ir::DType::kBF16: { uint16_t v; std::memcpy(&v, p + i * 2, 2); return (v & 0x7fff) != 0; }
+    default: {
+      int64_t size = ir::DTypeSize(t.dtype());
+      for (int64_t b = 0; b < size; ++b)
+        if (p[i * size + b]) return true;
+      return false;
+    }
+  }
+}
+
+Status InferNonZero(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  const ir::Tensor* t = ctx.input_constant(0);
+  if (!t) return ctx.Unsupported("the output shape depends on the input values, which are only known at run time");
+  if (ir::DTypeSize(t->dtype()) == 0) return ctx.Error("input must be numeric");
+  int64_t count = 0;
+  for (int64_t i = 0; i < t->NumElements(); ++i) count += NonZeroAt(*t, i);
+  ctx.SetOutput(0, ir::DType::kI64, {Dim::Static(int64_t(in.size())), Dim::Static(count)});
+  return Status::Ok();
+}
+
+Status InferReverseSequence(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto lens, ctx.InputDims(1));
+  if (in.size() < 2) return ctx.Error("input must have rank >= 2");
+  if (lens.size() != 1) return ctx.Error("sequence_lens must be 1-D");
+  if (!IsIndexDType(ctx.input_dtype(1))) return ctx.Error("sequence_lens must be int32 or int64");
+  int64_t batch = ctx.Int("batch_axis", 1), time = ctx.Int("time_axis", 0);
+  if ((batch != 0 && batch != 1) || (time != 0 && time != 1) || batch == time)
+    return ctx.Error("batch_axis and time_axis must be 0 and 1 in some order");
+  ctx.SetOutput(0, ctx.input_type(0));
+  return Status::Ok();
+}
+
+Status InferConstantOfShape(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto shape, ctx.ConstantInts(0));
+  for (int64_t s : shape)
+    if (s < 0) return ctx.Error("shape " + ShapeText(shape) + " has a negative dim");
+  ir::DType dtype = ir::DType::kF32;
+  if (const ir::Attribute* value = ctx.attr("value")) {
+    if (value->kind != ir::Attribute::Kind::kTensor || value->t.NumElements() != 1 || !value->t.has_data() ||
+        ir::DTypeSize(value->t.dtype()) == 0)
+      return ctx.Error("'value' must be a numeric tensor of one element");
+    dtype = value->t.dtype();
+  }
+  ctx.SetOutput(0, dtype, StaticDims(shape));
+  return Status::Ok();
+}
+
+Status InferRange(InferContext& ctx) {
+  ir::DType dtype = ctx.input_dtype(0);
+  if (ctx.input_dtype(1) != dtype || ctx.input_dtype(2) != dtype) return ctx.Error("start, limit and delta dtypes differ");
+  int64_t count = 0;
+  if (ir::IsFloat(dtype)) {
+    PRECIS_ASSIGN_OR_RETURN(auto start, ctx.ConstantFloats(0));
+    PRECIS_ASSIGN_OR_RETURN(auto limit, ctx.ConstantFloats(1));
+    PRECIS_ASSIGN_OR_RETURN(auto delta, ctx.ConstantFloats(2));
+    if (start.size() != 1 || limit.size() != 1 || delta.size() != 1) return ctx.Error("start, limit and delta must be scalars");
+    if (delta[0] == 0 || !std::isfinite(delta[0]) || !std::isfinite(start[0]) || !std::isfinite(limit[0]))
+      return ctx.Error("needs finite start and limit and a nonzero finite delta");
+    double n = std::ceil((limit[0] - start[0]) / delta[0]);
+    if (n > double(ir::kMaxElements)) return ctx.Error("output is too large");
+    count = n > 0 ? int64_t(n) : 0;
+  } else if (ir::IsInteger(dtype)) {
+    PRECIS_ASSIGN_OR_RETURN(auto start, ctx.ConstantInts(0));
+    PRECIS_ASSIGN_OR_RETURN(auto limit, ctx.ConstantInts(1));
+    PRECIS_ASSIGN_OR_RETURN(auto delta, ctx.ConstantInts(2));
+    if (start.size() != 1 || limit.size() != 1 || delta.size() != 1) return ctx.Error("start, limit and delta must be scalars");
+    if (delta[0] == 0) return ctx.Error("delta is 0");
+    // 128-bit: limit - start may overflow int64.
+    __int128 span = __int128(limit[0]) - start[0], step = delta[0];
+    __int128 n = (step > 0 ? span > 0 : span < 0) ? (span - (step > 0 ? 1 : -1)) / step + 1 : 0;
+    if (n > ir::kMaxElements) return ctx.Error("output is too large");
+    count = int64_t(n);
+  } else {
+    return ctx.Error("unsupported dtype " + std::string(ir::DTypeName(dtype)));
+  }
+  ctx.SetOutput(0, dtype, {Dim::Static(count)});
+  return Status::Ok();
+}
+
+Status InferEyeLike(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  if (in.size() != 2) return ctx.Error("input must be 2-D");
+  ir::DType dtype = ctx.input_dtype(0);
+  if (const ir::Attribute* a = ctx.attr("dtype")) {
+    auto t = ir::DTypeFromOnnx(int32_t(a->i));
+    if (!t.ok()) return ctx.Unsupported("dtype: " + t.status().message());
+    dtype = *t;
+  }
+  if (ir::DTypeSize(dtype) == 0) return ctx.Error("unsupported dtype " + std::string(ir::DTypeName(dtype)));
+  ctx.SetOutput(0, dtype, in);
+  return Status::Ok();
+}
+
+Status InferTrilu(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  if (in.size() < 2) return ctx.Error("input must have rank >= 2");
+  if (ctx.has_input(1) && !IsIndexDType(ctx.input_dtype(1))) return ctx.Error("k must be int64");
+  ctx.SetOutput(0, ctx.input_type(0));
+  return Status::Ok();
+}
+
+}  // namespace
+
+// Called by RegisterTensorOps (tensor.cc).
+void AddTensorIndexOps(OpRegistry& r) {
+  r.Register({"", "Gather", 1, INT_MAX, InferGather, true, -1, ""});
+  r.Register({"", "GatherElements", 11, INT_MAX, InferGatherElements, true, -1, ""});
+  r.Register({"", "GatherND", 11, INT_MAX, InferGatherND, true, -1, ""});
+  r.Register({"", "ScatterND", 11, INT_MAX, InferScatterND, true, 0, ""});
+  r.Register({"", "ScatterElements", 11, INT_MAX, InferScatterElements, true, 0, ""});
+  r.Register({"", "Scatter", 9, 10, InferScatterElements, true, 0, "ScatterElements"});
+  r.Register({"", "OneHot", 9, INT_MAX, InferOneHot, true, -1, ""});
+  r.Register({"", "Compress", 9, INT_MAX, InferCompress, true, -1, ""});
+  r.Register({"", "NonZero", 9, INT_MAX, InferNonZero, true, -1, ""});
+  r.Register({"", "ReverseSequence", 10, INT_MAX, InferReverseSequence, true, -1, ""});
+  r.Register({"", "ConstantOfShape", 9, INT_MAX, InferConstantOfShape, true, -1, ""});
+  r.Register({"", "Range", 11, INT_MAX, InferRange, true, -1, ""});
+  r.Register({"", "EyeLike", 9, INT_MAX, InferEyeLike, true, -1, ""});
+  r.Register({"", "Trilu", 14, INT_MAX, InferTrilu, true, 0, ""});
+}
+
+}  // namespace precis::ops

@@ -1,0 +1,184 @@
+// InferShapesAndFold (see infer_shapes.h).
+#include "passes/infer_shapes.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "compiler/emit/evaluate.h"
+#include "compiler/ir/text.h"
+#include "compiler/ops/op_registry.h"
+
+namespace precis::passes {
+namespace {
+
+// A declared type (value_info) fills in what inference leaves unknown; inference wins otherwise.
+ir::Type Merge(const ir::Type& inferred, const ir::Type& declared) {
+  if (!inferred.is_tensor() || !declared.is_tensor()) return inferred.is_unknown() ? declared : inferred;
+  ir::DType dtype = inferred.dtype() != ir::DType::kUndefined ? inferred.dtype() : declared.dtype();
+  if (!inferred.shape().has_rank()) return ir::Type::Tensor(dtype, declared.shape());
+  std::vector<ir::Dim> dims = inferred.shape().dims();
+  if (declared.shape().has_rank() && declared.shape().rank() == int64_t(dims.size()))
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (dims[i].is_unknown()) dims[i] = declared.shape().dims()[i];
+  return ir::Type::Tensor(dtype, ir::Shape(std::move(dims)));
+}
+
+class Inferrer {
+ public:
+  Inferrer(ir::Model& model, const InferOptions& options) : model_(model), options_(options) {}
+
+  StatusOr<InferStats> Run() {
+    ir::Graph& g = *model_.graph;
+    // Folding removes nodes, so walk by position and re-read the node list.
+    for (size_t i = 0; i < g.nodes().size();) {
+      ir::Node* node = g.nodes()[i].get();
+      PRECIS_ASSIGN_OR_RETURN(bool removed, Visit(g, *node));
+      if (!removed) ++i;
+    }
+    if (!unknown_.empty()) {
+      std::string msg = "unsupported operators: ";
+      bool first = true;
+      for (const auto& [op, nodes] : unknown_) {
+        msg += (first ? "" : "; ") + op + " (" + nodes.names;
+        if (nodes.count > kNamesListed) msg += " and " + std::to_string(nodes.count - kNamesListed) + " more";
+        msg += ")";
+        first = false;
+      }
+      return Unimplemented(msg);
+    }
+    if (!first_error_.ok()) return first_error_;
+    return stats_;
+  }
+
+ private:
+  int64_t OpsetOf(const std::string& domain) const {
+    auto it = model_.opsets.find(domain);
+    return it == model_.opsets.end() ? -1 : it->second;
+  }
+
+  // Returns whether the node was folded away.
+  StatusOr<bool> Visit(ir::Graph& g, ir::Node& node) {
+    const ops::OpDef* def = ops::OpRegistry::Get().Find(node.domain(), node.op_type());
+    std::string op = node.domain().empty() ? node.op_type() : node.domain() + "::" + node.op_type();
+    if (!def) {
+      UnknownOp& u = unknown_[op];
+      if (++u.count <= kNamesListed)
+        u.names += (u.names.empty() ? "" : ", ") + (node.name().empty() ? "node " + std::to_string(node.index()) : "'" + node.name() + "'");
+      return false;
+    }
+    if (!unknown_.empty() || !first_error_.ok()) return false;  // types downstream are unreliable now
+    int64_t opset = OpsetOf(node.domain());
+    if (opset < def->min_opset || opset > def->max_opset) {
+      first_error_ = Unimplemented(node.Describe() + ": " + op + " at opset " + std::to_string(opset) +
+                                   " is not supported (supported: " + std::to_string(def->min_opset) + " to " +
+                                   (def->max_opset == INT_MAX ? std::string("latest") : std::to_string(def->max_opset)) + ")");
+      return false;
+    }
+    ops::InferContext ctx(node, opset);
+    Status s = def->infer(ctx);
+    if (!s.ok()) {
+      first_error_ = s;
+      return false;
+    }
+    for (size_t i = 0; i < node.outputs().size(); ++i) {
+      ir::Value* out = node.outputs()[i];
+      if (!out || i >= ctx.outputs().size()) continue;
+      out->set_type(Merge(ctx.outputs()[i], out->type()));
+    }
+    if (!options_.fold_constants || !def->foldable) return false;
+    if (options_.fold_constants && FoldShapeOf(g, node, opset)) return true;
+    return Fold(g, node, *def, opset);
+  }
+
+  // Shape and Size depend only on their input's type: once that is static they are constants,
+  // whatever computes the input. This is what makes exported shape plumbing fold away.
+  bool FoldShapeOf(ir::Graph& g, ir::Node& node, int64_t opset) {
+    if (!node.domain().empty() || (node.op_type() != "Shape" && node.op_type() != "Size")) return false;
+    if (node.inputs().empty() || !node.inputs()[0] || node.outputs().empty() || !node.outputs()[0]) return false;
+    const ir::Type& t = node.inputs()[0]->type();
+    if (!t.is_tensor() || !t.shape().is_static()) return false;
+    std::vector<int64_t> dims;
+    for (const ir::Dim& d : t.shape().dims()) dims.push_back(d.value());
+    std::vector<int64_t> values;
+    if (node.op_type() == "Size") {
+      values.push_back(*ir::CheckedElements(dims));
+    } else {
+      int64_t rank = int64_t(dims.size()), start = 0, end = rank;
+      if (opset >= 15) {
+        ops::InferContext ctx(node, opset);
+        start = ctx.Int("start", 0);
+        end = ctx.Int("end", rank);
+        if (start < 0) start += rank;
+        if (end < 0) end += rank;
+        start = std::clamp<int64_t>(start, 0, rank);
+        end = std::clamp<int64_t>(end, 0, rank);
+      }
+      for (int64_t i = start; i < end; ++i) values.push_back(dims[size_t(i)]);
+    }
+    std::vector<uint8_t> bytes(values.size() * 8);
+    if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+    std::vector<int64_t> out_dims;
+    if (node.op_type() == "Shape") out_dims.push_back(int64_t(values.size()));
+    g.ConvertToConstant(node.outputs()[0], ir::Tensor(ir::DType::kI64, out_dims, ir::Buffer::Own(std::move(bytes))));
+    g.RemoveNode(&node);
+    ++stats_.folded_nodes;
+    return true;
+  }
+
+  StatusOr<bool> Fold(ir::Graph& g, ir::Node& node, const ops::OpDef& def, int64_t opset) {
+    std::vector<const ir::Tensor*> inputs;
+    for (const ir::Value* v : node.inputs()) {
+      if (!v) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      if (!v->is_constant() || !v->data()->has_data() || v->data()->dtype() == ir::DType::kString) return false;
+      inputs.push_back(v->data());
+    }
+    std::vector<ir::Type> types;
+    int64_t bytes = 0;
+    for (const ir::Value* v : node.outputs()) {
+      if (!v) {
+        types.push_back(ir::Type());
+        continue;
+      }
+      const ir::Type& t = v->type();
+      if (!t.is_tensor() || !t.shape().is_static() || ir::DTypeSize(t.dtype()) == 0) return false;
+      bytes += *t.shape().NumElements() * ir::DTypeSize(t.dtype());
+      types.push_back(t);
+    }
+    if (bytes > options_.max_fold_bytes) return false;
+    for (size_t i = 0; i < types.size(); ++i)
+      if (types[i].is_unknown()) return false;  // kernels expect every output present
+    auto results = emit::EvaluateNode(node, def.kernel.empty() ? node.op_type() : def.kernel, opset, inputs, types);
+    if (!results.ok()) {
+      first_error_ = results.status();
+      return false;
+    }
+    for (size_t i = 0; i < node.outputs().size(); ++i)
+      if (ir::Value* out = node.outputs()[i]) g.ConvertToConstant(out, std::move((*results)[i]));
+    g.RemoveNode(&node);
+    ++stats_.folded_nodes;
+    return true;
+  }
+
+  ir::Model& model_;
+  const InferOptions& options_;
+  InferStats stats_;
+  static constexpr int kNamesListed = 3;
+  struct UnknownOp {
+    int count = 0;
+    std::string names;  // the first kNamesListed nodes
+  };
+  std::map<std::string, UnknownOp> unknown_;
+  Status first_error_;
+};
+
+}  // namespace
+
+StatusOr<InferStats> InferShapesAndFold(ir::Model& model, const InferOptions& options) {
+  return Inferrer(model, options).Run();
+}
+
+}  // namespace precis::passes

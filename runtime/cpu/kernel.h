@@ -1,0 +1,114 @@
+// The CPU kernel interface. The runtime knows kernels, not ONNX: each plan step names a kernel
+// (by default the operator it came from) with normalized attributes, and the session creates one
+// Kernel object per step at load time.
+//
+// Contract: Init runs once at load with every tensor's dtype and static dims known and constant
+// inputs readable; it validates (errors name the node), precomputes, and declares scratch. Run
+// executes with the data pointers of that run (bound inputs may move between runs); it must not
+// allocate. An output may share storage with input 0 when the compiler planned it in place
+// (only for kernels whose OpDef allows it); such kernels must read each element before writing
+// the same position.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "precis/status.h"
+#include "precis/types.h"
+#include "runtime/plan/plan_generated.h"
+
+namespace precis::rt {
+
+struct Tensor {
+  std::string name;
+  DataType dtype = DataType::kUndefined;
+  std::vector<int64_t> dims;
+  int64_t numel = 0;
+  size_t bytes = 0;
+  uint8_t* data = nullptr;
+  bool is_constant = false;
+
+  int64_t rank() const { return int64_t(dims.size()); }
+  template <typename T> T* As() { return reinterpret_cast<T*>(data); }
+  template <typename T> const T* As() const { return reinterpret_cast<const T*>(data); }
+};
+
+// Read access to a step's attributes (sorted by name in the plan).
+class Attributes {
+ public:
+  explicit Attributes(const flatbuffers::Vector<flatbuffers::Offset<plan::Attr>>* attrs = nullptr) : attrs_(attrs) {}
+  const plan::Attr* Find(const char* name) const;
+  bool Has(const char* name) const { return Find(name) != nullptr; }
+  int64_t Int(const char* name, int64_t fallback) const;
+  float Float(const char* name, float fallback) const;
+  std::string String(const char* name, const std::string& fallback) const;
+  std::vector<int64_t> Ints(const char* name, std::vector<int64_t> fallback = {}) const;
+  std::vector<float> Floats(const char* name, std::vector<float> fallback = {}) const;
+  std::vector<std::string> Strings(const char* name) const;
+
+ private:
+  const flatbuffers::Vector<flatbuffers::Offset<plan::Attr>>* attrs_;
+};
+
+struct KernelArgs {
+  std::vector<Tensor*> inputs;   // nullptr: omitted optional input
+  std::vector<Tensor*> outputs;  // nullptr: omitted optional output
+  Attributes attrs;
+  std::string node;              // "Conv 'conv1'": names the step in messages
+
+  Tensor* in(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
+  Tensor* out(size_t i) const { return i < outputs.size() ? outputs[i] : nullptr; }
+  Status Error(const std::string& message) const { return InvalidArgument(node + ": " + message); }
+};
+
+struct CpuContext {
+  int threads = 1;
+  bool reference_only = false;  // force the plain reference kernels
+  uint8_t* scratch = nullptr;   // ScratchBytes() of this step, valid during Run
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual Status Init(const KernelArgs& args, const CpuContext& ctx) {
+    (void)args;
+    (void)ctx;
+    return Status::Ok();
+  }
+  virtual Status Run(const KernelArgs& args, CpuContext& ctx) = 0;
+  virtual size_t ScratchBytes() const { return 0; }
+};
+
+using KernelFactory = std::unique_ptr<Kernel> (*)();
+
+// Kernels by name. Each name has one reference kernel (the oracle: plain, always applicable)
+// and optionally fast kernels. A fast kernel's Init returns Unimplemented when it does not apply
+// to a step (dtype, attributes, CPU features); the session then falls back to the reference.
+class KernelRegistry {
+ public:
+  // The registry with every CPU kernel registered.
+  static const KernelRegistry& Cpu();
+  void Register(const std::string& name, KernelFactory factory);      // the reference kernel
+  void RegisterFast(const std::string& name, KernelFactory factory);  // tried first
+  KernelFactory Find(const std::string& name) const;                  // the reference kernel
+  KernelFactory FindFast(const std::string& name) const;              // nullptr when none
+  std::vector<std::string> Names() const;
+
+ private:
+  struct Entry {
+    std::string name;
+    KernelFactory reference = nullptr;
+    KernelFactory fast = nullptr;
+  };
+  Entry& Slot(const std::string& name);
+  std::vector<Entry> kernels_;  // sorted by name
+};
+
+template <typename K>
+std::unique_ptr<Kernel> Make() {
+  return std::make_unique<K>();
+}
+
+}  // namespace precis::rt

@@ -1,0 +1,202 @@
+// oneDNN Conv and ConvTranspose (f32, 1 to 3 spatial dims, groups incl. depthwise, strides,
+// dilations, explicit or auto_pad padding, optional bias). oneDNN picks the activation and weight
+// layouts (format_tag::any, usually channel-blocked): X is reordered into a temporary in the
+// step's scratch and the result reordered back into Y when oneDNN's choice differs from plain
+// NC..., and constant weights are reordered once at load. Padding follows ONNX exactly (SAME_*
+// computed from the shapes as the reference kernels do); any geometry that does not reproduce
+// the planned output shape is left to the reference kernel.
+#include <algorithm>
+#include <string>
+
+#include "runtime/cpu/kernels/dnnl_kernel.h"
+
+namespace precis::rt {
+namespace {
+
+// oneDNN-style geometry: dilations count the gaps (ONNX dilation - 1), pads may be asymmetric.
+struct Geometry {
+  dnnl::memory::dims strides, dilations, pad_l, pad_r, out;
+};
+
+// Reads and checks the attributes shared by Conv and ConvTranspose.
+Status ReadCommon(const KernelArgs& args, size_t n, dnnl::memory::dims* strides, dnnl::memory::dims* dilations,
+                  dnnl::memory::dims* pads, std::string* auto_pad) {
+  *strides = args.attrs.Ints("strides", dnnl::memory::dims(n, 1));
+  *dilations = args.attrs.Ints("dilations", dnnl::memory::dims(n, 1));
+  *pads = args.attrs.Ints("pads", dnnl::memory::dims(2 * n, 0));
+  *auto_pad = args.attrs.String("auto_pad", "NOTSET");
+  if (auto_pad->empty()) *auto_pad = "NOTSET";
+  if (strides->size() != n || dilations->size() != n || pads->size() != 2 * n)
+    return Unimplemented("strides, dilations or pads do not match the spatial rank");
+  if (*auto_pad != "NOTSET" && *auto_pad != "VALID" && *auto_pad != "SAME_UPPER" && *auto_pad != "SAME_LOWER")
+    return Unimplemented("unknown auto_pad '" + *auto_pad + "'");
+  for (size_t i = 0; i < n; ++i)
+    if ((*strides)[i] <= 0 || (*dilations)[i] <= 0) return Unimplemented("strides and dilations must be positive");
+  return Status::Ok();
+}
+
+// Conv: out = floor((in + pb + pe - ext) / s) + 1, ext = (k - 1) * d + 1; SAME_* pads the total
+// max(0, (ceil(in / s) - 1) * s + ext - in), the odd unit at the end for SAME_UPPER.
+Status ConvGeometry(const KernelArgs& args, const dnnl::memory::dims& in, const dnnl::memory::dims& kernel, Geometry* g) {
+  size_t n = in.size();
+  dnnl::memory::dims strides, dilations, pads;
+  std::string auto_pad;
+  PRECIS_RETURN_IF_ERROR(ReadCommon(args, n, &strides, &dilations, &pads, &auto_pad));
+  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  for (size_t i = 0; i < n; ++i) {
+    int64_t s = strides[i], d = dilations[i], ext = (kernel[i] - 1) * d + 1, pb = pads[i], pe = pads[i + n];
+    if (auto_pad == "VALID") pb = pe = 0;
+    if (same) {
+      int64_t total = std::max<int64_t>(0, ((in[i] + s - 1) / s - 1) * s + ext - in[i]);
+      pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe = total - pb;
+    }
+    if (pb < 0 || pe < 0 || in[i] + pb + pe < ext) return Unimplemented("window does not fit");
+    g->strides.push_back(s);
+    g->dilations.push_back(d - 1);
+    g->pad_l.push_back(pb);
+    g->pad_r.push_back(pe);
+    g->out.push_back((in[i] + pb + pe - ext) / s + 1);
+  }
+  return Status::Ok();
+}
+
+// ConvTranspose, as the reference kernel reads it: full = s * (in - 1) + output_padding + ext;
+// out = output_shape, or in * s for SAME_*, else full - pads; SAME_* splits full - out (floor
+// half at the start for SAME_UPPER). oneDNN's deconvolution has out = s * (in - 1) + ext - pl -
+// pr, so output_padding shows up as a smaller (possibly negative) right pad.
+Status TransposeGeometry(const KernelArgs& args, const dnnl::memory::dims& in, const dnnl::memory::dims& kernel, Geometry* g) {
+  size_t n = in.size();
+  dnnl::memory::dims strides, dilations, pads;
+  std::string auto_pad;
+  PRECIS_RETURN_IF_ERROR(ReadCommon(args, n, &strides, &dilations, &pads, &auto_pad));
+  auto output_padding = args.attrs.Ints("output_padding", dnnl::memory::dims(n, 0));
+  auto output_shape = args.attrs.Ints("output_shape");
+  if (output_padding.size() != n || (!output_shape.empty() && output_shape.size() != n && output_shape.size() != n + 2))
+    return Unimplemented("output_padding or output_shape do not match the spatial rank");
+  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (auto_pad == "VALID") pads.assign(2 * n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t s = strides[i], d = dilations[i], ext = (kernel[i] - 1) * d + 1;
+    int64_t full = s * (in[i] - 1) + output_padding[i] + ext;
+    int64_t out = !output_shape.empty() ? output_shape[output_shape.size() - n + i] : same ? in[i] * s : full - pads[i] - pads[i + n];
+    int64_t pb = pads[i];
+    if (same) {
+      int64_t total = full - out;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      pb = auto_pad == "SAME_UPPER" ? half : total - half;
+    }
+    if (out <= 0) return Unimplemented("empty output");
+    g->strides.push_back(s);
+    g->dilations.push_back(d - 1);
+    g->pad_l.push_back(pb);
+    g->pad_r.push_back(s * (in[i] - 1) + ext - pb - out);
+    g->out.push_back(out);
+  }
+  return Status::Ok();
+}
+
+// Checks the shapes shared by both kernels and returns the spatial dims of X and W.
+Status CheckOperands(const KernelArgs& args, dnnl::memory::dims* in, dnnl::memory::dims* kernel) {
+  const Tensor *x = args.in(0), *w = args.in(1), *b = args.in(2), *y = args.out(0);
+  if (!x || !w || !y) return Unimplemented("needs X, W and Y");
+  if (!AllF32({x, w, b, y})) return Unimplemented("oneDNN convolution: f32 only");
+  if (x->rank() < 3 || x->rank() > 5 || w->rank() != x->rank() || y->rank() != x->rank())
+    return Unimplemented("oneDNN convolution: 1 to 3 spatial dims");
+  if (x->numel == 0 || w->numel == 0 || y->numel == 0) return Unimplemented("empty tensor");
+  if (b && b->rank() != 1) return Unimplemented("bias must be 1-D");
+  in->assign(x->dims.begin() + 2, x->dims.end());
+  kernel->assign(w->dims.begin() + 2, w->dims.end());
+  if (args.attrs.Ints("kernel_shape", *kernel) != *kernel) return Unimplemented("kernel_shape differs from W");
+  return Status::Ok();
+}
+
+dnnl::memory::dims Concat(dnnl::memory::dims a, const dnnl::memory::dims& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Shared tail: oneDNN chose the layouts in `pd`; bind X, W, B and Y around the primitive.
+template <typename PrimitiveDesc, typename Primitive>
+class DnnlConvBase : public DnnlKernel {
+ protected:
+  // `w_given` describes W's ONNX layout in oneDNN's logical weight dims.
+  Status Finish(const KernelArgs& args, const PrimitiveDesc& pd, const md& w_given) {
+    if (IsReferenceImpl(pd)) return Unimplemented("oneDNN has only its reference convolution for this step");
+    const Tensor &x = *args.in(0), &y = *args.out(0);
+    md x_plain = Plain(x.dims), y_plain = Plain(y.dims);
+    dnnl::memory src = Input(0, x_plain);
+    if (pd.src_desc() != x_plain) {
+      dnnl::memory blocked = Temporary(pd.src_desc());
+      AppendReorder(src, blocked);
+      src = blocked;
+    }
+    std::vector<std::pair<int, dnnl::memory>> margs = {{DNNL_ARG_SRC, src},
+                                                       {DNNL_ARG_WEIGHTS, Arrange(args, 1, w_given, pd.weights_desc())}};
+    if (args.in(2)) margs.push_back({DNNL_ARG_BIAS, Input(2, Plain(args.in(2)->dims))});
+    dnnl::memory dst = Output(0, y_plain);
+    bool reorder_dst = pd.dst_desc() != y_plain;
+    dnnl::memory computed = reorder_dst ? Temporary(pd.dst_desc()) : dst;
+    margs.push_back({DNNL_ARG_DST, computed});
+    Append(Primitive(pd), margs, pd.scratchpad_desc());
+    if (reorder_dst) AppendReorder(computed, dst);
+    return Status::Ok();
+  }
+};
+
+class DnnlConvKernel : public DnnlConvBase<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward> {
+ protected:
+  Status Setup(const KernelArgs& args) override {
+    dims in, kernel;
+    PRECIS_RETURN_IF_ERROR(CheckOperands(args, &in, &kernel));
+    const Tensor &x = *args.in(0), &w = *args.in(1), &y = *args.out(0);
+    int64_t group = args.attrs.Int("group", 1), N = x.dims[0], C = x.dims[1], M = w.dims[0];
+    if (group <= 0 || C % group != 0 || M % group != 0 || w.dims[1] * group != C) return Unimplemented("channels do not match group");
+    if (args.in(2) && args.in(2)->dims[0] != M) return Unimplemented("bias size differs from M");
+    Geometry g;
+    PRECIS_RETURN_IF_ERROR(ConvGeometry(args, in, kernel, &g));
+    if (y.dims != Concat({N, M}, g.out)) return Unimplemented("planned output shape differs from the convolution's");
+    // Grouped weights are [group, M/group, C/group, k...]: the same bytes as ONNX's [M, C/group, k...].
+    dims w_dims = group == 1 ? w.dims : Concat({group, M / group, C / group}, kernel);
+    md bias = args.in(2) ? Plain({M}) : md();
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, Any(x.dims),
+                                         Any(w_dims), bias, Any(y.dims), g.strides, g.dilations, g.pad_l, g.pad_r);
+    return Finish(args, dnnl::convolution_forward::primitive_desc(desc, Attr(), Engine()), Plain(w_dims));
+  }
+};
+
+class DnnlConvTransposeKernel : public DnnlConvBase<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward> {
+ protected:
+  Status Setup(const KernelArgs& args) override {
+    dims in, kernel;
+    PRECIS_RETURN_IF_ERROR(CheckOperands(args, &in, &kernel));
+    const Tensor &x = *args.in(0), &w = *args.in(1), &y = *args.out(0);
+    int64_t group = args.attrs.Int("group", 1), N = x.dims[0], C = x.dims[1], Mg = w.dims[1], M = Mg * group;
+    if (group <= 0 || w.dims[0] != C || C % group != 0) return Unimplemented("channels do not match group");
+    if (args.in(2) && args.in(2)->dims[0] != M) return Unimplemented("bias size differs from M");
+    Geometry g;
+    PRECIS_RETURN_IF_ERROR(TransposeGeometry(args, in, kernel, &g));
+    if (y.dims != Concat({N, M}, g.out)) return Unimplemented("planned output shape differs from the transposed convolution's");
+    // ONNX W is [C, M/group, k...] = [group][C/group][M/group][k...]; oneDNN's logical weight
+    // dims are (group,) out, in, k...: describe the ONNX bytes with strides.
+    int64_t Cg = C / group, K = 1;
+    for (int64_t k : kernel) K *= k;
+    dims k_strides(kernel.size(), 1);
+    for (size_t i = kernel.size(); i-- > 1;) k_strides[i - 1] = k_strides[i] * kernel[i];
+    dims w_dims = group == 1 ? Concat({M, C}, kernel) : Concat({group, Mg, Cg}, kernel);
+    dims w_strides = group == 1 ? Concat({K, Mg * K}, k_strides) : Concat({Cg * Mg * K, K, Mg * K}, k_strides);
+    md bias = args.in(2) ? Plain({M}) : md();
+    dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, Any(x.dims),
+                                           Any(w_dims), bias, Any(y.dims), g.strides, g.dilations, g.pad_l, g.pad_r);
+    return Finish(args, dnnl::deconvolution_forward::primitive_desc(desc, Attr(), Engine()), Strided(w_dims, w_strides));
+  }
+};
+
+}  // namespace
+
+void AddDnnlConvKernels(KernelRegistry& r) {
+  r.RegisterFast("Conv", Make<DnnlConvKernel>);
+  r.RegisterFast("ConvTranspose", Make<DnnlConvTransposeKernel>);
+}
+
+}  // namespace precis::rt

@@ -1,0 +1,106 @@
+// The base of the oneDNN fast kernels (dnnl_matmul.cc, dnnl_conv.cc).
+//
+// Contract: a subclass describes its step in Setup (called from Init, may throw dnnl::error):
+// it creates memory objects bound to step inputs/outputs, to per-run temporaries in the step's
+// scratch or to persistent buffers, and appends primitives in execution order. Init converts a
+// oneDNN "unimplemented" or "invalid arguments" into Unimplemented, so the session falls back to
+// the reference kernel; Run binds the data pointers of that run (only when they moved), then
+// executes the primitives through the C API (no exceptions, no allocation of ours; oneDNN's own
+// execute path still builds a small argument map). Primitives use a user scratchpad in the step's
+// scratch. Threads: oneDNN here runs on OpenMP; Init and Run set the calling thread's OpenMP
+// thread count to CpuContext::threads for their duration and restore it afterwards.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+#include "runtime/cpu/kernel.h"
+
+namespace precis::rt {
+
+// Sets the calling thread's OpenMP thread count for the scope (oneDNN reads it when it creates
+// and executes primitives).
+class OmpThreadScope {
+ public:
+  explicit OmpThreadScope(int threads);
+  ~OmpThreadScope();
+  OmpThreadScope(const OmpThreadScope&) = delete;
+  OmpThreadScope& operator=(const OmpThreadScope&) = delete;
+
+ private:
+  int saved_;
+};
+
+class DnnlKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext& ctx) final;
+  Status Run(const KernelArgs& args, CpuContext& ctx) final;
+  size_t ScratchBytes() const final;
+
+ protected:
+  using dims = dnnl::memory::dims;
+  using md = dnnl::memory::desc;
+
+  // Describes the step; returns Unimplemented when the fast path does not apply.
+  virtual Status Setup(const KernelArgs& args) = 0;
+  // Runs before the primitives with this run's tensors (e.g. Gemm broadcasting C into Y).
+  virtual void BeforeExecute(const KernelArgs& args) { (void)args; }
+
+  static const dnnl::engine& Engine();
+  // Row-major f32 descriptor of `d`; `strides` overrides the element strides.
+  static md Plain(const dims& d);
+  static md Strided(const dims& d, const dims& strides);
+  static md Any(const dims& d);
+  // oneDNN's own reference implementation (plain loops) was the best it had for `pd`: such
+  // steps are left to our reference kernel.
+  static bool IsReferenceImpl(const dnnl::primitive_desc_base& pd);
+  // Primitive attributes with a user scratchpad (the step's scratch); add post-ops to it.
+  static dnnl::primitive_attr Attr();
+
+  dnnl::memory Input(size_t i, const md& desc);
+  dnnl::memory Output(size_t i, const md& desc);
+  dnnl::memory Temporary(const md& desc);  // lives in the step's scratch during a run
+  // Input `i` (layout `given`) in the layout `wanted`: the input itself when they are equal;
+  // a reorder into a persistent buffer now when the input is constant; else a reorder into a
+  // temporary appended to the run (call it where that reorder belongs in execution order).
+  dnnl::memory Arrange(const KernelArgs& args, size_t i, const md& given, const md& wanted);
+  // Appends a primitive; `scratchpad` is its primitive descriptor's scratchpad_desc().
+  void Append(const dnnl::primitive& p, const std::vector<std::pair<int, dnnl::memory>>& args, const md& scratchpad);
+  void AppendReorder(const dnnl::memory& from, const dnnl::memory& to);
+
+ private:
+  enum class Source { kInput, kOutput, kTemporary, kScratchpad };
+  struct Binding {
+    dnnl::memory memory;
+    Source source;
+    size_t index;  // input/output index, or byte offset into the temporaries
+    void* bound = nullptr;
+  };
+  struct Call {
+    dnnl::primitive primitive;
+    std::vector<dnnl_exec_arg_t> args;
+  };
+  dnnl::memory Bind(const md& desc, Source source, size_t index);
+
+  dnnl::stream stream_;
+  std::vector<Binding> bindings_;
+  std::vector<dnnl::memory> owned_;  // persistent buffers (reordered constant weights)
+  std::vector<Call> calls_;
+  size_t temporary_bytes_ = 0, scratchpad_bytes_ = 0;
+};
+
+// True when every given tensor (nullptr: omitted) is f32, the only type these kernels take.
+inline bool AllF32(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    if (t && t->dtype != DataType::kF32) return false;
+  return true;
+}
+
+// Registration helpers of the two oneDNN kernel files (called by RegisterDnnlKernels).
+void AddDnnlMatMulKernels(KernelRegistry& r);
+void AddDnnlConvKernels(KernelRegistry& r);
+
+}  // namespace precis::rt

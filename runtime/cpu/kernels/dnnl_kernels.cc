@@ -1,0 +1,144 @@
+// oneDNN fast kernels: the shared DnnlKernel machinery (memory bindings, scratch layout, error
+// mapping, OpenMP threads) and the registration of the fast MatMul, Gemm, Conv and
+// ConvTranspose. The reference kernels stay the oracle; these only take steps they can run
+// exactly as specified (f32 for now) and answer Unimplemented otherwise.
+#include <omp.h>
+
+#include <algorithm>
+#include <string>
+
+#include "runtime/cpu/kernels/dnnl_kernel.h"
+#include "runtime/cpu/kernels/register.h"
+
+namespace precis::rt {
+namespace {
+
+constexpr size_t kAlign = 64;
+size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+}  // namespace
+
+OmpThreadScope::OmpThreadScope(int threads) : saved_(omp_get_max_threads()) {
+  if (threads > 0 && threads != saved_) omp_set_num_threads(threads);
+}
+
+OmpThreadScope::~OmpThreadScope() {
+  if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+}
+
+const dnnl::engine& DnnlKernel::Engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+DnnlKernel::md DnnlKernel::Plain(const dims& d) {
+  dims strides(d.size(), 1);
+  for (size_t i = d.size(); i-- > 1;) strides[i - 1] = strides[i] * d[i];
+  return md(d, dnnl::memory::data_type::f32, strides);
+}
+
+DnnlKernel::md DnnlKernel::Strided(const dims& d, const dims& strides) { return md(d, dnnl::memory::data_type::f32, strides); }
+
+DnnlKernel::md DnnlKernel::Any(const dims& d) { return md(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any); }
+
+bool DnnlKernel::IsReferenceImpl(const dnnl::primitive_desc_base& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
+dnnl::primitive_attr DnnlKernel::Attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+dnnl::memory DnnlKernel::Bind(const md& desc, Source source, size_t index) {
+  dnnl::memory m(desc, Engine(), DNNL_MEMORY_NONE);
+  bindings_.push_back({m, source, index});
+  return m;
+}
+
+dnnl::memory DnnlKernel::Input(size_t i, const md& desc) { return Bind(desc, Source::kInput, i); }
+dnnl::memory DnnlKernel::Output(size_t i, const md& desc) { return Bind(desc, Source::kOutput, i); }
+
+dnnl::memory DnnlKernel::Temporary(const md& desc) {
+  dnnl::memory m = Bind(desc, Source::kTemporary, temporary_bytes_);
+  temporary_bytes_ += AlignUp(desc.get_size());
+  return m;
+}
+
+dnnl::memory DnnlKernel::Arrange(const KernelArgs& args, size_t i, const md& given, const md& wanted) {
+  if (given == wanted) return Input(i, given);
+  const Tensor& t = *args.in(i);
+  if (t.is_constant) {
+    // Constant data never moves and is readable now: reorder it once into a buffer we keep.
+    dnnl::memory from(given, Engine(), const_cast<uint8_t*>(t.data));
+    dnnl::memory to(wanted, Engine());
+    dnnl::reorder(from, to).execute(stream_, from, to);
+    stream_.wait();
+    owned_.push_back(to);
+    return to;
+  }
+  dnnl::memory to = Temporary(wanted);
+  AppendReorder(Input(i, given), to);
+  return to;
+}
+
+void DnnlKernel::Append(const dnnl::primitive& p, const std::vector<std::pair<int, dnnl::memory>>& args, const md& scratchpad) {
+  Call call{p, {}};
+  for (const auto& [arg, m] : args) call.args.push_back({arg, m.get()});
+  if (scratchpad.get_size() > 0) {
+    call.args.push_back({DNNL_ARG_SCRATCHPAD, Bind(scratchpad, Source::kScratchpad, 0).get()});
+    scratchpad_bytes_ = std::max(scratchpad_bytes_, AlignUp(scratchpad.get_size()));
+  }
+  calls_.push_back(std::move(call));
+}
+
+void DnnlKernel::AppendReorder(const dnnl::memory& from, const dnnl::memory& to) {
+  dnnl::reorder::primitive_desc pd(Engine(), from.get_desc(), Engine(), to.get_desc(), Attr());
+  Append(dnnl::reorder(pd), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, pd.scratchpad_desc());
+}
+
+Status DnnlKernel::Init(const KernelArgs& args, const CpuContext& ctx) {
+  OmpThreadScope threads(ctx.threads);
+  try {
+    stream_ = dnnl::stream(Engine());
+    return Setup(args);
+  } catch (const dnnl::error& e) {
+    // The descriptor was valid for ONNX but not for oneDNN (or no implementation exists): the
+    // reference kernel takes the step. Anything else (e.g. out of memory) fails the load.
+    std::string what = args.node + ": oneDNN: " + e.what();
+    if (e.status == dnnl_unimplemented || e.status == dnnl_invalid_arguments) return Unimplemented(what);
+    return Internal(what);
+  }
+}
+
+size_t DnnlKernel::ScratchBytes() const { return temporary_bytes_ + scratchpad_bytes_; }
+
+Status DnnlKernel::Run(const KernelArgs& args, CpuContext& ctx) {
+  OmpThreadScope threads(ctx.threads);
+  for (Binding& b : bindings_) {
+    void* ptr = nullptr;
+    switch (b.source) {
+      case Source::kInput: ptr = args.in(b.index)->data; break;
+      case Source::kOutput: ptr = args.out(b.index)->data; break;
+      case Source::kTemporary: ptr = ctx.scratch + b.index; break;
+      case Source::kScratchpad: ptr = ctx.scratch + temporary_bytes_; break;
+    }
+    if (ptr == b.bound) continue;
+    if (dnnl_memory_set_data_handle_v2(b.memory.get(), ptr, nullptr) != dnnl_success) return args.Error("oneDNN: cannot bind a buffer");
+    b.bound = ptr;
+  }
+  BeforeExecute(args);
+  for (const Call& c : calls_)
+    if (dnnl_primitive_execute(c.primitive.get(), stream_.get(), int(c.args.size()), c.args.data()) != dnnl_success)
+      return args.Error("oneDNN: primitive execution failed");
+  if (dnnl_stream_wait(stream_.get()) != dnnl_success) return args.Error("oneDNN: stream wait failed");
+  return Status::Ok();
+}
+
+void RegisterDnnlKernels(KernelRegistry& r) {
+  AddDnnlMatMulKernels(r);
+  AddDnnlConvKernels(r);
+}
+
+}  // namespace precis::rt

@@ -1,0 +1,202 @@
+// Reference pooling kernels: MaxPool (optional Indices), AveragePool, LpPool and the Global*
+// pools, for 1 to 3 spatial dims. Init tabulates, per spatial dim and output index, the range of
+// kernel offsets that land inside the input, so Run visits only real elements. AveragePool with
+// count_include_pad divides by the window positions inside input + explicit pads (positions in
+// the extra ceil_mode tail are never counted), as the ONNX reference does. Sums accumulate in
+// float (double for f64).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "runtime/cpu/kernels/common.h"
+#include "runtime/cpu/kernels/nn_window.h"
+
+namespace precis::rt {
+namespace {
+
+template <typename T>
+using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+enum class PoolMode { kMax, kAverage, kLp };
+
+// For one output index along one dim: window start (input coordinate of kernel offset 0), the
+// kernel offsets [lo, hi) inside the input, and the count of offsets inside input + pads.
+struct WindowRange {
+  int64_t start = 0, lo = 0, hi = 0, padded = 0;
+};
+
+template <PoolMode kMode>
+class PoolKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    Tensor *x = args.in(0), *y = args.out(0), *indices = args.out(1);
+    if (!x || !y) return args.Error("needs input X and output Y");
+    bool ok = kMode == PoolMode::kMax ? DispatchNumeric(x->dtype, [](auto) {}) : DispatchFloat(x->dtype, [](auto) {});
+    if (!ok) return args.Error(std::string("unsupported dtype ") + DataTypeName(x->dtype));
+    if (y->dtype != x->dtype) return args.Error("X and Y dtypes differ");
+    if (x->rank() < 3 || x->rank() > 5) return args.Error("X must have rank 3 to 5 (N, C and 1 to 3 spatial dims)");
+    if (!args.attrs.Has("kernel_shape")) return args.Error("attribute kernel_shape is required");
+    std::vector<int64_t> in(x->dims.begin() + 2, x->dims.end());
+    PRECIS_RETURN_IF_ERROR(ReadWindow(args, in, args.attrs.Ints("kernel_shape"), true, &win_));
+    planes_ = x->dims[0] * x->dims[1];
+    PRECIS_RETURN_IF_ERROR(CheckWindowOutput(args, *y, x->dims[0], x->dims[1], win_, "output Y"));
+    if (indices) {
+      if (kMode != PoolMode::kMax) return args.Error("only MaxPool has an Indices output");
+      if (indices->dtype != DataType::kI64 || indices->dims != y->dims) return args.Error("Indices must be int64 with Y's shape");
+      column_major_ = args.attrs.Int("storage_order", 0) != 0;
+      if (column_major_ && win_.spatial > 2) return args.Error("storage_order=1 Indices need 1 or 2 spatial dims");
+    }
+    count_include_pad_ = args.attrs.Int("count_include_pad", 0) != 0;
+    p_ = args.attrs.Int("p", 2);
+    if (kMode == PoolMode::kLp && p_ <= 0) return args.Error("p must be positive");
+    for (size_t d = 0; d < 3; ++d) {
+      ranges_[d].resize(size_t(win_.out[d]));
+      int64_t in_d = win_.in[d], k = win_.kernel[d], dil = win_.dilation[d];
+      for (int64_t o = 0; o < win_.out[d]; ++o) {
+        WindowRange& r = ranges_[d][size_t(o)];
+        r.start = o * win_.stride[d] - win_.pad_begin[d];
+        r.lo = r.start >= 0 ? 0 : (-r.start + dil - 1) / dil;
+        r.hi = r.start < in_d ? std::min(k, (in_d - r.start + dil - 1) / dil) : 0;
+        int64_t limit = in_d + win_.pad_end[d];
+        r.padded = r.start < limit ? std::min(k, (limit - r.start + dil - 1) / dil) : 0;
+        r.lo = std::min(r.lo, std::max<int64_t>(r.hi, 0));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    if constexpr (kMode == PoolMode::kMax)
+      DispatchNumeric(args.in(0)->dtype, [&](auto tag) { RunTyped<decltype(tag)>(args); });
+    else
+      DispatchFloat(args.in(0)->dtype, [&](auto tag) { RunTyped<decltype(tag)>(args); });
+    return Status::Ok();
+  }
+
+ private:
+  template <typename T>
+  void RunTyped(const KernelArgs& args) {
+    using C = std::conditional_t<std::is_integral_v<T>, T, Acc<T>>;
+    const T* px = args.in(0)->As<T>();
+    T* py = args.out(0)->As<T>();
+    int64_t* pi = args.out(1) ? args.out(1)->As<int64_t>() : nullptr;
+    const int64_t IH = win_.in[1], IW = win_.in[2], in_size = win_.InSize();
+    const int64_t dd = win_.dilation[0], dh = win_.dilation[1], dw = win_.dilation[2];
+    int64_t out_i = 0;
+    for (int64_t plane = 0; plane < planes_; ++plane) {
+      const T* xp = px + plane * in_size;
+      for (const WindowRange& rd : ranges_[0])
+        for (const WindowRange& rh : ranges_[1])
+          for (const WindowRange& rw : ranges_[2]) {
+            C best = std::numeric_limits<C>::lowest();
+            int64_t best_i = -1;
+            C sum = 0;
+            for (int64_t kd = rd.lo; kd < rd.hi; ++kd)
+              for (int64_t kh = rh.lo; kh < rh.hi; ++kh) {
+                int64_t base = ((rd.start + kd * dd) * IH + rh.start + kh * dh) * IW + rw.start;
+                for (int64_t kw = rw.lo; kw < rw.hi; ++kw) {
+                  int64_t at = base + kw * dw;
+                  C v = C(Load(xp[at]));
+                  if constexpr (kMode == PoolMode::kMax) {
+                    // NaN loses to any number and wins only an all-NaN window.
+                    if (best_i < 0 || v > best || (best != best && v == v)) {
+                      best = v;
+                      best_i = at;
+                    }
+                  } else if constexpr (kMode == PoolMode::kAverage) {
+                    sum += v;
+                  } else {
+                    C a = v < 0 ? -v : v;
+                    sum += p_ == 1 ? a : p_ == 2 ? a * a : C(std::pow(a, C(p_)));
+                  }
+                }
+              }
+            if constexpr (kMode == PoolMode::kMax) {
+              py[out_i] = Store<T>(best);
+              if (pi) {
+                int64_t at = column_major_ ? best_i % IW * IH + best_i / IW : best_i;  // (h, w) -> w * H + h
+                pi[out_i] = best_i < 0 ? -1 : plane * in_size + at;
+              }
+            } else if constexpr (kMode == PoolMode::kAverage) {
+              int64_t count = count_include_pad_ ? rd.padded * rh.padded * rw.padded
+                                                 : (rd.hi - rd.lo) * (rh.hi - rh.lo) * (rw.hi - rw.lo);
+              py[out_i] = Store<T>(count > 0 ? sum / C(count) : C(0));
+            } else {
+              py[out_i] = Store<T>(p_ == 1 ? sum : p_ == 2 ? std::sqrt(sum) : C(std::pow(sum, C(1) / C(p_))));
+            }
+            ++out_i;
+          }
+    }
+  }
+
+  Window win_;
+  std::vector<WindowRange> ranges_[3];
+  int64_t planes_ = 0, p_ = 2;
+  bool count_include_pad_ = false, column_major_ = false;
+};
+
+// Global pools reduce each (n, c) plane to one value; Y is [N, C, 1, ...].
+template <PoolMode kMode>
+class GlobalPoolKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    Tensor *x = args.in(0), *y = args.out(0);
+    if (!x || !y) return args.Error("needs input X and output Y");
+    if (!DispatchFloat(x->dtype, [](auto) {})) return args.Error(std::string("unsupported dtype ") + DataTypeName(x->dtype));
+    if (y->dtype != x->dtype) return args.Error("X and Y dtypes differ");
+    if (x->rank() < 2) return args.Error("X must have rank >= 2 (N, C, spatial dims)");
+    planes_ = x->dims[0] * x->dims[1];
+    if (y->numel != planes_ || y->rank() != x->rank()) return args.Error("Y must have shape [N, C, 1, ...]");
+    plane_size_ = planes_ ? x->numel / planes_ : 0;
+    p_ = args.attrs.Int("p", 2);
+    if (kMode == PoolMode::kLp && p_ <= 0) return args.Error("p must be positive");
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    DispatchFloat(args.in(0)->dtype, [&](auto tag) {
+      using T = decltype(tag);
+      using C = Acc<T>;
+      const T* px = args.in(0)->As<T>();
+      T* py = args.out(0)->As<T>();
+      for (int64_t plane = 0; plane < planes_; ++plane) {
+        const T* xp = px + plane * plane_size_;
+        C r = 0;
+        if constexpr (kMode == PoolMode::kMax) {
+          r = plane_size_ ? C(Load(xp[0])) : C(0);
+          for (int64_t i = 1; i < plane_size_; ++i) {
+            C v = C(Load(xp[i]));
+            if (v > r || r != r) r = v;
+          }
+        } else if constexpr (kMode == PoolMode::kAverage) {
+          for (int64_t i = 0; i < plane_size_; ++i) r += C(Load(xp[i]));
+          r = plane_size_ ? r / C(plane_size_) : C(0);
+        } else {
+          for (int64_t i = 0; i < plane_size_; ++i) {
+            C a = std::fabs(C(Load(xp[i])));
+            r += p_ == 1 ? a : p_ == 2 ? a * a : C(std::pow(a, C(p_)));
+          }
+          r = p_ == 1 ? r : p_ == 2 ? std::sqrt(r) : C(std::pow(r, C(1) / C(p_)));
+        }
+        py[plane] = Store<T>(r);
+      }
+    });
+    return Status::Ok();
+  }
+
+ private:
+  int64_t planes_ = 0, plane_size_ = 0, p_ = 2;
+};
+
+}  // namespace
+
+void RegisterPoolKernels(KernelRegistry& r) {
+  r.Register("MaxPool", Make<PoolKernel<PoolMode::kMax>>);
+  r.Register("AveragePool", Make<PoolKernel<PoolMode::kAverage>>);
+  r.Register("LpPool", Make<PoolKernel<PoolMode::kLp>>);
+  r.Register("GlobalMaxPool", Make<GlobalPoolKernel<PoolMode::kMax>>);
+  r.Register("GlobalAveragePool", Make<GlobalPoolKernel<PoolMode::kAverage>>);
+  r.Register("GlobalLpPool", Make<GlobalPoolKernel<PoolMode::kLp>>);
+}
+
+}  // namespace precis::rt

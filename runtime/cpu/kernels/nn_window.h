@@ -1,0 +1,34 @@
+// Sliding-window geometry shared by the convolution and pooling kernels: reads kernel, strides,
+// dilations, pads, auto_pad and ceil_mode, resolves SAME_* padding and computes output sizes with
+// the same formulas as the compiler's shape inference (compiler/ops/nn.cc). Spatial dims are
+// stored right-aligned in 3 slots (leading slots are size 1), so kernels loop over D, H, W.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "runtime/cpu/kernel.h"
+
+namespace precis::rt {
+
+struct Window {
+  static constexpr int kMaxSpatial = 3;
+  int spatial = 0;  // number of real spatial dims
+  std::array<int64_t, kMaxSpatial> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, dilation{1, 1, 1},
+      pad_begin{0, 0, 0}, pad_end{0, 0, 0};
+
+  int64_t InSize() const { return in[0] * in[1] * in[2]; }
+  int64_t OutSize() const { return out[0] * out[1] * out[2]; }
+  int64_t KernelSize() const { return kernel[0] * kernel[1] * kernel[2]; }
+};
+
+// Fills `w` for input spatial dims `in` and kernel `kernel` (same length, 1..3). Pooling passes
+// allow_ceil; convolutions ignore ceil_mode. Errors name the node.
+Status ReadWindow(const KernelArgs& args, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel, bool allow_ceil,
+                  Window* w);
+
+// Checks that `t` has dims [n, c, w.out...] (for the kernel's precomputed output shape).
+Status CheckWindowOutput(const KernelArgs& args, const Tensor& t, int64_t n, int64_t c, const Window& w, const char* what);
+
+}  // namespace precis::rt

@@ -1,0 +1,228 @@
+// Einsum: the equation parser (reduce_einsum.h) and a reference kernel that loops over every
+// combination of label values: output labels outside, summed labels inside, each operand
+// addressed through one stride per label (repeated labels in an operand add their strides, which
+// reads its diagonal; broadcast ellipsis dimensions get stride 0). Floats accumulate in double,
+// integers wrap in 64 bits. Plain, not fast: this kernel is the oracle.
+#include "runtime/cpu/kernels/reduce_einsum.h"
+
+#include <algorithm>
+#include <array>
+
+#include "runtime/cpu/kernels/common.h"
+#include "runtime/cpu/kernels/register.h"
+
+namespace precis::rt {
+
+namespace {
+
+int LetterLabel(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return 26 + (c - 'a');
+  return -1;
+}
+
+std::string LabelName(int l) { return std::string(1, char(l < 26 ? 'A' + l : 'a' + (l - 26))); }
+
+struct Term {
+  std::vector<int> letters;  // labels before the ellipsis, then -1 for it, then labels after
+  bool ellipsis = false;
+};
+
+StatusOr<Term> ParseTerm(const std::string& s) {
+  Term t;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '.') {
+      if (s.compare(i, 3, "...") != 0 || t.ellipsis) return InvalidArgument("einsum term '" + s + "' has a malformed ellipsis");
+      t.ellipsis = true;
+      t.letters.push_back(-1);
+      i += 2;
+      continue;
+    }
+    int l = LetterLabel(s[i]);
+    if (l < 0) return InvalidArgument("einsum term '" + s + "' has the character '" + s.substr(i, 1) + "'");
+    t.letters.push_back(l);
+  }
+  return t;
+}
+
+// Expands a term's ellipsis into `e` labels right-aligned in an ellipsis of `total` dims.
+std::vector<int> Expand(const Term& t, int e, int total) {
+  std::vector<int> out;
+  for (int l : t.letters) {
+    if (l >= 0) out.push_back(l);
+    else
+      for (int j = 0; j < e; ++j) out.push_back(kEllipsisLabel + (total - e) + j);
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<EinsumSpec> ParseEinsum(const std::string& equation, const std::vector<int64_t>& input_ranks) {
+  std::string eq;
+  for (char c : equation)
+    if (c != ' ') eq += c;
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<Term> terms;
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    PRECIS_ASSIGN_OR_RETURN(Term t, ParseTerm(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    terms.push_back(std::move(t));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (terms.size() != input_ranks.size())
+    return InvalidArgument("equation '" + equation + "' has " + std::to_string(terms.size()) + " operand terms for " +
+                           std::to_string(input_ranks.size()) + " inputs");
+  EinsumSpec spec;
+  std::vector<int> ellipsis_dims(terms.size(), 0);
+  for (size_t i = 0; i < terms.size(); ++i) {
+    int64_t letters = int64_t(terms[i].letters.size()) - (terms[i].ellipsis ? 1 : 0);
+    int64_t e = input_ranks[i] - letters;
+    if (e < 0 || (!terms[i].ellipsis && e != 0))
+      return InvalidArgument("equation '" + equation + "': operand " + std::to_string(i) + " has rank " +
+                             std::to_string(input_ranks[i]) + ", but its term has " + std::to_string(letters) + " letters");
+    ellipsis_dims[i] = int(e);
+    spec.ellipsis_rank = std::max(spec.ellipsis_rank, int(e));
+  }
+  std::array<int, kEllipsisLabel> count{};
+  for (size_t i = 0; i < terms.size(); ++i) {
+    spec.inputs.push_back(Expand(terms[i], ellipsis_dims[i], spec.ellipsis_rank));
+    for (int l : terms[i].letters)
+      if (l >= 0) ++count[size_t(l)];
+  }
+  if (arrow == std::string::npos) {
+    for (int j = 0; j < spec.ellipsis_rank; ++j) spec.output.push_back(kEllipsisLabel + j);
+    for (int l = 0; l < kEllipsisLabel; ++l)
+      if (count[size_t(l)] == 1) spec.output.push_back(l);
+    return spec;
+  }
+  PRECIS_ASSIGN_OR_RETURN(Term out, ParseTerm(eq.substr(arrow + 2)));
+  std::array<bool, kEllipsisLabel> used{};
+  for (int l : out.letters) {
+    if (l < 0) continue;
+    if (count[size_t(l)] == 0 || used[size_t(l)])
+      return InvalidArgument("equation '" + equation + "': output label '" + LabelName(l) + "'" +
+                             (used[size_t(l)] ? " is repeated" : " does not appear in any operand"));
+    used[size_t(l)] = true;
+  }
+  spec.output = Expand(out, spec.ellipsis_rank, spec.ellipsis_rank);
+  return spec;
+}
+
+namespace {
+
+class EinsumKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    Tensor* y = args.out(0);
+    if (!y || args.inputs.empty()) return args.Error("needs inputs and an output");
+    std::vector<int64_t> ranks;
+    for (const Tensor* t : args.inputs) {
+      if (!t || t->dtype != y->dtype) return args.Error("every input must be present and share the output dtype");
+      ranks.push_back(t->rank());
+    }
+    if (!DispatchNumeric(y->dtype, [](auto) {})) return args.Error(std::string("unsupported dtype ") + DataTypeName(y->dtype));
+    auto spec = ParseEinsum(args.attrs.String("equation", ""), ranks);
+    if (!spec.ok()) return args.Error(spec.status().message());
+    PRECIS_RETURN_IF_ERROR(LabelSizes(args, *spec));
+    // Loop order: output labels, then the summed ones.
+    loop_ = spec->output;
+    for (int l = 0; l < int(size_.size()); ++l)
+      if (size_[size_t(l)] >= 0 && std::find(loop_.begin(), loop_.end(), l) == loop_.end()) loop_.push_back(l);
+    n_out_ = spec->output.size();
+    size_t L = loop_.size(), n = args.inputs.size();
+    sizes_.resize(L);
+    for (size_t j = 0; j < L; ++j) sizes_[j] = size_[size_t(loop_[j])];
+    strides_.assign(n * L, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const Tensor& t = *args.inputs[i];
+      std::vector<int64_t> s = Strides(t.dims);
+      for (size_t d = 0; d < t.dims.size(); ++d) {
+        size_t j = size_t(std::find(loop_.begin(), loop_.end(), spec->inputs[i][d]) - loop_.begin());
+        if (t.dims[d] != 1 || sizes_[j] == 1) strides_[i * L + j] += s[d];
+      }
+    }
+    std::vector<int64_t> out_dims(sizes_.begin(), sizes_.begin() + int64_t(n_out_));
+    if (out_dims != y->dims) return args.Error("output shape " + DimsToString(y->dims) + ", expected " + DimsToString(out_dims));
+    counter_.assign(L, 0);
+    base_.assign(n, 0);
+    cur_.assign(n, 0);
+    data_.assign(n, nullptr);
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    Tensor& y = *args.out(0);
+    for (size_t i = 0; i < data_.size(); ++i) data_[i] = args.inputs[i]->data;
+    DispatchNumeric(y.dtype, [&](auto tag) { RunTyped<decltype(tag)>(y); });
+    return Status::Ok();
+  }
+
+ private:
+  // Every label's size; ellipsis labels broadcast (1 yields to any size), letters must agree.
+  Status LabelSizes(const KernelArgs& args, const EinsumSpec& spec) {
+    size_.assign(size_t(kEllipsisLabel + spec.ellipsis_rank), -1);
+    for (size_t i = 0; i < spec.inputs.size(); ++i)
+      for (size_t d = 0; d < spec.inputs[i].size(); ++d) {
+        int l = spec.inputs[i][d];
+        int64_t x = args.inputs[i]->dims[d];
+        int64_t& s = size_[size_t(l)];
+        if (s < 0 || (l >= kEllipsisLabel && s == 1)) s = x;
+        else if (s != x && !(l >= kEllipsisLabel && x == 1))
+          return args.Error("operand " + std::to_string(i) + " dimension " + std::to_string(d) + " has size " +
+                            std::to_string(x) + ", but its label has size " + std::to_string(s));
+      }
+    return Status::Ok();
+  }
+
+  // Advances the odometer over loop labels [first, last) and the offsets `off` with it.
+  void Advance(size_t first, size_t last, std::vector<int64_t>& off) {
+    size_t L = loop_.size(), n = off.size();
+    for (size_t j = last; j-- > first;) {
+      for (size_t i = 0; i < n; ++i) off[i] += strides_[i * L + j];
+      if (++counter_[j] < sizes_[j]) return;
+      for (size_t i = 0; i < n; ++i) off[i] -= strides_[i * L + j] * sizes_[j];
+      counter_[j] = 0;
+    }
+  }
+
+  template <typename T>
+  void RunTyped(Tensor& y) {
+    using Acc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+    size_t L = loop_.size(), n = data_.size();
+    int64_t sum_count = 1;
+    for (size_t j = n_out_; j < L; ++j) sum_count *= sizes_[j];
+    std::fill(counter_.begin(), counter_.end(), 0);
+    std::fill(base_.begin(), base_.end(), 0);
+    T* py = y.As<T>();
+    for (int64_t o = 0; o < y.numel; ++o) {
+      Acc acc = 0;
+      cur_ = base_;  // same size: no allocation
+      for (int64_t s = 0; s < sum_count; ++s) {
+        Acc term = 1;
+        for (size_t i = 0; i < n; ++i) term *= Acc(Load(reinterpret_cast<const T*>(data_[i])[cur_[i]]));
+        acc += term;
+        Advance(n_out_, L, cur_);
+      }
+      if constexpr (std::is_integral_v<T>) py[o] = T(acc);
+      else py[o] = Store<T>(acc);
+      Advance(0, n_out_, base_);
+    }
+  }
+
+  std::vector<int64_t> size_;        // by label; -1 when unused
+  std::vector<int> loop_;            // labels in loop order: output, then summed
+  size_t n_out_ = 0;
+  std::vector<int64_t> sizes_;       // by loop position
+  std::vector<int64_t> strides_;     // [input][loop position]
+  std::vector<int64_t> counter_, base_, cur_;
+  std::vector<const uint8_t*> data_;
+};
+
+}  // namespace
+
+void AddEinsumKernels(KernelRegistry& r) { r.Register("Einsum", Make<EinsumKernel>); }
+
+}  // namespace precis::rt

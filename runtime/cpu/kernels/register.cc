@@ -1,0 +1,17 @@
+// The list of CPU kernel families.
+#include "runtime/cpu/kernels/register.h"
+
+namespace precis::rt {
+
+void RegisterAllCpuKernels(KernelRegistry& r) {
+  RegisterElementwiseKernels(r);
+  RegisterMatMulKernels(r);
+  RegisterActivationKernels(r);
+  RegisterNnKernels(r);
+  RegisterTensorKernels(r);
+  RegisterReduceKernels(r);
+  RegisterLossKernels(r);
+  RegisterDnnlKernels(r);
+}
+
+}  // namespace precis::rt

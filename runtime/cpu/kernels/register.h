@@ -1,0 +1,20 @@
+// One registration function per kernel family; RegisterAllCpuKernels calls them all.
+// Adding a family: declare its function here and call it in register.cc.
+#pragma once
+
+namespace precis::rt {
+
+class KernelRegistry;
+
+void RegisterAllCpuKernels(KernelRegistry& r);
+
+void RegisterElementwiseKernels(KernelRegistry& r);
+void RegisterMatMulKernels(KernelRegistry& r);
+void RegisterActivationKernels(KernelRegistry& r);
+void RegisterNnKernels(KernelRegistry& r);
+void RegisterTensorKernels(KernelRegistry& r);
+void RegisterReduceKernels(KernelRegistry& r);
+void RegisterLossKernels(KernelRegistry& r);
+void RegisterDnnlKernels(KernelRegistry& r);  // fast kernels (oneDNN); registered last
+
+}  // namespace precis::rt

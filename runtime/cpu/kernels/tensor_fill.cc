@@ -1,0 +1,269 @@
+// CPU kernels that generate or mask values: ConstantOfShape, Range, EyeLike, Trilu, and Pad
+// (constant, reflect, edge and wrap modes; negative pads crop). Pad maps each output
+// coordinate to an input coordinate (or "use the constant") per dim, once in Init.
+#include <algorithm>
+
+#include "runtime/cpu/kernels/common.h"
+#include "runtime/cpu/kernels/register.h"
+#include "runtime/cpu/kernels/tensor_util.h"
+
+namespace precis::rt {
+namespace {
+
+// Writes `n` copies of the `esize`-byte pattern.
+void FillPattern(uint8_t* dst, int64_t n, const uint8_t* pattern, size_t esize) {
+  DispatchBySize(esize, [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v, pattern, sizeof v);
+    std::fill(reinterpret_cast<T*>(dst), reinterpret_cast<T*>(dst) + n, v);
+  });
+}
+
+// ConstantOfShape: the 'value' tensor attribute (default float 0) repeated.
+class ConstantOfShapeKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor* out = args.out(0);
+    if (!out) return args.Error("needs an output");
+    size_t esize = DataTypeSize(out->dtype);
+    value_.assign(esize, 0);
+    const plan::Attr* a = args.attrs.Find("value");
+    if (!a) {
+      if (out->dtype != DataType::kF32) return args.Error("without 'value' the output must be float");
+      return Status::Ok();
+    }
+    if (a->kind() != plan::AttrKind_Tensor || DataType(a->tensor_dtype()) != out->dtype || !a->tensor_data() ||
+        a->tensor_data()->size() != esize)
+      return args.Error("'value' must be one element of the output dtype");
+    std::memcpy(value_.data(), a->tensor_data()->data(), esize);
+    return Status::Ok();
+  }
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    Tensor& out = *args.out(0);
+    FillPattern(out.data, out.numel, value_.data(), value_.size());
+    return Status::Ok();
+  }
+
+ private:
+  std::vector<uint8_t> value_;
+};
+
+// Range: out[i] = start + i * delta (integers exactly, floats in double).
+class RangeKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor* out = args.out(0);
+    if (!out || !args.in(0) || !args.in(2)) return args.Error("needs start, limit, delta and an output");
+    if (args.in(0)->dtype != out->dtype || args.in(2)->dtype != out->dtype || args.in(0)->numel != 1 || args.in(2)->numel != 1)
+      return args.Error("start and delta must be scalars of the output dtype");
+    if (!DispatchNumeric(out->dtype, [](auto) {})) return args.Error(std::string("unsupported dtype ") + DataTypeName(out->dtype));
+    return Status::Ok();
+  }
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    Tensor& out = *args.out(0);
+    DispatchNumeric(out.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      auto start = Load(args.in(0)->As<T>()[0]), delta = Load(args.in(2)->As<T>()[0]);
+      T* y = out.As<T>();
+      if constexpr (std::is_integral_v<decltype(start)>) {
+        for (int64_t i = 0; i < out.numel; ++i) y[i] = T(int64_t(start) + i * int64_t(delta));
+      } else {
+        for (int64_t i = 0; i < out.numel; ++i) y[i] = Store<T>(double(start) + double(i) * double(delta));
+      }
+    });
+    return Status::Ok();
+  }
+};
+
+// EyeLike: ones on diagonal k of a 2-D output, zeros elsewhere.
+class EyeLikeKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor* out = args.out(0);
+    if (!out || out->rank() != 2) return args.Error("needs a 2-D output");
+    if (!DispatchAny(out->dtype, [](auto) {})) return args.Error(std::string("unsupported dtype ") + DataTypeName(out->dtype));
+    k_ = args.attrs.Int("k", 0);
+    return Status::Ok();
+  }
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    Tensor& out = *args.out(0);
+    if (out.bytes) std::memset(out.data, 0, out.bytes);
+    int64_t rows = out.dims[0], cols = out.dims[1];
+    DispatchAny(out.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* y = out.As<T>();
+      for (int64_t i = 0; i < rows; ++i) {
+        if (k_ < -i || k_ >= cols - i) continue;  // j = i + k outside [0, cols)
+        y[i * cols + i + k_] = Store<T>(1);
+      }
+    });
+    return Status::Ok();
+  }
+
+ private:
+  int64_t k_ = 0;
+};
+
+// Trilu: keeps the upper (j >= i + k) or lower (j <= i + k) triangle of each matrix, zeroing
+// the rest; runs in place when the planner allows.
+class TriluKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *in = args.in(0), *out = args.out(0);
+    if (!in || !out || in->dtype != out->dtype || in->dims != out->dims || in->rank() < 2) return args.Error("needs matching input and output of rank >= 2");
+    if (DataTypeSize(in->dtype) == 0) return args.Error(std::string("unsupported dtype ") + DataTypeName(in->dtype));
+    if (args.in(1) && (!IsIndexType(args.in(1)->dtype) || args.in(1)->numel != 1)) return args.Error("k must be an integer scalar");
+    upper_ = args.attrs.Int("upper", 1) != 0;
+    rows_ = in->dims[in->dims.size() - 2];
+    cols_ = in->dims.back();
+    return Status::Ok();
+  }
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    const Tensor& in = *args.in(0);
+    Tensor& out = *args.out(0);
+    int64_t k = args.in(1) ? IndexAt(*args.in(1), 0) : 0;
+    k = std::clamp<int64_t>(k, -rows_ - 1, cols_ + 1);  // beyond the matrix all k act alike
+    CopyIfDistinct(in, out);
+    size_t esize = DataTypeSize(out.dtype);
+    int64_t matrices = rows_ * cols_ != 0 ? out.numel / (rows_ * cols_) : 0;
+    for (int64_t m = 0; m < matrices; ++m)
+      for (int64_t i = 0; i < rows_; ++i) {
+        // Zeroed columns: upper -> [0, i + k), lower -> (i + k, cols).
+        int64_t lo = upper_ ? 0 : std::clamp<int64_t>(i + k + 1, 0, cols_);
+        int64_t hi = upper_ ? std::clamp<int64_t>(i + k, 0, cols_) : cols_;
+        if (hi > lo) std::memset(out.data + size_t((m * rows_ + i) * cols_ + lo) * esize, 0, size_t(hi - lo) * esize);
+      }
+    return Status::Ok();
+  }
+
+ private:
+  bool upper_ = true;
+  int64_t rows_ = 0, cols_ = 0;
+};
+
+// Pad: per dim, maps_[d][o] is the input coordinate read at output coordinate o, or -1 for
+// the constant. As onnxruntime does, negative pads crop before the other side pads, so that
+// reflect/edge/wrap read only the kept part.
+class PadKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *in = args.in(0), *out = args.out(0);
+    if (!in || !out || in->dtype != out->dtype || in->rank() != out->rank()) return args.Error("needs matching input and output");
+    esize_ = DataTypeSize(in->dtype);
+    if (esize_ == 0) return args.Error(std::string("unsupported dtype ") + DataTypeName(in->dtype));
+    int64_t opset = args.attrs.Int("opset", 11);
+    std::vector<int64_t> pads, axes;
+    PRECIS_RETURN_IF_ERROR(ReadPads(args, opset, pads, axes));
+    std::string mode = args.attrs.String("mode", "constant");
+    if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") return args.Error("unknown mode '" + mode + "'");
+    std::vector<int64_t> before(size_t(in->rank()), 0), after(size_t(in->rank()), 0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t axis = axes[i] < 0 ? axes[i] + in->rank() : axes[i];
+      if (axis < 0 || axis >= in->rank()) return args.Error("axis is out of range");
+      before[size_t(axis)] = pads[i];
+      after[size_t(axis)] = pads[i + axes.size()];
+      if (in->dims[size_t(axis)] + pads[i] + pads[i + axes.size()] != out->dims[size_t(axis)]) return args.Error("output shape does not match the pads");
+    }
+    // Negative pads crop first; the other modes then pad the cropped extent [lo, lo + n).
+    maps_.assign(size_t(in->rank()), {});
+    for (size_t d = 0; d < maps_.size(); ++d) {
+      int64_t lo = std::max<int64_t>(-before[d], 0), n = in->dims[d] - lo - std::max<int64_t>(-after[d], 0);
+      if (n < 0) return args.Error("pads crop more than the dim");
+      if (n == 0 && mode != "constant" && out->dims[d] > 0) return args.Error("cannot pad an empty dim in mode '" + mode + "'");
+      for (int64_t o = 0; o < out->dims[d]; ++o) {
+        int64_t c = SourceIndex(o - std::max<int64_t>(before[d], 0), n, mode);
+        maps_[d].push_back(c < 0 ? -1 : lo + c);
+      }
+    }
+    strides_ = DenseStrides(in->dims);
+    constant_.assign(esize_, 0);
+    if (opset < 11) {
+      float value = args.attrs.Float("value", 0.f);
+      DispatchAny(in->dtype, [&](auto tag) {
+        using T = decltype(tag);
+        T v = in->dtype == DataType::kBool ? T(value != 0) : SaturatingCast<T>(value);
+        std::memcpy(constant_.data(), &v, esize_);
+      });
+    } else if (const Tensor* c = args.in(2); c && c->numel > 0 && (c->dtype != in->dtype || c->numel != 1)) {
+      return args.Error("constant_value must be a scalar of the data dtype");
+    }
+    return Status::Ok();
+  }
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    const Tensor* c = args.attrs.Int("opset", 11) >= 11 ? args.in(2) : nullptr;
+    if (c && c->numel == 1) std::memcpy(constant_.data(), c->data, esize_);
+    Tensor& out = *args.out(0);
+    if (out.numel == 0) return Status::Ok();
+    if (out.rank() == 0) {
+      std::memcpy(out.data, args.in(0)->data, esize_);
+      return Status::Ok();
+    }
+    DispatchBySize(esize_, [&](auto tag) {
+      using T = decltype(tag);
+      T value;
+      std::memcpy(&value, constant_.data(), sizeof value);
+      T* dst = out.As<T>();
+      FillDims<T>(args.in(0)->As<T>(), 0, 0, true, dst, value);
+    });
+    return Status::Ok();
+  }
+
+ private:
+  Status ReadPads(const KernelArgs& args, int64_t opset, std::vector<int64_t>& pads, std::vector<int64_t>& axes) {
+    if (opset >= 11) {
+      const Tensor* p = args.in(1);
+      if (!p || !p->is_constant || !IsIndexType(p->dtype)) return args.Error("pads must be a constant integer tensor");
+      for (int64_t i = 0; i < p->numel; ++i) pads.push_back(IndexAt(*p, i));
+      if (const Tensor* a = args.in(3); a && opset >= 18) {
+        if (!a->is_constant || !IsIndexType(a->dtype)) return args.Error("axes must be a constant integer tensor");
+        for (int64_t i = 0; i < a->numel; ++i) axes.push_back(IndexAt(*a, i));
+      }
+    } else {
+      pads = args.attrs.Ints(opset >= 2 ? "pads" : "paddings");
+    }
+    if (axes.empty())
+      for (int64_t i = 0; i < args.in(0)->rank(); ++i) axes.push_back(i);
+    if (pads.size() != 2 * axes.size()) return args.Error("pads do not match the axes");
+    return Status::Ok();
+  }
+
+  static int64_t SourceIndex(int64_t c, int64_t n, const std::string& mode) {
+    if (c >= 0 && c < n) return c;
+    if (mode == "constant" || n == 0) return -1;
+    if (mode == "edge") return std::clamp<int64_t>(c, 0, n - 1);
+    if (mode == "wrap") return ((c % n) + n) % n;
+    if (n == 1) return 0;  // reflect
+    int64_t period = 2 * (n - 1), m = ((c % period) + period) % period;
+    return m < n ? m : period - m;
+  }
+
+  template <typename T>
+  T* FillDims(const T* src, size_t d, int64_t src_off, bool inside, T* dst, T value) {
+    const std::vector<int64_t>& map = maps_[d];
+    if (d + 1 == maps_.size()) {
+      for (int64_t m : map) *dst++ = inside && m >= 0 ? src[src_off + m] : value;
+      return dst;
+    }
+    for (int64_t m : map) dst = FillDims(src, d + 1, src_off + (m >= 0 ? m : 0) * strides_[d], inside && m >= 0, dst, value);
+    return dst;
+  }
+
+  size_t esize_ = 0;
+  std::vector<std::vector<int64_t>> maps_;
+  std::vector<int64_t> strides_;
+  std::vector<uint8_t> constant_;
+};
+
+}  // namespace
+
+// Called by RegisterTensorKernels (tensor.cc).
+void AddTensorFillKernels(KernelRegistry& r) {
+  r.Register("ConstantOfShape", Make<ConstantOfShapeKernel>);
+  r.Register("Range", Make<RangeKernel>);
+  r.Register("EyeLike", Make<EyeLikeKernel>);
+  r.Register("Trilu", Make<TriluKernel>);
+  r.Register("Pad", Make<PadKernel>);
+}
+
+}  // namespace precis::rt

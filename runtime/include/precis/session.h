@@ -1,0 +1,56 @@
+// precis::Session: load a plan, bind inputs and outputs, run it.
+//
+// Contract: Open/FromBuffer validate the whole plan (format, checksum, every step's kernel,
+// dtypes and shapes) and allocate everything once: one arena for all activations. Run()
+// allocates nothing. SetInput copies into the session; BindInput/BindOutput make the session
+// read from / write to caller memory instead (which must stay valid, with the exact byte size,
+// until unbound or the session ends). Output() points into the session (or at the bound memory)
+// and stays valid until the next Run. A Session is not thread-safe; use one per thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "precis/status.h"
+#include "precis/types.h"
+
+namespace precis {
+
+struct SessionOptions {
+  int threads = 0;                 // 0: all hardware threads
+  bool reference_kernels = false;  // force the plain reference kernels (the test oracle)
+};
+
+struct TensorData {
+  TensorInfo info;
+  const void* data = nullptr;
+};
+
+class Session {
+ public:
+  static StatusOr<std::unique_ptr<Session>> Open(const std::string& plan_path, const SessionOptions& options = {});
+  // Copies the plan bytes; the caller's buffer may be freed afterwards.
+  static StatusOr<std::unique_ptr<Session>> FromBuffer(const void* data, size_t size, const SessionOptions& options = {});
+  ~Session();
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  size_t arena_bytes() const;
+  const std::string& precision() const;
+
+  // Errors: unknown name, dtype or shape different from the plan's, wrong byte size.
+  Status SetInput(const std::string& name, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes);
+  Status BindInput(const std::string& name, const void* data, size_t bytes);
+  Status BindOutput(const std::string& name, void* data, size_t bytes);
+  Status Run();
+  StatusOr<TensorData> Output(const std::string& name) const;
+
+  struct Impl;
+
+ private:
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace precis

@@ -1,0 +1,37 @@
+// Plan file validation (see plan_format.h).
+#include "runtime/plan/plan_format.h"
+
+#include <cstring>
+
+#include "runtime/base/hash.h"
+
+namespace precis::plan {
+
+StatusOr<PlanView> ValidatePlan(const uint8_t* data, size_t size) {
+  if (size < sizeof(FileHeader)) return InvalidArgument("plan is truncated: " + std::to_string(size) + " bytes, shorter than its header");
+  FileHeader h;
+  std::memcpy(&h, data, sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return InvalidArgument("not a Precis plan (wrong magic)");
+  if (h.version > kFormatVersion)
+    return Unimplemented("plan format version " + std::to_string(h.version) + " is newer than this runtime's (" +
+                         std::to_string(kFormatVersion) + "): recompile the model or update the runtime");
+  if (h.version < 1 || h.header_bytes != sizeof(FileHeader)) return InvalidArgument("plan header is corrupt");
+  if (h.file_size != size)
+    return InvalidArgument("plan is truncated or padded: header says " + std::to_string(h.file_size) + " bytes, file has " +
+                           std::to_string(size));
+  auto in_file = [&](uint64_t off, uint64_t len) { return off >= sizeof(FileHeader) && off <= size && len <= size - off; };
+  if (!in_file(h.meta_offset, h.meta_size) || !in_file(h.const_offset, h.const_size) || h.const_offset % kConstantAlignment)
+    return InvalidArgument("plan sections lie outside the file");
+  uint64_t sum = HashBytes(data + sizeof(FileHeader), size - sizeof(FileHeader));
+  if (sum != h.checksum) return InvalidArgument("plan checksum mismatch: the file is corrupted");
+  const uint8_t* meta = data + h.meta_offset;
+  flatbuffers::Verifier verifier(meta, size_t(h.meta_size));
+  if (!VerifyPlanBuffer(verifier)) return InvalidArgument("plan metadata fails verification");
+  PlanView view;
+  view.meta = GetPlan(meta);
+  view.constants = data + h.const_offset;
+  view.constants_size = size_t(h.const_size);
+  return view;
+}
+
+}  // namespace precis::plan

@@ -1,0 +1,224 @@
+// Session: plan loading, kernel set-up, arena allocation and execution on the CPU backend.
+#include "precis/session.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <unordered_map>
+
+#include "runtime/base/mapped_file.h"
+#include "runtime/cpu/kernel.h"
+#include "runtime/plan/plan_format.h"
+
+namespace precis {
+
+struct AlignedFree {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<uint8_t, AlignedFree>;
+
+static AlignedBuffer AllocateAligned(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  return AlignedBuffer(static_cast<uint8_t*>(std::aligned_alloc(64, rounded == 0 ? 64 : rounded)));
+}
+
+struct Session::Impl {
+  SessionOptions options;
+  std::shared_ptr<const MappedFile> file;  // the mapped plan, or
+  AlignedBuffer owned_plan;                // a copy of a plan given as a buffer
+  plan::PlanView view;
+  AlignedBuffer arena;
+  AlignedBuffer scratch;
+  std::vector<rt::Tensor> tensors;
+  std::vector<uint8_t*> home;  // each tensor's own storage, restored when unbound
+  std::vector<rt::KernelArgs> args;
+  std::vector<std::unique_ptr<rt::Kernel>> kernels;
+  std::vector<TensorInfo> inputs, outputs;
+  std::unordered_map<std::string, int> input_ids, output_ids;
+  rt::CpuContext ctx;
+  std::string precision;
+
+  Status Load(const uint8_t* data, size_t size);
+  Status LoadTensors();
+  Status LoadSteps();
+};
+
+Status Session::Impl::LoadTensors() {
+  const plan::Plan* p = view.meta;
+  if (!p->tensors() || !p->steps() || !p->inputs() || !p->outputs()) return InvalidArgument("plan lacks tensors, steps, inputs or outputs");
+  arena = AllocateAligned(size_t(p->arena_bytes()));
+  if (!arena) return Internal("cannot allocate the arena (" + std::to_string(p->arena_bytes()) + " bytes)");
+  tensors.resize(p->tensors()->size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const plan::TensorDesc* d = p->tensors()->Get(flatbuffers::uoffset_t(i));
+    rt::Tensor& t = tensors[i];
+    t.name = d->name() ? d->name()->str() : "#" + std::to_string(i);
+    if (!IsValidDataType(d->dtype())) return InvalidArgument("plan tensor '" + t.name + "' has an invalid dtype");
+    t.dtype = DataType(d->dtype());
+    if (d->dims()) t.dims.assign(d->dims()->begin(), d->dims()->end());
+    int64_t n = 1;
+    for (int64_t dim : t.dims) {
+      if (dim < 0 || (dim > 0 && n > (int64_t(1) << 50) / dim)) return InvalidArgument("plan tensor '" + t.name + "' has bad dims");
+      n *= dim;
+    }
+    t.numel = n;
+    t.bytes = size_t(n) * DataTypeSize(t.dtype);
+    if (d->bytes() != t.bytes) return InvalidArgument("plan tensor '" + t.name + "' byte size does not match its shape");
+    bool constant = d->placement() == plan::Placement_Constant;
+    uint64_t limit = constant ? view.constants_size : p->arena_bytes();
+    if (d->offset() > limit || t.bytes > limit - d->offset()) return InvalidArgument("plan tensor '" + t.name + "' lies outside its section");
+    t.is_constant = constant;
+    t.data = constant ? const_cast<uint8_t*>(view.constants) + d->offset() : arena.get() + d->offset();
+  }
+  home.reserve(tensors.size());
+  for (const auto& t : tensors) home.push_back(t.data);
+  auto io = [&](const flatbuffers::Vector<int32_t>* ids, std::vector<TensorInfo>& infos, std::unordered_map<std::string, int>& by_name) -> Status {
+    for (int32_t id : *ids) {
+      if (id < 0 || size_t(id) >= tensors.size()) return InvalidArgument("plan input/output id out of range");
+      const rt::Tensor& t = tensors[size_t(id)];
+      infos.push_back({t.name, t.dtype, t.dims});
+      by_name[t.name] = id;
+    }
+    return Status::Ok();
+  };
+  PRECIS_RETURN_IF_ERROR(io(p->inputs(), inputs, input_ids));
+  return io(p->outputs(), outputs, output_ids);
+}
+
+Status Session::Impl::LoadSteps() {
+  const auto& registry = rt::KernelRegistry::Cpu();
+  size_t scratch_bytes = 0;
+  for (const plan::Step* s : *view.meta->steps()) {
+    std::string kernel_name = s->kernel() ? s->kernel()->str() : "";
+    rt::KernelArgs a;
+    a.node = kernel_name + " '" + (s->node() ? s->node()->str() : "") + "'";
+    auto ids = [&](const flatbuffers::Vector<int32_t>* v, std::vector<rt::Tensor*>& out) -> Status {
+      if (!v) return Status::Ok();
+      for (int32_t id : *v) {
+        if (id == -1) out.push_back(nullptr);
+        else if (id < 0 || size_t(id) >= tensors.size()) return InvalidArgument(a.node + ": tensor id out of range");
+        else out.push_back(&tensors[size_t(id)]);
+      }
+      return Status::Ok();
+    };
+    PRECIS_RETURN_IF_ERROR(ids(s->inputs(), a.inputs));
+    PRECIS_RETURN_IF_ERROR(ids(s->outputs(), a.outputs));
+    a.attrs = rt::Attributes(s->attrs());
+    rt::KernelFactory factory = registry.Find(kernel_name);
+    if (!factory) return Unimplemented(a.node + ": the CPU backend has no kernel '" + kernel_name + "'");
+    std::unique_ptr<rt::Kernel> kernel;
+    if (rt::KernelFactory fast = registry.FindFast(kernel_name); fast && !ctx.reference_only) {
+      kernel = fast();
+      Status s = kernel->Init(a, ctx);
+      if (s.code() == StatusCode::kUnimplemented) kernel.reset();  // not applicable: use the reference
+      else PRECIS_RETURN_IF_ERROR(s);
+    }
+    if (!kernel) {
+      kernel = factory();
+      PRECIS_RETURN_IF_ERROR(kernel->Init(a, ctx));
+    }
+    scratch_bytes = std::max(scratch_bytes, kernel->ScratchBytes());
+    kernels.push_back(std::move(kernel));
+    args.push_back(std::move(a));
+  }
+  if (scratch_bytes) {
+    scratch = AllocateAligned(scratch_bytes);
+    if (!scratch) return Internal("cannot allocate kernel scratch");
+  }
+  ctx.scratch = scratch.get();
+  return Status::Ok();
+}
+
+Status Session::Impl::Load(const uint8_t* data, size_t size) {
+  PRECIS_ASSIGN_OR_RETURN(view, plan::ValidatePlan(data, size));
+  if (view.meta->target() && view.meta->target()->str() != "cpu")
+    return Unimplemented("plan targets '" + view.meta->target()->str() + "', this session runs on the CPU");
+  precision = view.meta->precision() ? view.meta->precision()->str() : "fp32";
+  ctx.threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  ctx.reference_only = options.reference_kernels;
+  PRECIS_RETURN_IF_ERROR(LoadTensors());
+  return LoadSteps();
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& path, const SessionOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  PRECIS_ASSIGN_OR_RETURN(impl->file, MappedFile::Open(path));
+  Status s = impl->Load(impl->file->data(), impl->file->size());
+  if (!s.ok()) return s.WithContext(path);
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+StatusOr<std::unique_ptr<Session>> Session::FromBuffer(const void* data, size_t size, const SessionOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->owned_plan = AllocateAligned(size);
+  if (!impl->owned_plan) return Internal("cannot allocate the plan copy");
+  if (size) std::memcpy(impl->owned_plan.get(), data, size);
+  PRECIS_RETURN_IF_ERROR(impl->Load(impl->owned_plan.get(), size));
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+const std::vector<TensorInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<TensorInfo>& Session::outputs() const { return impl_->outputs; }
+size_t Session::arena_bytes() const { return size_t(impl_->view.meta->arena_bytes()); }
+const std::string& Session::precision() const { return impl_->precision; }
+
+static std::string Names(const std::vector<TensorInfo>& infos) {
+  std::string s;
+  for (const auto& i : infos) s += (s.empty() ? "" : ", ") + i.name;
+  return s;
+}
+
+Status Session::SetInput(const std::string& name, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes) {
+  auto it = impl_->input_ids.find(name);
+  if (it == impl_->input_ids.end()) return InvalidArgument("no input named '" + name + "' (inputs: " + Names(impl_->inputs) + ")");
+  rt::Tensor& t = impl_->tensors[size_t(it->second)];
+  if (dtype != t.dtype)
+    return InvalidArgument("input '" + name + "' must be " + DataTypeName(t.dtype) + ", got " + DataTypeName(dtype));
+  if (dims != t.dims)
+    return InvalidArgument("input '" + name + "' must have shape " + DimsToString(t.dims) + ", got " + DimsToString(dims));
+  if (bytes != t.bytes) return InvalidArgument("input '" + name + "' needs " + std::to_string(t.bytes) + " bytes, got " + std::to_string(bytes));
+  t.data = impl_->home[size_t(it->second)];
+  if (bytes) std::memcpy(t.data, data, bytes);
+  return Status::Ok();
+}
+
+Status Session::BindInput(const std::string& name, const void* data, size_t bytes) {
+  auto it = impl_->input_ids.find(name);
+  if (it == impl_->input_ids.end()) return InvalidArgument("no input named '" + name + "'");
+  rt::Tensor& t = impl_->tensors[size_t(it->second)];
+  if (bytes != t.bytes) return InvalidArgument("input '" + name + "' needs " + std::to_string(t.bytes) + " bytes, got " + std::to_string(bytes));
+  t.data = static_cast<uint8_t*>(const_cast<void*>(data));
+  return Status::Ok();
+}
+
+Status Session::BindOutput(const std::string& name, void* data, size_t bytes) {
+  auto it = impl_->output_ids.find(name);
+  if (it == impl_->output_ids.end()) return InvalidArgument("no output named '" + name + "'");
+  rt::Tensor& t = impl_->tensors[size_t(it->second)];
+  if (t.is_constant) return InvalidArgument("output '" + name + "' is a constant and cannot be bound");
+  if (bytes != t.bytes) return InvalidArgument("output '" + name + "' needs " + std::to_string(t.bytes) + " bytes, got " + std::to_string(bytes));
+  t.data = static_cast<uint8_t*>(data);
+  return Status::Ok();
+}
+
+Status Session::Run() {
+  for (size_t i = 0; i < impl_->kernels.size(); ++i) {
+    Status s = impl_->kernels[i]->Run(impl_->args[i], impl_->ctx);
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+StatusOr<TensorData> Session::Output(const std::string& name) const {
+  auto it = impl_->output_ids.find(name);
+  if (it == impl_->output_ids.end()) return InvalidArgument("no output named '" + name + "' (outputs: " + Names(impl_->outputs) + ")");
+  const rt::Tensor& t = impl_->tensors[size_t(it->second)];
+  return TensorData{{t.name, t.dtype, t.dims}, t.data};
+}
+
+}  // namespace precis

@@ -1,0 +1,251 @@
+// ONNX backend conformance runner: compiles each node-test model with its test inputs' shapes,
+// runs the plan on the CPU and compares every output with the stored expected output.
+// Each case is pass, mismatch, unsupported (refused at compile time, with the reason), error
+// (anything else) or bad-case (the test data contradicts its own model), and a summary table is
+// printed. Tolerance: |got - want| <= atol + rtol*|want|
+// with rtol 1e-3, atol 1e-7 as the ONNX backend tests use (NaN matches NaN); integers and bools
+// exactly. A case whose output shape depends on the value of an integer input (Reshape's shape
+// given as a graph input, say) is retried with those inputs compiled in as constants, and counted
+// as "(specialized)" within pass.
+//
+// usage: conformance_runner [--filter TEXT] [--verbose] [--expect FILE] [--min-pass N]
+//                           [--report FILE] LABEL=DIR ...
+// --expect FILE lists cases that must pass (one per line); any that does not fails the run, as
+// does any mismatch or error, or fewer than --min-pass passing cases.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "compiler/ir/text.h"
+#include "compiler/onnx/importer.h"
+#include "passes/pipeline.h"
+#include "precis/session.h"
+#include "runtime/base/half.h"
+#include "tools/precis/tensor_io.h"
+
+namespace fs = std::filesystem;
+using namespace precis;
+
+namespace {
+
+enum class Outcome { kPass, kMismatch, kUnsupported, kError, kBadCase };
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kPass: return "pass";
+    case Outcome::kMismatch: return "mismatch";
+    case Outcome::kUnsupported: return "unsupported";
+    case Outcome::kError: return "error";
+    case Outcome::kBadCase: return "bad-case";
+  }
+  return "?";
+}
+
+struct Result {
+  Outcome outcome;
+  std::string detail;
+};
+
+double AsDouble(DataType t, const uint8_t* p) {
+  switch (t) {
+    case DataType::kF32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DataType::kF64: { double v; std::memcpy(&v, p, 8); return v; }
+    case DataType::kF16: { uint16_t v; std::memcpy(&v, p, 2); return HalfToFloat(v); }
+    case DataType::kBF16: { uint16_t v; std::memcpy(&v, p, 2); return Bf16ToFloat(v); }
+    default: return 0;
+  }
+}
+
+bool IsFloatType(DataType t) {
+  return t == DataType::kF32 || t == DataType::kF64 || t == DataType::kF16 || t == DataType::kBF16;
+}
+
+std::string Compare(const tools::HostTensor& want, const TensorData& got, double rtol, double atol) {
+  if (want.dtype != got.info.dtype)
+    return std::string("dtype ") + DataTypeName(got.info.dtype) + ", expected " + DataTypeName(want.dtype);
+  if (want.dims != got.info.dims) return "shape " + DimsToString(got.info.dims) + ", expected " + DimsToString(want.dims);
+  size_t esize = DataTypeSize(want.dtype);
+  const auto* g = static_cast<const uint8_t*>(got.data);
+  if (!IsFloatType(want.dtype)) {
+    for (size_t i = 0; i * esize < want.data.size(); ++i)
+      if (std::memcmp(want.data.data() + i * esize, g + i * esize, esize) != 0) return "element " + std::to_string(i) + " differs";
+    return "";
+  }
+  double worst = 0;
+  size_t worst_i = 0, bad = 0;
+  for (size_t i = 0; i * esize < want.data.size(); ++i) {
+    double w = AsDouble(want.dtype, want.data.data() + i * esize), v = AsDouble(want.dtype, g + i * esize);
+    if (std::isnan(w) && std::isnan(v)) continue;
+    if (std::isinf(w) && v == w) continue;
+    double err = std::fabs(v - w), allowed = atol + rtol * std::fabs(w);
+    if (!(err <= allowed)) {
+      ++bad;
+      if (!(err <= worst)) {
+        worst = std::isnan(err) ? INFINITY : err;
+        worst_i = i;
+      }
+    }
+  }
+  if (!bad) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%zu elements out of tolerance, worst at %zu: got %.9g, want %.9g", bad, worst_i,
+                AsDouble(want.dtype, g + worst_i * esize), AsDouble(want.dtype, want.data.data() + worst_i * esize));
+  return buf;
+}
+
+// Compiles and runs one case. With `specialize`, the integer inputs are compiled into the plan
+// as constants (a plan specialized to those values), for operators whose output shape depends
+// on an input's value (Reshape's shape, Slice's starts, TopK's k, ...).
+Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs,
+               const std::vector<tools::HostTensor>& outputs, bool specialize) {
+  auto model = onnx::ImportModelFile((dir / "model.onnx").string());
+  if (!model.ok())
+    return {model.status().code() == StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kError, model.status().ToString()};
+  std::vector<std::string> input_names;
+  for (const auto* v : (*model)->graph->inputs()) input_names.push_back(v->name());
+  const auto& graph_inputs = (*model)->graph->inputs();
+  if (graph_inputs.size() != inputs.size())
+    return {Outcome::kError, "test has " + std::to_string(inputs.size()) + " inputs, model " + std::to_string(graph_inputs.size())};
+  passes::CompileOptions options;
+  std::vector<bool> frozen(inputs.size(), false);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    // A few ONNX 1.12 cases store inputs whose rank contradicts the model's own declaration.
+    const ir::Type& declared = graph_inputs[i]->type();
+    if (declared.is_tensor() && declared.shape().has_rank() && declared.shape().rank() != int64_t(inputs[i].dims.size()))
+      return {Outcome::kBadCase, "test input '" + input_names[i] + "' has rank " + std::to_string(inputs[i].dims.size()) +
+                                     " but the model declares " + ir::PrintType(declared)};
+    options.shapes[input_names[i]] = inputs[i].dims;
+    bool integer = inputs[i].dtype == DataType::kI64 || inputs[i].dtype == DataType::kI32;
+    if (specialize && integer) {
+      frozen[i] = true;
+      options.input_values[input_names[i]] =
+          ir::Tensor(inputs[i].dtype == DataType::kI64 ? ir::DType::kI64 : ir::DType::kI32, inputs[i].dims,
+                     ir::Buffer::Own(std::vector<uint8_t>(inputs[i].data)));
+    }
+  }
+  std::vector<std::string> output_names;
+  for (const auto* v : (*model)->graph->outputs()) output_names.push_back(v->name());
+  auto compiled = passes::Compile(**model, options);
+  if (!compiled.ok())
+    return {compiled.status().code() == StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kError, compiled.status().ToString()};
+  auto session = Session::FromBuffer(compiled->plan.bytes.data(), compiled->plan.bytes.size());
+  if (!session.ok())
+    return {session.status().code() == StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kError, session.status().ToString()};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (frozen[i]) continue;
+    if (inputs[i].dtype == DataType::kU16 && (*session)->inputs().size() > 0) {
+      for (const auto& info : (*session)->inputs())
+        if (info.name == input_names[i] && info.dtype == DataType::kBF16)
+          return {Outcome::kBadCase, "test data stores bfloat16 input '" + input_names[i] + "' as uint16 (ONNX 1.12 test data)"};
+    }
+    Status s = (*session)->SetInput(input_names[i], inputs[i].dtype, inputs[i].dims, inputs[i].data.data(), inputs[i].data.size());
+    if (!s.ok()) return {Outcome::kError, s.ToString()};
+  }
+  Status s = (*session)->Run();
+  if (!s.ok()) return {Outcome::kError, "run: " + s.ToString()};
+  if (outputs.size() != output_names.size()) return {Outcome::kError, "output count differs from the test data"};
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    auto got = (*session)->Output(output_names[i]);
+    if (!got.ok()) return {Outcome::kError, got.status().ToString()};
+    if (outputs[i].dtype == DataType::kU16 && got->info.dtype == DataType::kBF16)
+      return {Outcome::kBadCase, "test data stores bfloat16 output '" + output_names[i] + "' as uint16, rounded by truncation (ONNX 1.12 test data)"};
+    std::string diff = Compare(outputs[i], *got, 1e-3, 1e-7);
+    if (!diff.empty()) return {Outcome::kMismatch, "output '" + output_names[i] + "': " + diff};
+  }
+  return {Outcome::kPass, ""};
+}
+
+Result RunCase(const fs::path& dir, bool* specialized) {
+  *specialized = false;
+  fs::path data = dir / "test_data_set_0";
+  std::vector<tools::HostTensor> inputs, outputs;
+  for (int i = 0;; ++i) {
+    fs::path p = data / ("input_" + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    auto t = tools::ReadTensorProto(p.string());
+    if (!t.ok()) return {Outcome::kUnsupported, "input " + std::to_string(i) + ": " + t.status().message()};
+    inputs.push_back(std::move(*t));
+  }
+  for (int i = 0;; ++i) {
+    fs::path p = data / ("output_" + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    auto t = tools::ReadTensorProto(p.string());
+    if (!t.ok()) return {Outcome::kUnsupported, "output " + std::to_string(i) + ": " + t.status().message()};
+    outputs.push_back(std::move(*t));
+  }
+  Result r = Attempt(dir, inputs, outputs, false);
+  bool needs_values = r.outcome == Outcome::kUnsupported &&
+                      (r.detail.find("at compile time") != std::string::npos || r.detail.find("computed at run time") != std::string::npos);
+  if (!needs_values) return r;
+  Result again = Attempt(dir, inputs, outputs, true);
+  if (again.outcome == Outcome::kUnsupported) return r;  // the first reason is the informative one
+  *specialized = true;
+  return again;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string filter, expect_file, report_file;
+  bool verbose = false;
+  int min_pass = 0;
+  std::vector<std::pair<std::string, std::string>> corpora;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+    else if (a == "--expect" && i + 1 < argc) expect_file = argv[++i];
+    else if (a == "--report" && i + 1 < argc) report_file = argv[++i];
+    else if (a == "--min-pass" && i + 1 < argc) min_pass = std::atoi(argv[++i]);
+    else if (a == "--verbose") verbose = true;
+    else if (a.find('=') != std::string::npos) corpora.push_back({a.substr(0, a.find('=')), a.substr(a.find('=') + 1)});
+    else {
+      std::fprintf(stderr, "usage: %s [--filter TEXT] [--verbose] [--expect FILE] [--min-pass N] [--report FILE] LABEL=DIR...\n", argv[0]);
+      return 2;
+    }
+  }
+  std::set<std::string> expected;
+  if (!expect_file.empty()) {
+    std::ifstream in(expect_file);
+    std::string line;
+    while (std::getline(in, line))
+      if (!line.empty() && line[0] != '#') expected.insert(line.substr(0, line.find(' ')));
+  }
+  std::ofstream report;
+  if (!report_file.empty()) report.open(report_file);
+  std::vector<std::string> failures;
+  int total_pass = 0;
+  std::printf("%-16s %6s %6s %12s %9s %12s %6s %9s\n", "corpus", "cases", "pass", "(specialized)", "mismatch", "unsupported", "error", "bad-case");
+  for (const auto& [label, dir] : corpora) {
+    std::map<Outcome, int> counts;
+    int counts_specialized = 0;
+    std::vector<fs::path> cases;
+    if (fs::is_directory(dir))
+      for (const auto& e : fs::directory_iterator(dir))
+        if (fs::exists(e.path() / "model.onnx") && e.path().filename().string().find(filter) != std::string::npos) cases.push_back(e.path());
+    std::sort(cases.begin(), cases.end());
+    for (const auto& c : cases) {
+      std::string id = label + "/" + c.filename().string();
+      bool specialized = false;
+      Result r = RunCase(c, &specialized);
+      counts[r.outcome]++;
+      if (specialized && r.outcome == Outcome::kPass) counts_specialized++;
+      if (report) report << id << " " << OutcomeName(r.outcome) << (specialized ? " (specialized)" : "") << " " << r.detail << "\n";
+      if (verbose && r.outcome != Outcome::kPass) std::printf("%-12s %s: %s\n", OutcomeName(r.outcome), id.c_str(), r.detail.c_str());
+      if (r.outcome == Outcome::kMismatch || r.outcome == Outcome::kError) failures.push_back(id + " " + OutcomeName(r.outcome) + ": " + r.detail);
+      else if (r.outcome != Outcome::kPass && expected.count(id)) failures.push_back(id + " is expected to pass: " + r.detail);
+      if (r.outcome == Outcome::kPass) ++total_pass;
+    }
+    std::printf("%-16s %6zu %6d %12d %9d %12d %6d %9d\n", label.c_str(), cases.size(), counts[Outcome::kPass], counts_specialized, counts[Outcome::kMismatch],
+                counts[Outcome::kUnsupported], counts[Outcome::kError], counts[Outcome::kBadCase]);
+  }
+  if (total_pass < min_pass) failures.push_back(std::to_string(total_pass) + " cases pass, fewer than the required " + std::to_string(min_pass));
+  if (!failures.empty()) {
+    std::printf("\nfailures:\n");
+    for (const auto& f : failures) std::printf("  %s\n", f.c_str());
+  }
+  std::printf("\n%d passed, %zu failed\n", total_pass, failures.size());
+  return failures.empty() ? 0 : 1;
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The precis CLI on bad input: every case must exit non-zero with a status below 128 (no signal,
+# no core dump), within a minute (no hang), print nothing on stdout, and explain itself on
+# stderr. A bad model gets exactly one line, starting with "precis" and naming the file; a usage
+# error gets a first line that names the problem, then the usage. Also checks that
+# `precis inspect --json` prints valid JSON for a good model.
+#
+# usage: precis_cli_test.sh PATH/TO/precis SCRATCH_DIR
+set -u
+precis=$1
+tmp=$2
+relu=/usr/share/libonnx-testdata/data/node/test_relu/model.onnx
+ulimit -c 0
+rm -rf "$tmp"
+mkdir -p "$tmp"
+failures=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# run NAME ARGS...: runs precis with a time limit; leaves $rc, $tmp/NAME.out and $tmp/NAME.err.
+run() {
+  local name=$1
+  shift
+  timeout 60 "$precis" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" </dev/null
+  rc=$?
+}
+
+# Checks shared by every bad case: a plain non-zero exit and nothing on stdout.
+check_failed() {
+  local name=$1
+  if [ "$rc" -eq 0 ]; then fail "$name: exit status 0"; fi
+  if [ "$rc" -eq 124 ]; then fail "$name: timed out"; fi
+  if [ "$rc" -ge 128 ]; then fail "$name: killed by signal $((rc - 128))"; fi
+  if [ -s "$tmp/$name.out" ]; then fail "$name: wrote to stdout: $(head -c 200 "$tmp/$name.out")"; fi
+}
+
+# expect_model_error NAME MODEL [EXTRA ARGS...]: `precis inspect MODEL` fails with one line.
+expect_model_error() {
+  local name=$1 model=$2
+  shift 2
+  run "$name" inspect "$model" "$@"
+  check_failed "$name"
+  local err="$tmp/$name.err"
+  local lines
+  lines=$(wc -l <"$err")
+  if [ "$lines" -ne 1 ]; then fail "$name: $lines lines on stderr, expected 1: $(cat "$err")"; fi
+  if [ "$(head -c 6 "$err")" != "precis" ]; then fail "$name: stderr does not start with 'precis': $(cat "$err")"; fi
+  if ! grep -qF -- "$model" "$err"; then fail "$name: message does not name '$model': $(cat "$err")"; fi
+  echo "ok   $name (exit $rc): $(head -n 1 "$err")"
+}
+
+# expect_usage_error NAME NEEDLE ARGS...: fails, and stderr's first line mentions NEEDLE.
+expect_usage_error() {
+  local name=$1 needle=$2
+  shift 2
+  run "$name" "$@"
+  check_failed "$name"
+  local first
+  first=$(head -n 1 "$tmp/$name.err")
+  case "$first" in
+    *precis*) ;;
+    *) fail "$name: first stderr line does not mention precis: '$first'" ;;
+  esac
+  if ! grep -qF -- "$needle" <<<"$first"; then fail "$name: first stderr line does not mention '$needle': '$first'"; fi
+  echo "ok   $name (exit $rc): $first"
+}
+
+if [ ! -x "$precis" ]; then
+  echo "FAIL: '$precis' is not an executable"
+  exit 1
+fi
+if [ ! -f "$relu" ]; then
+  echo "FAIL: $relu is missing (install libonnx-testdata)"
+  exit 1
+fi
+
+# Bad models.
+expect_model_error missing "$tmp/does_not_exist.onnx"
+printf 'ir_version: 8\ngraph { name: "not binary" }\n' >"$tmp/text.onnx"
+expect_model_error text "$tmp/text.onnx"
+: >"$tmp/empty.onnx"
+expect_model_error empty "$tmp/empty.onnx"
+size=$(stat -c %s "$relu")
+for cut in $((size / 2)) $((size - 1)) 1; do
+  head -c "$cut" "$relu" >"$tmp/truncated_$cut.onnx"
+  expect_model_error "truncated_$cut" "$tmp/truncated_$cut.onnx"
+done
+expect_model_error directory "$tmp"
+expect_model_error truncated_json "$tmp/truncated_$((size / 2)).onnx" --json
+
+# Usage errors.
+expect_usage_error no_arguments "usage"
+expect_usage_error unknown_option "--bogus" inspect "$relu" --bogus
+expect_usage_error unknown_command "frobnicate" frobnicate "$relu"
+expect_usage_error no_model "usage" inspect
+expect_usage_error two_models "more than one" inspect "$relu" "$relu"
+
+# A good model: --json must print one valid JSON document.
+run inspect_json inspect --json "$relu"
+if [ "$rc" -ne 0 ]; then
+  fail "inspect_json: exit status $rc: $(cat "$tmp/inspect_json.err")"
+elif ! python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["inputs"] and d["outputs"], d' \
+    <"$tmp/inspect_json.out"; then
+  fail "inspect_json: stdout is not the expected JSON: $(head -c 300 "$tmp/inspect_json.out")"
+else
+  echo "ok   inspect_json"
+fi
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all passed"

@@ -1,0 +1,15 @@
+// The subcommands of the `precis` command-line tool. Each takes the arguments after its name
+// and returns the process exit status (0 success, 1 error reported on stderr, 2 usage error).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace precis::tools {
+
+int InspectCommand(const std::vector<std::string>& args);
+int CompileCommand(const std::vector<std::string>& args);
+int RunCommand(const std::vector<std::string>& args);
+int BenchCommand(const std::vector<std::string>& args);
+
+}  // namespace precis::tools

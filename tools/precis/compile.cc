@@ -1,0 +1,92 @@
+// `precis compile`: ONNX model -> plan file, with a short summary of what was built.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "compiler/onnx/importer.h"
+#include "passes/pipeline.h"
+#include "runtime/base/hash.h"
+#include "runtime/base/mapped_file.h"
+#include "tools/precis/commands.h"
+#include "tools/precis/options.h"
+
+namespace precis::tools {
+namespace {
+
+constexpr const char* kCompileUsage =
+    "usage: precis compile MODEL.onnx -o MODEL.plan [--shape NAME=1x3x224x224 ...]\n"
+    "                      [--precision fp32] [--no-fold] [--quiet]\n";
+
+}  // namespace
+
+StatusOr<passes::CompileResult> CompileModelFile(const std::string& path, const passes::CompileOptions& base) {
+  passes::CompileOptions options = base;
+  PRECIS_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
+  options.source_hash = HashBytes(file->data(), file->size());
+  PRECIS_ASSIGN_OR_RETURN(auto model, onnx::ImportModelFile(path));
+  auto result = passes::Compile(*model, options);
+  if (!result.ok()) return result.status().WithContext(path);
+  return result;
+}
+
+int CompileCommand(const std::vector<std::string>& args) {
+  std::string model, out;
+  bool quiet = false;
+  passes::CompileOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
+    if (a == "-o" || a == "--output") {
+      const std::string* v = value();
+      if (!v) return UsageError("compile", "-o needs a file", kCompileUsage);
+      out = *v;
+    } else if (a == "--shape") {
+      const std::string* v = value();
+      if (!v) return UsageError("compile", "--shape needs NAME=DIMS", kCompileUsage);
+      Status s = ParseShapeOption(*v, options.shapes);
+      if (!s.ok()) return UsageError("compile", s.message(), kCompileUsage);
+    } else if (a == "--precision") {
+      const std::string* v = value();
+      if (!v) return UsageError("compile", "--precision needs fp32, fp16 or bf16", kCompileUsage);
+      options.precision = *v;
+    } else if (a == "--no-fold") {
+      options.fold_constants = false;
+    } else if (a == "--quiet") {
+      quiet = true;
+    } else if (a == "--help" || a == "-h") {
+      std::fputs(kCompileUsage, stdout);
+      return 0;
+    } else if (!a.empty() && a[0] == '-') {
+      return UsageError("compile", "unknown option '" + a + "'", kCompileUsage);
+    } else if (model.empty()) {
+      model = a;
+    } else {
+      return UsageError("compile", "more than one model given", kCompileUsage);
+    }
+  }
+  if (model.empty() || out.empty()) return UsageError("compile", "a model and -o PLAN are required", kCompileUsage);
+  auto start = std::chrono::steady_clock::now();
+  auto result = CompileModelFile(model, options);
+  if (!result.ok()) return ReportError("compile", result.status());
+  {
+    std::ofstream f(out, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(result->plan.bytes.data()), long(result->plan.bytes.size()));
+    if (!f) return ReportError("compile", Internal("cannot write '" + out + "'"));
+  }
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!quiet) {
+    const auto& p = result->plan;
+    std::printf("compiled %s -> %s (%s)\n", model.c_str(), out.c_str(), options.precision.c_str());
+    std::printf("  nodes      %zu imported, %d folded into constants, %zu remain\n", result->nodes_before, result->folded_nodes,
+                result->nodes_after);
+    std::printf("  steps      %zu\n", p.steps);
+    std::printf("  arena      %s (lower bound %s, %d in place)\n", FormatBytes(p.arena_bytes).c_str(),
+                FormatBytes(p.arena_lower_bound).c_str(), p.inplace_count);
+    std::printf("  constants  %s\n", FormatBytes(p.constant_bytes).c_str());
+    std::printf("  plan file  %s\n", FormatBytes(p.bytes.size()).c_str());
+    std::printf("  time       %.1f ms\n", ms);
+  }
+  return 0;
+}
+
+}  // namespace precis::tools

@@ -1,0 +1,47 @@
+// `precis`: the command-line entry point. Dispatches to one subcommand per verb.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tools/precis/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: precis <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  inspect MODEL.onnx [--ir] [--json] [--full] [--keep-initializer-inputs]\n"
+    "      summarize an ONNX model: IR version, producer, opsets, inputs and outputs,\n"
+    "      operator histogram, parameters per dtype, subgraphs; --ir prints the text IR\n"
+    "      (--full: every constant inline), --json a machine-readable summary\n"
+    "\n"
+    "  compile MODEL.onnx -o MODEL.plan [--shape NAME=1x3x224x224 ...] [--precision fp32]\n"
+    "      compile a model to a plan file and print a summary (steps, arena, constants)\n"
+    "\n"
+    "  run MODEL.plan|MODEL.onnx [--input NAME=FILE.npy|FILE.pb ...] [--random] [--output-dir DIR]\n"
+    "      run a plan on the CPU; writes OUTPUT.npy per output with --output-dir\n"
+    "\n"
+    "  bench MODEL.plan|MODEL.onnx [--iterations N] [--threads N] [--shape NAME=DIMS ...]\n"
+    "      median latency and throughput on random inputs\n"
+    "\n"
+    "  precis <command> --help shows a command's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "inspect") return precis::tools::InspectCommand(args);
+  if (command == "compile") return precis::tools::CompileCommand(args);
+  if (command == "run") return precis::tools::RunCommand(args);
+  if (command == "bench") return precis::tools::BenchCommand(args);
+  std::fprintf(stderr, "precis: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+  return 2;
+}

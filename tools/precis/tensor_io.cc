@@ -1,0 +1,138 @@
+// .npy and TensorProto .pb reading/writing (see tensor_io.h).
+#include "tools/precis/tensor_io.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <onnx/onnx_pb.h>
+
+#include "compiler/ir/dtype.h"
+#include "compiler/onnx/import_internal.h"
+#include "compiler/onnx/importer.h"
+
+namespace precis::tools {
+namespace {
+
+struct NpyType {
+  const char* descr;
+  DataType dtype;
+};
+constexpr NpyType kNpyTypes[] = {
+    {"<f4", DataType::kF32}, {"<f8", DataType::kF64}, {"<f2", DataType::kF16}, {"|i1", DataType::kI8},
+    {"<i2", DataType::kI16}, {"<i4", DataType::kI32}, {"<i8", DataType::kI64}, {"|u1", DataType::kU8},
+    {"<u2", DataType::kU16}, {"<u4", DataType::kU32}, {"<u8", DataType::kU64}, {"|b1", DataType::kBool},
+};
+
+StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot open '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Value of 'key': ... in a numpy header dict.
+std::string HeaderField(const std::string& header, const std::string& key) {
+  auto k = header.find("'" + key + "'");
+  if (k == std::string::npos) return "";
+  auto colon = header.find(':', k);
+  if (colon == std::string::npos) return "";
+  size_t start = header.find_first_not_of(' ', colon + 1);
+  if (start == std::string::npos) return "";
+  char open = header[start];
+  size_t end = open == '(' ? header.find(')', start) + 1 : open == '\'' ? header.find('\'', start + 1) + 1 : header.find(',', start);
+  return header.substr(start, end - start);
+}
+
+}  // namespace
+
+StatusOr<HostTensor> ReadNpy(const std::string& path) {
+  PRECIS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return InvalidArgument("'" + path + "' is not a .npy file");
+  int major = uint8_t(bytes[6]);
+  size_t header_len, offset;
+  if (major == 1) {
+    header_len = uint8_t(bytes[8]) | (size_t(uint8_t(bytes[9])) << 8);
+    offset = 10;
+  } else {
+    if (bytes.size() < 12) return InvalidArgument("'" + path + "' is truncated");
+    uint32_t len;
+    std::memcpy(&len, bytes.data() + 8, 4);
+    header_len = len;
+    offset = 12;
+  }
+  if (offset + header_len > bytes.size()) return InvalidArgument("'" + path + "' has a truncated header");
+  std::string header = bytes.substr(offset, header_len);
+  std::string descr = HeaderField(header, "descr"), order = HeaderField(header, "fortran_order"), shape = HeaderField(header, "shape");
+  HostTensor t;
+  for (const auto& nt : kNpyTypes)
+    if (descr == std::string("'") + nt.descr + "'") t.dtype = nt.dtype;
+  if (t.dtype == DataType::kUndefined) return Unimplemented("'" + path + "' has unsupported numpy dtype " + descr);
+  if (order != "False") return Unimplemented("'" + path + "' is in Fortran order; save it C-contiguous");
+  if (shape.size() < 2 || shape.front() != '(') return InvalidArgument("'" + path + "' has a bad shape field");
+  std::stringstream ss(shape.substr(1, shape.size() - 2));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.find_first_not_of(' ') == std::string::npos) continue;
+    long long d = std::atoll(item.c_str());
+    if (d < 0 || d > (1ll << 40)) return InvalidArgument("'" + path + "' has a bad dimension");
+    t.dims.push_back(d);
+  }
+  size_t n = 1;
+  for (int64_t d : t.dims) n *= size_t(d);
+  size_t need = n * DataTypeSize(t.dtype);
+  size_t data_offset = offset + header_len;
+  if (bytes.size() - data_offset != need)
+    return InvalidArgument("'" + path + "' holds " + std::to_string(bytes.size() - data_offset) + " data bytes, its shape needs " + std::to_string(need));
+  t.data.assign(bytes.begin() + long(data_offset), bytes.end());
+  return t;
+}
+
+Status WriteNpy(const std::string& path, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes) {
+  const char* descr = nullptr;
+  for (const auto& nt : kNpyTypes)
+    if (nt.dtype == dtype) descr = nt.descr;
+  if (dtype == DataType::kBF16) return Unimplemented("numpy has no bfloat16; cannot write '" + path + "'");
+  if (!descr) return Unimplemented("cannot write dtype " + std::string(DataTypeName(dtype)) + " to .npy");
+  std::string shape = "(";
+  for (size_t i = 0; i < dims.size(); ++i) shape += std::to_string(dims[i]) + (dims.size() == 1 ? "," : i + 1 < dims.size() ? ", " : "");
+  shape += ")";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return Internal("cannot write '" + path + "'");
+  out.write("\x93NUMPY\x01\x00", 8);
+  uint16_t len = uint16_t(header.size());
+  out.write(reinterpret_cast<const char*>(&len), 2);
+  out.write(header.data(), long(header.size()));
+  out.write(static_cast<const char*>(data), long(bytes));
+  if (!out) return Internal("writing '" + path + "' failed");
+  return Status::Ok();
+}
+
+StatusOr<HostTensor> ReadTensorProto(const std::string& path) {
+  PRECIS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  ::onnx::TensorProto proto;
+  if (!proto.ParseFromString(bytes)) return InvalidArgument("'" + path + "' is not a TensorProto");
+  onnx::ImportOptions options;
+  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+  onnx::ImportContext ctx(dir.empty() ? "." : dir, options);
+  PRECIS_ASSIGN_OR_RETURN(ir::Tensor t, onnx::ImportTensor(proto, ctx, "'" + path + "'"));
+  if (t.dtype() == ir::DType::kString) return Unimplemented("'" + path + "' holds strings");
+  HostTensor h;
+  h.name = proto.name();
+  h.dtype = DataType(ir::DTypeToOnnx(t.dtype()));
+  h.dims = t.dims();
+  h.data.assign(t.buffer().data(), t.buffer().data() + t.buffer().size());
+  return h;
+}
+
+StatusOr<HostTensor> ReadTensorFile(const std::string& path) {
+  if (path.size() >= 3 && path.compare(path.size() - 3, 3, ".pb") == 0) return ReadTensorProto(path);
+  return ReadNpy(path);
+}
+
+}  // namespace precis::tools

@@ -1,0 +1,26 @@
+// Reading and writing tensors for the CLI and tests: numpy .npy files (v1/v2/v3 headers,
+// little-endian, C order) and ONNX TensorProto .pb files (as in the ONNX backend test data).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "precis/status.h"
+#include "precis/types.h"
+
+namespace precis::tools {
+
+struct HostTensor {
+  std::string name;  // from the .pb file; empty for .npy
+  DataType dtype = DataType::kUndefined;
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> data;
+};
+
+StatusOr<HostTensor> ReadNpy(const std::string& path);
+Status WriteNpy(const std::string& path, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes);
+StatusOr<HostTensor> ReadTensorProto(const std::string& path);
+// .npy or .pb by extension.
+StatusOr<HostTensor> ReadTensorFile(const std::string& path);
+
+}  // namespace precis::tools
