@@ -1,0 +1,97 @@
+// The C API (runtime/include/precis/c_api.h) over precis::Session.
+#include "precis/c_api.h"
+
+#include <string>
+
+#include "precis/session.h"
+
+struct precis_session {
+  std::unique_ptr<precis::Session> session;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+int Fail(const precis::Status& s) {
+  last_error = s.ToString();
+  return -1;
+}
+
+int Fail(const char* message) {
+  last_error = message;
+  return -1;
+}
+
+int Info(const std::vector<precis::TensorInfo>& infos, int i, const char** name, int* dtype, const int64_t** dims, int* rank) {
+  if (i < 0 || size_t(i) >= infos.size()) return Fail("index out of range");
+  const precis::TensorInfo& t = infos[size_t(i)];
+  if (name) *name = t.name.c_str();
+  if (dtype) *dtype = int(t.dtype);
+  if (dims) *dims = t.dims.data();
+  if (rank) *rank = int(t.dims.size());
+  return 0;
+}
+
+int Wrap(precis::StatusOr<std::unique_ptr<precis::Session>> s, precis_session** out) {
+  if (!out) return Fail("out is null");
+  if (!s.ok()) return Fail(s.status());
+  *out = new precis_session{std::move(s).value()};
+  return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+int precis_session_open(const char* plan_path, int threads, precis_session** out) {
+  if (!plan_path) return Fail("plan_path is null");
+  precis::SessionOptions options;
+  options.threads = threads;
+  return Wrap(precis::Session::Open(plan_path, options), out);
+}
+
+int precis_session_from_buffer(const void* data, size_t size, int threads, precis_session** out) {
+  if (!data && size) return Fail("data is null");
+  precis::SessionOptions options;
+  options.threads = threads;
+  return Wrap(precis::Session::FromBuffer(data, size, options), out);
+}
+
+void precis_session_free(precis_session* session) { delete session; }
+
+int precis_num_inputs(const precis_session* s) { return s ? int(s->session->inputs().size()) : Fail("session is null"); }
+int precis_num_outputs(const precis_session* s) { return s ? int(s->session->outputs().size()) : Fail("session is null"); }
+
+int precis_input_info(const precis_session* s, int i, const char** name, int* dtype, const int64_t** dims, int* rank) {
+  return s ? Info(s->session->inputs(), i, name, dtype, dims, rank) : Fail("session is null");
+}
+
+int precis_output_info(const precis_session* s, int i, const char** name, int* dtype, const int64_t** dims, int* rank) {
+  return s ? Info(s->session->outputs(), i, name, dtype, dims, rank) : Fail("session is null");
+}
+
+int precis_set_input(precis_session* s, const char* name, int dtype, const int64_t* dims, int rank, const void* data, size_t bytes) {
+  if (!s || !name || (rank > 0 && !dims) || rank < 0) return Fail("null argument");
+  precis::Status st = s->session->SetInput(name, precis::DataType(dtype), std::vector<int64_t>(dims, dims + rank), data, bytes);
+  return st.ok() ? 0 : Fail(st);
+}
+
+int precis_run(precis_session* s) {
+  if (!s) return Fail("session is null");
+  precis::Status st = s->session->Run();
+  return st.ok() ? 0 : Fail(st);
+}
+
+int precis_output(const precis_session* s, const char* name, const void** data, size_t* bytes) {
+  if (!s || !name) return Fail("null argument");
+  auto out = s->session->Output(name);
+  if (!out.ok()) return Fail(out.status());
+  if (data) *data = out->data;
+  if (bytes) *bytes = out->info.ByteSize();
+  return 0;
+}
+
+const char* precis_last_error(void) { return last_error.c_str(); }
+
+}  // extern "C"

@@ -1,0 +1,42 @@
+/* The Precis runtime's C API: a thin layer over precis::Session for embedding from C and from
+ * other languages' FFIs.
+ *
+ * Every function returns 0 on success and -1 on failure; precis_last_error() then gives the
+ * message (valid until the next call on the same thread). Handles are owned by the caller and
+ * released with precis_session_free. Output pointers stay valid until the next precis_run on
+ * that session. Element types use the ONNX TensorProto codes (1 = float32, 7 = int64, ...). */
+#ifndef PRECIS_C_API_H_
+#define PRECIS_C_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct precis_session precis_session;
+
+/* threads: 0 = all hardware threads. */
+int precis_session_open(const char* plan_path, int threads, precis_session** out);
+int precis_session_from_buffer(const void* data, size_t size, int threads, precis_session** out);
+void precis_session_free(precis_session* session);
+
+int precis_num_inputs(const precis_session* session);
+int precis_num_outputs(const precis_session* session);
+/* Name, element type and dims of input/output i; `dims` points into the session. */
+int precis_input_info(const precis_session* session, int i, const char** name, int* dtype, const int64_t** dims, int* rank);
+int precis_output_info(const precis_session* session, int i, const char** name, int* dtype, const int64_t** dims, int* rank);
+
+int precis_set_input(precis_session* session, const char* name, int dtype, const int64_t* dims, int rank, const void* data,
+                     size_t bytes);
+int precis_run(precis_session* session);
+int precis_output(const precis_session* session, const char* name, const void** data, size_t* bytes);
+
+const char* precis_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PRECIS_C_API_H_ */

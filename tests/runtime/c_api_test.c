@@ -1,0 +1,53 @@
+/* Exercises the C API from C: compile-free, it loads a plan given on the command line (made by
+ * `precis compile` in the ctest set-up), runs it on ones, and checks errors are reported. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "precis/c_api.h"
+
+int main(int argc, char** argv) {
+  if (argc != 2) return 2;
+  precis_session* s = NULL;
+  if (precis_session_open("/nonexistent.plan", 1, &s) == 0 || precis_last_error()[0] == 0) {
+    fprintf(stderr, "opening a missing plan should fail with a message\n");
+    return 1;
+  }
+  if (precis_session_open(argv[1], 1, &s) != 0) {
+    fprintf(stderr, "open: %s\n", precis_last_error());
+    return 1;
+  }
+  const char* name;
+  int dtype, rank;
+  const int64_t* dims;
+  if (precis_num_inputs(s) != 1 || precis_input_info(s, 0, &name, &dtype, &dims, &rank) != 0 || dtype != 1) return 1;
+  size_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= (size_t)dims[i];
+  float* x = malloc(n * sizeof(float));
+  for (size_t i = 0; i < n; ++i) x[i] = 0.5f;
+  if (precis_set_input(s, name, 2, dims, rank, x, n) == 0) {
+    fprintf(stderr, "a wrong dtype should be refused\n");
+    return 1;
+  }
+  if (precis_set_input(s, name, 1, dims, rank, x, n * sizeof(float)) != 0 || precis_run(s) != 0) {
+    fprintf(stderr, "run: %s\n", precis_last_error());
+    return 1;
+  }
+  const char* out_name;
+  if (precis_output_info(s, 0, &out_name, &dtype, &dims, &rank) != 0) return 1;
+  const void* data;
+  size_t bytes;
+  if (precis_output(s, out_name, &data, &bytes) != 0) return 1;
+  /* The example ends in a softmax over 10 classes: the probabilities sum to 1. */
+  const float* p = data;
+  double sum = 0;
+  for (size_t i = 0; i < bytes / sizeof(float); ++i) sum += p[i];
+  precis_session_free(s);
+  free(x);
+  if (fabs(sum - 1.0) > 1e-5) {
+    fprintf(stderr, "softmax output sums to %f\n", sum);
+    return 1;
+  }
+  printf("1 passed, 0 failed\n");
+  return 0;
+}
