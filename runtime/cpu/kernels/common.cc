@@ -16,9 +16,14 @@ BroadcastMap::BroadcastMap(const std::vector<int64_t>& out, const std::vector<in
 
 std::vector<int64_t> ReadInts(const Tensor& t) {
   std::vector<int64_t> v(size_t(t.numel));
+  // Any integer or bool type; kernels validate in Init that such inputs are integers.
+  bool bool_type = t.dtype == DataType::kBool;
   for (int64_t i = 0; i < t.numel; ++i) {
-    if (t.dtype == DataType::kI64) v[size_t(i)] = t.As<int64_t>()[i];
-    else if (t.dtype == DataType::kI32) v[size_t(i)] = t.As<int32_t>()[i];
+    if (bool_type) {
+      v[size_t(i)] = t.As<uint8_t>()[i];
+      continue;
+    }
+    DispatchInteger(t.dtype, [&](auto tag) { v[size_t(i)] = int64_t(t.As<decltype(tag)>()[i]); });
   }
   return v;
 }

@@ -103,7 +103,7 @@ class BroadcastMap {
   bool identity_ = true;
 };
 
-// Values of a small integer tensor (int32/int64).
+// Values of a small integer (or bool) tensor, any integer width.
 std::vector<int64_t> ReadInts(const Tensor& t);
 // Row-major strides of dims.
 std::vector<int64_t> Strides(const std::vector<int64_t>& dims);
