@@ -1,4 +1,4 @@
-/* Exercises the C API from C: compile-free, it loads a plan given on the command line (made by
+/* Exercises the C API from C: it loads a plan given on the command line (made by
  * `precis compile` in the ctest set-up), runs it on ones, and checks errors are reported. */
 #include <math.h>
 #include <stdio.h>
