@@ -1,5 +1,5 @@
 /* Exercises the C API from C: it loads a plan given on the command line (made by
- * `precis compile` in the ctest set-up), runs it on ones, and checks errors are reported. */
+ * `precis compile` in the ctest set-up), runs it on a constant input, and checks errors are reported. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
