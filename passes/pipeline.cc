@@ -3,18 +3,15 @@
 
 #include "compiler/ir/verifier.h"
 #include "passes/dead_code.h"
+#include "passes/fold_casts.h"
+#include "passes/fuse_casts.h"
 #include "passes/infer_shapes.h"
+#include "passes/recognize_patterns.h"
 #include "passes/specialize_inputs.h"
 
 namespace precis::passes {
 
-StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options) {
-  if (options.precision != "fp32") {
-    if (options.precision == "fp16" || options.precision == "bf16")
-      return Unimplemented("--precision " + options.precision + " is not available yet: only fp32 plans can be built");
-    return InvalidArgument("unknown precision '" + options.precision + "' (fp32, fp16 or bf16)");
-  }
-  CompileResult result;
+Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& result) {
   result.nodes_before = model.graph->nodes().size();
   PRECIS_RETURN_IF_ERROR(SpecializeInputs(model, options.shapes, options.input_values));
   InferOptions infer;
@@ -22,12 +19,55 @@ StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options)
   PRECIS_ASSIGN_OR_RETURN(InferStats stats, InferShapesAndFold(model, infer));
   result.folded_nodes = stats.folded_nodes;
   RemoveDeadCode(*model.graph);
-  Status verified = ir::Verify(model);
-  if (!verified.ok()) return verified.WithContext("internal error: the graph fails verification after the passes");
-  result.nodes_after = model.graph->nodes().size();
+  return Status::Ok();
+}
+
+StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options) {
+  PrecisionOptions precision = options.precision_options;
+  if (options.precision == "fp16") precision.low = ir::DType::kF16;
+  else if (options.precision == "bf16") precision.low = ir::DType::kBF16;
+  else if (options.precision != "fp32") return InvalidArgument("unknown precision '" + options.precision + "' (fp32, fp16 or bf16)");
+  bool mixed = options.precision != "fp32";
+  CompileResult result;
+  PRECIS_RETURN_IF_ERROR(Prepare(model, options, result));
+
   emit::EmitOptions emit;
   emit.precision = options.precision;
   emit.source_hash = options.source_hash;
+  emit::ReportInputs report;
+  report.precision = options.precision;
+  report.model = options.model_name;
+  report.fp32_weight_bytes = emit::ConstantBytes(*model.graph);
+  if (mixed) {
+    emit::EmitOptions measure = emit;
+    measure.measure_only = true;
+    PRECIS_ASSIGN_OR_RETURN(emit::EmittedPlan fp32_plan, emit::EmitPlan(model, measure));
+    report.fp32_activation_bytes = fp32_plan.arena_bytes;
+    RecognizePatterns(*model.graph);
+    PRECIS_ASSIGN_OR_RETURN(result.precision, AssignPrecision(*model.graph, precision));
+    FoldCasts(*model.graph);
+    FuseCasts(*model.graph);
+    RemoveDeadCode(*model.graph);
+  }
+  Status verified = ir::Verify(model);
+  if (!verified.ok()) return verified.WithContext("internal error: the graph fails verification after the passes");
+  result.nodes_after = model.graph->nodes().size();
+
+  emit::EmitOptions measure = emit;
+  measure.measure_only = true;
+  PRECIS_ASSIGN_OR_RETURN(emit::EmittedPlan planned, emit::EmitPlan(model, measure));
+  report.activation_bytes = planned.arena_bytes;
+  if (!mixed) report.fp32_activation_bytes = planned.arena_bytes;
+  report.weight_bytes = emit::ConstantBytes(*model.graph);
+  report.casts_inserted = result.precision.casts_inserted;
+  report.constants_converted = result.precision.constants_converted;
+  report.calibration_source = options.calibration_source;
+  report.calibration_samples = options.calibration_samples;
+  report.ranges = precision.ranges;
+  report.overflow_limit = precision.overflow_limit > 0 ? precision.overflow_limit : MaxFinite(precision.low) / 2;
+  result.report = emit::BuildPrecisionReport(*model.graph, report);
+  emit.report_json = result.report.json;
+  emit.report_text = result.report.text;
   PRECIS_ASSIGN_OR_RETURN(result.plan, emit::EmitPlan(model, emit));
   return result;
 }

@@ -1,5 +1,7 @@
 // The compile pipeline: specialize inputs -> infer shapes and fold constants -> remove dead
-// code -> verify -> emit the plan. This is what `precis compile` runs.
+// code -> [mixed precision: recognize patterns -> assign precision -> fold casts -> fuse casts
+// -> remove dead code] -> verify -> emit the plan with its precision report. This is what
+// `precis compile` runs.
 #pragma once
 
 #include <map>
@@ -7,7 +9,9 @@
 #include <vector>
 
 #include "compiler/emit/plan_emitter.h"
+#include "compiler/emit/precision_report.h"
 #include "compiler/ir/graph.h"
+#include "passes/precision.h"
 
 namespace precis::passes {
 
@@ -15,9 +19,14 @@ struct CompileOptions {
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape NAME=1x3x224x224
   // Inputs compiled in as constants: a plan specialized to these values (they stop being inputs).
   std::map<std::string, ir::Tensor> input_values;
-  std::string precision = "fp32";
+  std::string precision = "fp32";  // fp32 | fp16 | bf16
+  PrecisionOptions precision_options;  // `low` is set from `precision`
   bool fold_constants = true;
   uint64_t source_hash = 0;
+  std::string model_name;  // for the report
+  // Calibration facts for the report (the ranges themselves are in precision_options).
+  std::string calibration_source;
+  int calibration_samples = 0;
 };
 
 struct CompileResult {
@@ -25,8 +34,14 @@ struct CompileResult {
   size_t nodes_before = 0;
   size_t nodes_after = 0;
   int folded_nodes = 0;
+  PrecisionStats precision;
+  emit::Report report;
 };
 
 StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options);
+
+// The graph after shape inference and folding, before precision assignment (what calibration
+// runs): specialize, infer and fold, remove dead code.
+Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& result);
 
 }  // namespace precis::passes

@@ -1,6 +1,7 @@
 // Session: plan loading, kernel set-up, arena allocation and execution on the CPU backend.
 #include "precis/session.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -8,6 +9,7 @@
 
 #include "runtime/base/mapped_file.h"
 #include "runtime/cpu/kernel.h"
+#include "runtime/cpu/widen_kernel.h"
 #include "runtime/plan/plan_format.h"
 
 namespace precis {
@@ -37,11 +39,50 @@ struct Session::Impl {
   std::unordered_map<std::string, int> input_ids, output_ids;
   rt::CpuContext ctx;
   std::string precision;
+  std::vector<StepProfile> profile;
+  std::function<void(const TensorData&)> observer;
 
   Status Load(const uint8_t* data, size_t size);
   Status LoadTensors();
   Status LoadSteps();
+  // The kernel for one step and its variant label ("", " (fast)", " (widened)", " (fast, widened)").
+  StatusOr<std::pair<std::unique_ptr<rt::Kernel>, const char*>> ChooseKernel(rt::KernelFactory reference, rt::KernelFactory fast,
+                                                                             const rt::KernelArgs& a);
 };
+
+// Order of preference: the fast kernel on the step's own dtypes, the fast kernel widened to FP32
+// (steps with FP16/BF16 tensors), the reference kernel, the reference widened. A fast kernel
+// that returns Unimplemented from Init does not apply (nor does one that rejects a step with
+// 16-bit tensors: the widened form is tried next); the reference kernel's error is the one
+// reported when nothing applies. Steps whose float tensors mix FP16/BF16 with FP32 (a compute
+// op writing FP32 from FP16 operands) run widened unless a kernel accepts them as they are.
+StatusOr<std::pair<std::unique_ptr<rt::Kernel>, const char*>> Session::Impl::ChooseKernel(rt::KernelFactory reference,
+                                                                                          rt::KernelFactory fast,
+                                                                                          const rt::KernelArgs& a) {
+  bool half = rt::WidenKernel::HasHalfTensors(a);
+  if (ctx.reference_only) fast = nullptr;
+  auto attempt = [&](rt::KernelFactory f, bool widen) -> StatusOr<std::unique_ptr<rt::Kernel>> {
+    std::unique_ptr<rt::Kernel> k = widen ? std::make_unique<rt::WidenKernel>(f()) : f();
+    PRECIS_RETURN_IF_ERROR(k->Init(a, ctx));
+    return k;
+  };
+  if (fast) {
+    auto k = attempt(fast, false);
+    if (k.ok()) return std::make_pair(std::move(*k), " (fast)");
+    if (!half && k.status().code() != StatusCode::kUnimplemented) return k.status();
+    if (half) {
+      auto w = attempt(fast, true);
+      if (w.ok()) return std::make_pair(std::move(*w), " (fast, widened)");
+    }
+  }
+  auto k = attempt(reference, false);
+  if (k.ok()) return std::make_pair(std::move(*k), "");
+  if (half) {
+    auto w = attempt(reference, true);
+    if (w.ok()) return std::make_pair(std::move(*w), " (widened)");
+  }
+  return k.status();
+}
 
 Status Session::Impl::LoadTensors() {
   const plan::Plan* p = view.meta;
@@ -106,17 +147,11 @@ Status Session::Impl::LoadSteps() {
     a.attrs = rt::Attributes(s->attrs());
     rt::KernelFactory factory = registry.Find(kernel_name);
     if (!factory) return Unimplemented(a.node + ": the CPU backend has no kernel '" + kernel_name + "'");
-    std::unique_ptr<rt::Kernel> kernel;
-    if (rt::KernelFactory fast = registry.FindFast(kernel_name); fast && !ctx.reference_only) {
-      kernel = fast();
-      Status s = kernel->Init(a, ctx);
-      if (s.code() == StatusCode::kUnimplemented) kernel.reset();  // not applicable: use the reference
-      else PRECIS_RETURN_IF_ERROR(s);
-    }
-    if (!kernel) {
-      kernel = factory();
-      PRECIS_RETURN_IF_ERROR(kernel->Init(a, ctx));
-    }
+    PRECIS_ASSIGN_OR_RETURN(auto chosen, ChooseKernel(factory, registry.FindFast(kernel_name), a));
+    std::unique_ptr<rt::Kernel> kernel = std::move(chosen.first);
+    const char* variant = chosen.second;
+    if (options.profile)
+      profile.push_back({kernel_name + variant, s->node() ? s->node()->str() : "", 0.0, 0});
     scratch_bytes = std::max(scratch_bytes, kernel->ScratchBytes());
     kernels.push_back(std::move(kernel));
     args.push_back(std::move(a));
@@ -207,12 +242,40 @@ Status Session::BindOutput(const std::string& name, void* data, size_t bytes) {
 }
 
 Status Session::Run() {
-  for (size_t i = 0; i < impl_->kernels.size(); ++i) {
-    Status s = impl_->kernels[i]->Run(impl_->args[i], impl_->ctx);
+  Impl& m = *impl_;
+  if (m.observer) {
+    for (size_t i = 0; i < m.kernels.size(); ++i) {
+      PRECIS_RETURN_IF_ERROR(m.kernels[i]->Run(m.args[i], m.ctx));
+      for (const rt::Tensor* t : m.args[i].outputs)
+        if (t) m.observer(TensorData{{t->name, t->dtype, t->dims}, t->data});
+    }
+    return Status::Ok();
+  }
+  if (!m.profile.empty()) {
+    for (size_t i = 0; i < m.kernels.size(); ++i) {
+      auto start = std::chrono::steady_clock::now();
+      Status s = m.kernels[i]->Run(m.args[i], m.ctx);
+      if (!s.ok()) return s;
+      m.profile[i].total_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      ++m.profile[i].runs;
+    }
+    return Status::Ok();
+  }
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    Status s = m.kernels[i]->Run(m.args[i], m.ctx);
     if (!s.ok()) return s;
   }
   return Status::Ok();
 }
+
+void Session::SetStepObserver(std::function<void(const TensorData&)> observer) { impl_->observer = std::move(observer); }
+
+std::string Session::report(bool json) const {
+  const auto* s = json ? impl_->view.meta->report_json() : impl_->view.meta->report_text();
+  return s ? s->str() : std::string();
+}
+
+const std::vector<StepProfile>& Session::profile() const { return impl_->profile; }
 
 StatusOr<TensorData> Session::Output(const std::string& name) const {
   auto it = impl_->output_ids.find(name);

@@ -51,6 +51,10 @@ class Emitter {
     for (const ir::Value* v : g.outputs()) PRECIS_RETURN_IF_ERROR(AddTensor(*v).status());
     PlanArena();
     PlaceConstants();
+    if (options_.measure_only) {
+      result_.steps = steps_.size();
+      return std::move(result_);
+    }
     return Write();
   }
 
@@ -185,9 +189,13 @@ StatusOr<EmittedPlan> Emitter::Write() {
   std::vector<int32_t> inputs, outputs;
   for (const ir::Value* v : g.inputs()) inputs.push_back(ids_.at(v));
   for (const ir::Value* v : g.outputs()) outputs.push_back(ids_.at(v));
+  flatbuffers::Offset<flatbuffers::String> report_json, report_text;
+  if (!options_.report_json.empty()) report_json = b.CreateString(options_.report_json);
+  if (!options_.report_text.empty()) report_text = b.CreateString(options_.report_text);
   auto root = plan::CreatePlan(b, b.CreateString(options_.target), b.CreateString(options_.precision), options_.source_hash,
                                b.CreateString("precis 0.1"), b.CreateVector(tensors), b.CreateVector(inputs),
-                               b.CreateVector(outputs), b.CreateVector(steps), result_.arena_bytes, result_.arena_lower_bound);
+                               b.CreateVector(outputs), b.CreateVector(steps), result_.arena_bytes, result_.arena_lower_bound,
+                               report_json, report_text);
   plan::FinishPlanBuffer(b, root);
 
   plan::FileHeader h{};

@@ -15,6 +15,8 @@ struct EmitOptions {
   std::string target = "cpu";
   std::string precision = "fp32";
   uint64_t source_hash = 0;
+  std::string report_json, report_text;  // embedded precision report (may be empty)
+  bool measure_only = false;             // plan the arena and stop: no bytes are written
 };
 
 struct EmittedPlan {

@@ -79,6 +79,9 @@ class Comparer {
     if (a.attributes().size() != b.attributes().size()) return Fail(where + ": attribute count differs");
     for (size_t i = 0; i < a.attributes().size(); ++i)
       if (!Attributes(a.attributes()[i], b.attributes()[i], where)) return false;
+    const PrecisionRecord &p = a.precision(), &q = b.precision();
+    if (p.accumulate != q.accumulate || p.reason != q.reason || p.evidence != q.evidence)
+      return Fail(where + ": precision records differ");
     return true;
   }
 

@@ -172,6 +172,33 @@ void Graph::RemoveNode(Node* node) {
   for (size_t i = index; i < nodes_.size(); ++i) nodes_[i]->index_ = int(i);
 }
 
+void Graph::SetNodeInput(Node* node, int index, Value* value) {
+  PRECIS_CHECK(node->owner_ == this && index >= 0 && size_t(index) < node->inputs_.size()) << "bad node input";
+  if (Value* old = node->inputs_[size_t(index)]) {
+    auto& uses = old->uses_;
+    for (size_t i = 0; i < uses.size(); ++i)
+      if (uses[i].node == node && uses[i].input_index == index) {
+        uses.erase(uses.begin() + long(i));
+        break;
+      }
+  }
+  node->inputs_[size_t(index)] = value;
+  if (value) value->uses_.push_back({node, index});
+}
+
+void Graph::SetNodeOutput(Node* node, int index, Value* value) {
+  PRECIS_CHECK(node->owner_ == this && index >= 0 && size_t(index) < node->outputs_.size()) << "bad node output";
+  PRECIS_CHECK(value->owner_ == this && value->kind_ == Value::Kind::kNodeOutput && value->producer_ == nullptr)
+      << "output '" << value->name_ << "' already produced";
+  if (Value* old = node->outputs_[size_t(index)]) {
+    old->producer_ = nullptr;
+    old->output_index_ = -1;
+  }
+  node->outputs_[size_t(index)] = value;
+  value->producer_ = node;
+  value->output_index_ = index;
+}
+
 void Graph::ReplaceAllUses(Value* from, Value* to) {
   for (const Use& u : from->uses_) {
     u.node->inputs_[size_t(u.input_index)] = to;

@@ -43,6 +43,14 @@ struct Attribute {
 
 const char* AttributeKindName(Attribute::Kind kind);
 
+// A node's precision decision (set by the precision pass; empty before it runs).
+struct PrecisionRecord {
+  DType accumulate = DType::kUndefined;  // accumulation dtype of ops that compute
+  std::string reason;                    // reason code: "compute-op", "softmax-input", ...
+  std::string evidence;                  // what the decision rests on, for the report
+  bool empty() const { return accumulate == DType::kUndefined && reason.empty() && evidence.empty(); }
+};
+
 struct Use {
   Node* node;
   int input_index;
@@ -85,6 +93,8 @@ class Node {
   const std::vector<Value*>& outputs() const { return outputs_; }  // nullptr: omitted optional
   const std::vector<Attribute>& attributes() const { return attributes_; }
   std::vector<Attribute>& mutable_attributes() { return attributes_; }
+  const PrecisionRecord& precision() const { return precision_; }
+  PrecisionRecord& mutable_precision() { return precision_; }
   const Attribute* FindAttribute(const std::string& name) const;
   Graph* owner() const { return owner_; }
   int index() const { return index_; }  // position in the owner's node order
@@ -96,6 +106,7 @@ class Node {
   std::string domain_, op_type_, name_;
   std::vector<Value*> inputs_, outputs_;
   std::vector<Attribute> attributes_;
+  PrecisionRecord precision_;
   Graph* owner_ = nullptr;
   int index_ = -1;
 };
@@ -134,6 +145,11 @@ class Graph {
   // Removes a node whose outputs have no uses and are not graph outputs (or are nullptr);
   // its input uses are dropped. Indices of later nodes shift down.
   void RemoveNode(Node* node);
+  // Makes input `index` of `node` (a node of this graph) read `value`; uses are updated.
+  void SetNodeInput(Node* node, int index, Value* value);
+  // Makes `node` produce `value` (a fresh value from NewValue) as output `index`; the old output
+  // value loses its producer and must be given a new one (AddNode) before the graph is used.
+  void SetNodeOutput(Node* node, int index, Value* value);
   // Replaces every use of `from` (in this graph and subgraphs, and graph outputs) with `to`.
   void ReplaceAllUses(Value* from, Value* to);
   // Marks this graph as owned by `node` (called when attaching a subgraph).

@@ -502,6 +502,31 @@ Status Parser::ParseNode(Scope& scope) {
     PRECIS_RETURN_IF_ERROR(Advance());
     PRECIS_ASSIGN_OR_RETURN(node_name, ParseString());
   }
+  PrecisionRecord precision;
+  if (IsKeyword("precision")) {
+    PRECIS_RETURN_IF_ERROR(Advance());
+    PRECIS_RETURN_IF_ERROR(ExpectPunct("{"));
+    while (!IsPunct("}")) {
+      Token key = tok_;
+      PRECIS_ASSIGN_OR_RETURN(std::string field, ParseName("a precision field"));
+      PRECIS_RETURN_IF_ERROR(ExpectPunct("="));
+      if (field == "reason") {
+        PRECIS_ASSIGN_OR_RETURN(precision.reason, ParseString());
+      } else if (field == "evidence") {
+        PRECIS_ASSIGN_OR_RETURN(precision.evidence, ParseString());
+      } else if (field == "accumulate") {
+        Token at = tok_;
+        PRECIS_ASSIGN_OR_RETURN(std::string dtype, ParseName("a dtype"));
+        auto d = DTypeFromName(dtype);
+        if (!d) return ErrorAt(at, "unknown dtype '" + dtype + "'");
+        precision.accumulate = *d;
+      } else {
+        return ErrorAt(key, "unknown precision field '" + field + "' (reason, accumulate, evidence)");
+      }
+      if (!Consume(",")) break;
+    }
+    PRECIS_RETURN_IF_ERROR(ExpectPunct("}"));
+  }
   std::vector<Value*> outputs;
   for (auto& o : outs) {
     if (o.omitted) {
@@ -512,7 +537,8 @@ Status Parser::ParseNode(Scope& scope) {
     v->set_type(std::move(o.type));
     outputs.push_back(v);
   }
-  scope.graph->AddNode(domain, op, node_name, std::move(inputs), std::move(outputs), std::move(attrs));
+  Node* node = scope.graph->AddNode(domain, op, node_name, std::move(inputs), std::move(outputs), std::move(attrs));
+  node->mutable_precision() = std::move(precision);
   return Status::Ok();
 }
 

@@ -59,7 +59,7 @@ class Printer {
   // Words that begin a statement ("output %z") or a node name would misread as an operator
   // with no outputs, so such operators are quoted.
   static std::string OpName(const std::string& op) {
-    if (op == "input" || op == "const" || op == "output" || op == "name") return QuoteString(op);
+    if (op == "input" || op == "const" || op == "output" || op == "name" || op == "precision") return QuoteString(op);
     return QuoteName(op);
   }
   static std::string TypeSuffix(const Type& t) {
@@ -87,6 +87,12 @@ class Printer {
       out_ << "}";
     }
     if (!n.name().empty()) out_ << " name " << QuoteString(n.name());
+    if (const PrecisionRecord& p = n.precision(); !p.empty()) {
+      out_ << " precision {reason = " << QuoteString(p.reason);
+      if (p.accumulate != DType::kUndefined) out_ << ", accumulate = " << DTypeName(p.accumulate);
+      if (!p.evidence.empty()) out_ << ", evidence = " << QuoteString(p.evidence);
+      out_ << "}";
+    }
     out_ << "\n";
   }
 

@@ -288,39 +288,46 @@ Status InferDropout(InferContext& ctx) {
 
 void RegisterUnaryOps(OpRegistry& r) {
   constexpr auto F = InferUnary<TypeClass::kFloat>;
-  struct Unary { const char* op; int64_t since; InferFn infer; };
+  struct Unary { const char* op; int64_t since; InferFn infer; PrecisionClass precision; };
+  using P = PrecisionClass;
   const Unary ops[] = {
-      {"Abs", 1, InferUnary<TypeClass::kNumeric>}, {"Neg", 1, InferUnary<TypeClass::kSignedNumeric>},
-      {"Sign", 9, InferUnary<TypeClass::kNumeric>}, {"Sigmoid", 1, F}, {"Tanh", 1, F}, {"Exp", 1, F},
-      {"Log", 1, F}, {"Sqrt", 1, F}, {"Reciprocal", 1, F}, {"Floor", 1, F}, {"Ceil", 1, F},
-      {"Round", 11, F}, {"Sin", 7, F}, {"Cos", 7, F}, {"Tan", 7, F}, {"Asin", 7, F}, {"Acos", 7, F},
-      {"Atan", 7, F}, {"Sinh", 9, F}, {"Cosh", 9, F}, {"Asinh", 9, F}, {"Acosh", 9, F}, {"Atanh", 9, F},
-      {"Erf", 9, F}, {"Softplus", 1, F}, {"Softsign", 1, F}, {"Elu", 1, F}, {"Selu", 1, F},
-      {"Celu", 12, F}, {"LeakyRelu", 1, F}, {"ThresholdedRelu", 10, F}, {"HardSigmoid", 1, F},
-      {"HardSwish", 14, F}, {"Mish", 18, F}, {"Gelu", 20, InferGelu},
-      {"Not", 1, InferUnary<TypeClass::kBool>}, {"BitwiseNot", 18, InferUnary<TypeClass::kInteger>},
+      {"Abs", 1, InferUnary<TypeClass::kNumeric>, P::kFollow},
+      {"Neg", 1, InferUnary<TypeClass::kSignedNumeric>, P::kFollow},
+      {"Sign", 9, InferUnary<TypeClass::kNumeric>, P::kFollow}, {"Sigmoid", 1, F, P::kFollow},
+      {"Tanh", 1, F, P::kFollow}, {"Exp", 1, F, P::kKeepFp32}, {"Log", 1, F, P::kKeepFp32},
+      {"Sqrt", 1, F, P::kKeepFp32}, {"Reciprocal", 1, F, P::kKeepFp32}, {"Floor", 1, F, P::kFollow},
+      {"Ceil", 1, F, P::kFollow}, {"Round", 11, F, P::kFollow}, {"Sin", 7, F, P::kKeepFp32},
+      {"Cos", 7, F, P::kKeepFp32}, {"Tan", 7, F, P::kKeepFp32}, {"Asin", 7, F, P::kKeepFp32},
+      {"Acos", 7, F, P::kKeepFp32}, {"Atan", 7, F, P::kKeepFp32}, {"Sinh", 9, F, P::kKeepFp32},
+      {"Cosh", 9, F, P::kKeepFp32}, {"Asinh", 9, F, P::kKeepFp32}, {"Acosh", 9, F, P::kKeepFp32},
+      {"Atanh", 9, F, P::kKeepFp32}, {"Erf", 9, F, P::kFollow}, {"Softplus", 1, F, P::kKeepFp32},
+      {"Softsign", 1, F, P::kFollow}, {"Elu", 1, F, P::kFollow}, {"Selu", 1, F, P::kFollow},
+      {"Celu", 12, F, P::kFollow}, {"LeakyRelu", 1, F, P::kFollow}, {"ThresholdedRelu", 10, F, P::kFollow},
+      {"HardSigmoid", 1, F, P::kFollow}, {"HardSwish", 14, F, P::kFollow}, {"Mish", 18, F, P::kFollow},
+      {"Gelu", 20, InferGelu, P::kFollow}, {"Not", 1, InferUnary<TypeClass::kBool>, P::kUntouched},
+      {"BitwiseNot", 18, InferUnary<TypeClass::kInteger>, P::kUntouched},
   };
-  for (const Unary& u : ops) r.Register({"", u.op, u.since, INT_MAX, u.infer, true, 0, ""});
-  r.Register({"", "IsNaN", 9, INT_MAX, InferFloatPredicate, true, -1, ""});
-  r.Register({"", "IsInf", 10, INT_MAX, InferFloatPredicate, true, -1, ""});
+  for (const Unary& u : ops) r.Register({"", u.op, u.since, INT_MAX, u.infer, true, 0, "", u.precision});
+  r.Register({"", "IsNaN", 9, INT_MAX, InferFloatPredicate, true, -1, "", PrecisionClass::kUntouched});
+  r.Register({"", "IsInf", 10, INT_MAX, InferFloatPredicate, true, -1, "", PrecisionClass::kUntouched});
 }
 
 void RegisterBinaryOps(OpRegistry& r) {
   // Before opset 7 these broadcast only on request (CheckLegacyBroadcast).
-  r.Register({"", "Equal", 1, INT_MAX, InferCompare<TypeClass::kNumericOrBool>, true, -1, ""});
-  for (const char* op : {"Greater", "Less"}) r.Register({"", op, 1, INT_MAX, InferCompare<TypeClass::kNumeric>, true, -1, ""});
+  r.Register({"", "Equal", 1, INT_MAX, InferCompare<TypeClass::kNumericOrBool>, true, -1, "", PrecisionClass::kUntouched});
+  for (const char* op : {"Greater", "Less"}) r.Register({"", op, 1, INT_MAX, InferCompare<TypeClass::kNumeric>, true, -1, "", PrecisionClass::kUntouched});
   for (const char* op : {"GreaterOrEqual", "LessOrEqual"})
-    r.Register({"", op, 12, INT_MAX, InferCompare<TypeClass::kNumeric>, true, -1, ""});
-  for (const char* op : {"And", "Or", "Xor"}) r.Register({"", op, 1, INT_MAX, InferBinary<TypeClass::kBool>, true, 0, ""});
+    r.Register({"", op, 12, INT_MAX, InferCompare<TypeClass::kNumeric>, true, -1, "", PrecisionClass::kUntouched});
+  for (const char* op : {"And", "Or", "Xor"}) r.Register({"", op, 1, INT_MAX, InferBinary<TypeClass::kBool>, true, 0, "", PrecisionClass::kUntouched});
   for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"})
-    r.Register({"", op, 18, INT_MAX, InferBinary<TypeClass::kInteger>, true, 0, ""});
-  r.Register({"", "BitShift", 11, INT_MAX, InferBitShift, true, 0, ""});
-  r.Register({"", "Pow", 1, INT_MAX, InferPow, true, 0, ""});
-  r.Register({"", "Mod", 10, INT_MAX, InferMod, true, 0, ""});
-  r.Register({"", "PRelu", 1, INT_MAX, InferPRelu, true, 0, ""});
-  r.Register({"", "Where", 9, INT_MAX, InferWhere, true, -1, ""});
-  for (const char* op : {"Max", "Min"}) r.Register({"", op, 1, INT_MAX, InferVariadic<TypeClass::kNumeric>, true, 0, ""});
-  for (const char* op : {"Sum", "Mean"}) r.Register({"", op, 1, INT_MAX, InferVariadic<TypeClass::kFloat>, true, 0, ""});
+    r.Register({"", op, 18, INT_MAX, InferBinary<TypeClass::kInteger>, true, 0, "", PrecisionClass::kUntouched});
+  r.Register({"", "BitShift", 11, INT_MAX, InferBitShift, true, 0, "", PrecisionClass::kUntouched});
+  r.Register({"", "Pow", 1, INT_MAX, InferPow, true, 0, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "Mod", 10, INT_MAX, InferMod, true, 0, "", PrecisionClass::kFollow});
+  r.Register({"", "PRelu", 1, INT_MAX, InferPRelu, true, 0, "", PrecisionClass::kFollow});
+  r.Register({"", "Where", 9, INT_MAX, InferWhere, true, -1, "", PrecisionClass::kFollow});
+  for (const char* op : {"Max", "Min"}) r.Register({"", op, 1, INT_MAX, InferVariadic<TypeClass::kNumeric>, true, 0, "", PrecisionClass::kFollow});
+  for (const char* op : {"Sum", "Mean"}) r.Register({"", op, 1, INT_MAX, InferVariadic<TypeClass::kFloat>, true, 0, "", PrecisionClass::kFollow});
 }
 
 }  // namespace
@@ -328,11 +335,11 @@ void RegisterBinaryOps(OpRegistry& r) {
 void RegisterActivationOps(OpRegistry& r) {
   RegisterUnaryOps(r);
   RegisterBinaryOps(r);
-  r.Register({"", "Clip", 1, INT_MAX, InferClip, true, 0, ""});
-  r.Register({"", "Cast", 1, INT_MAX, InferCast, true, -1, ""});
-  r.Register({"", "CastLike", 15, INT_MAX, InferCastLike, true, -1, "Cast"});
-  r.Register({"", "Identity", 1, INT_MAX, InferIdentity, true, 0, ""});
-  r.Register({"", "Dropout", 1, INT_MAX, InferDropout, true, 0, ""});
+  r.Register({"", "Clip", 1, INT_MAX, InferClip, true, 0, "", PrecisionClass::kFollow});
+  r.Register({"", "Cast", 1, INT_MAX, InferCast, true, -1, "", PrecisionClass::kUntouched});
+  r.Register({"", "CastLike", 15, INT_MAX, InferCastLike, true, -1, "Cast", PrecisionClass::kUntouched});
+  r.Register({"", "Identity", 1, INT_MAX, InferIdentity, true, 0, "", PrecisionClass::kPassthrough});
+  r.Register({"", "Dropout", 1, INT_MAX, InferDropout, true, 0, "", PrecisionClass::kPassthrough, 1});
 }
 
 }  // namespace precis::ops

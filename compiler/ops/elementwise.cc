@@ -7,8 +7,8 @@ namespace precis::ops {
 
 void RegisterElementwiseOps(OpRegistry& r) {
   for (const char* op : {"Add", "Sub", "Mul", "Div"})
-    r.Register({"", op, 7, INT_MAX, InferBroadcastBinary, true, 0, ""});
-  r.Register({"", "Relu", 6, INT_MAX, InferSameAsInput0, true, 0, ""});
+    r.Register({"", op, 7, INT_MAX, InferBroadcastBinary, true, 0, "", PrecisionClass::kFollow});
+  r.Register({"", "Relu", 6, INT_MAX, InferSameAsInput0, true, 0, "", PrecisionClass::kFollow});
 }
 
 }  // namespace precis::ops

@@ -60,8 +60,8 @@ Status InferNll(InferContext& ctx) {
 }  // namespace
 
 void RegisterLossOps(OpRegistry& r) {
-  r.Register({"", "NegativeLogLikelihoodLoss", 12, INT_MAX, InferNll, true, -1, ""});
-  r.Register({"", "SoftmaxCrossEntropyLoss", 12, INT_MAX, InferLoss, true, -1, ""});
+  r.Register({"", "NegativeLogLikelihoodLoss", 12, INT_MAX, InferNll, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "SoftmaxCrossEntropyLoss", 12, INT_MAX, InferLoss, true, -1, "", PrecisionClass::kKeepFp32});
 }
 
 }  // namespace precis::ops

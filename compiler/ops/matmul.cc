@@ -48,8 +48,8 @@ Status InferGemm(InferContext& ctx) {
 }  // namespace
 
 void RegisterMatMulOps(OpRegistry& r) {
-  r.Register({"", "MatMul", 1, INT_MAX, InferMatMul, true, -1, ""});
-  r.Register({"", "Gemm", 6, INT_MAX, InferGemm, true, -1, ""});
+  r.Register({"", "MatMul", 1, INT_MAX, InferMatMul, true, -1, "", PrecisionClass::kCompute});
+  r.Register({"", "Gemm", 6, INT_MAX, InferGemm, true, -1, "", PrecisionClass::kCompute});
 }
 
 }  // namespace precis::ops

@@ -246,14 +246,14 @@ Status InferGlobalPool(InferContext& ctx) {
 }  // namespace
 
 void RegisterNnOps(OpRegistry& r) {
-  r.Register({"", "Conv", 1, INT_MAX, InferConv, true, -1, ""});
-  r.Register({"", "ConvTranspose", 1, INT_MAX, InferConvTranspose, true, -1, ""});
-  r.Register({"", "MaxPool", 1, INT_MAX, InferMaxPool, true, -1, ""});
-  r.Register({"", "AveragePool", 1, INT_MAX, InferAveragePool, true, -1, ""});
-  r.Register({"", "LpPool", 2, INT_MAX, InferLpPool, true, -1, ""});
-  r.Register({"", "GlobalAveragePool", 1, INT_MAX, InferGlobalPool, true, -1, ""});
-  r.Register({"", "GlobalMaxPool", 1, INT_MAX, InferGlobalPool, true, -1, ""});
-  r.Register({"", "GlobalLpPool", 2, INT_MAX, InferGlobalPool, true, -1, ""});
+  r.Register({"", "Conv", 1, INT_MAX, InferConv, true, -1, "", PrecisionClass::kCompute});
+  r.Register({"", "ConvTranspose", 1, INT_MAX, InferConvTranspose, true, -1, "", PrecisionClass::kCompute});
+  r.Register({"", "MaxPool", 1, INT_MAX, InferMaxPool, true, -1, "", PrecisionClass::kFollow});
+  r.Register({"", "AveragePool", 1, INT_MAX, InferAveragePool, true, -1, "", PrecisionClass::kFollow});
+  r.Register({"", "LpPool", 2, INT_MAX, InferLpPool, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "GlobalAveragePool", 1, INT_MAX, InferGlobalPool, true, -1, "", PrecisionClass::kFollow});
+  r.Register({"", "GlobalMaxPool", 1, INT_MAX, InferGlobalPool, true, -1, "", PrecisionClass::kFollow});
+  r.Register({"", "GlobalLpPool", 2, INT_MAX, InferGlobalPool, true, -1, "", PrecisionClass::kKeepFp32});
   RegisterNnNormOps(r);
 }
 

@@ -142,13 +142,13 @@ Status InferMeanVarianceNormalization(InferContext& ctx) {
 }  // namespace
 
 void RegisterNnNormOps(OpRegistry& r) {
-  r.Register({"", "BatchNormalization", 1, INT_MAX, InferBatchNormalization, true, 0, ""});
-  r.Register({"", "InstanceNormalization", 1, INT_MAX, InferInstanceNormalization, true, 0, ""});
-  r.Register({"", "LayerNormalization", 17, INT_MAX, InferLayerNormalization, true, 0, ""});
-  r.Register({"", "GroupNormalization", 18, INT_MAX, InferGroupNormalization, true, 0, ""});
-  r.Register({"", "LRN", 1, INT_MAX, InferLrn, true, -1, ""});
-  r.Register({"", "LpNormalization", 1, INT_MAX, InferLpNormalization, true, 0, ""});
-  r.Register({"", "MeanVarianceNormalization", 9, INT_MAX, InferMeanVarianceNormalization, true, 0, ""});
+  r.Register({"", "BatchNormalization", 1, INT_MAX, InferBatchNormalization, true, 0, "", PrecisionClass::kFollow});
+  r.Register({"", "InstanceNormalization", 1, INT_MAX, InferInstanceNormalization, true, 0, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "LayerNormalization", 17, INT_MAX, InferLayerNormalization, true, 0, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "GroupNormalization", 18, INT_MAX, InferGroupNormalization, true, 0, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "LRN", 1, INT_MAX, InferLrn, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "LpNormalization", 1, INT_MAX, InferLpNormalization, true, 0, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "MeanVarianceNormalization", 9, INT_MAX, InferMeanVarianceNormalization, true, 0, "", PrecisionClass::kKeepFp32});
 }
 
 }  // namespace precis::ops

@@ -9,6 +9,18 @@
 
 namespace precis::ops {
 
+const char* PrecisionClassName(PrecisionClass c) {
+  switch (c) {
+    case PrecisionClass::kCompute: return "compute";
+    case PrecisionClass::kFollow: return "follow";
+    case PrecisionClass::kPassthrough: return "passthrough";
+    case PrecisionClass::kKeepFp32: return "keep-fp32";
+    case PrecisionClass::kUntouched: return "untouched";
+    case PrecisionClass::kUnclassified: break;
+  }
+  return "unclassified";
+}
+
 const ir::Type& InferContext::input_type(size_t i) const {
   static const ir::Type kUnknown;
   return has_input(i) ? node_.inputs()[i]->type() : kUnknown;

@@ -60,6 +60,19 @@ class InferContext {
 
 using InferFn = Status (*)(InferContext&);
 
+// How an operator takes part in mixed precision (see the precision section of the design):
+//   compute      MatMul, Gemm, Conv...: 16-bit operands, FP32 accumulation; output dtype chosen by
+//                its consumers (FP32 directly when a consumer needs FP32).
+//   follow       elementwise math, pooling, inference BatchNorm: runs in 16 bits when its float
+//                inputs are 16-bit; kernels compute in FP32 and round once when storing.
+//   passthrough  data movement (Reshape, Transpose, Slice, Gather...): takes the dtype that arrives.
+//   keep-fp32    softmax, reductions, normalization statistics, exp/log/pow, losses: FP32 inputs.
+//   untouched    integer/bool/shape computations, Cast targets, comparisons: original dtypes.
+// Accumulation: every class that computes (compute, follow, keep-fp32) accumulates in FP32
+// whatever its storage dtype; passthrough and untouched ops move values without arithmetic.
+enum class PrecisionClass { kUnclassified, kCompute, kFollow, kPassthrough, kKeepFp32, kUntouched };
+const char* PrecisionClassName(PrecisionClass c);
+
 struct OpDef {
   std::string domain;        // "" for the default ONNX domain
   std::string op_type;
@@ -69,6 +82,10 @@ struct OpDef {
   bool foldable = true;      // may be evaluated at compile time (deterministic, CPU kernel exists)
   int inplace_input = -1;    // output 0 may share storage with this input
   std::string kernel;        // runtime kernel name; empty: the operator name
+  PrecisionClass precision = PrecisionClass::kUnclassified;
+  // Leading inputs that take the node's run dtype when it runs in 16 bits; later float inputs
+  // keep their dtype (Resize scales and roi, Dropout ratio). -1: every input.
+  int low_inputs = -1;
 };
 
 class OpRegistry {

@@ -105,22 +105,22 @@ Status InferSoftmaxLike(InferContext& ctx) {
 }  // namespace
 
 void RegisterReduceOps(OpRegistry& r) {
-  r.Register({"", "ReduceSum", 1, INT_MAX, InferReduce<13, false>, true, -1, ""});
-  r.Register({"", "ReduceMean", 1, INT_MAX, InferReduce<18, false>, true, -1, ""});
-  r.Register({"", "ReduceMax", 1, INT_MAX, InferReduce<18, true>, true, -1, ""});
-  r.Register({"", "ReduceMin", 1, INT_MAX, InferReduce<18, true>, true, -1, ""});
-  r.Register({"", "ReduceProd", 1, INT_MAX, InferReduce<18, false>, true, -1, ""});
-  r.Register({"", "ReduceL1", 1, INT_MAX, InferReduce<18, false>, true, -1, ""});
-  r.Register({"", "ReduceL2", 1, INT_MAX, InferReduce<18, false>, true, -1, ""});
-  r.Register({"", "ReduceSumSquare", 1, INT_MAX, InferReduce<18, false>, true, -1, ""});
-  r.Register({"", "ReduceLogSum", 1, INT_MAX, InferReduce<18, false>, true, -1, ""});
-  r.Register({"", "ReduceLogSumExp", 1, INT_MAX, InferReduce<18, false>, true, -1, ""});
-  r.Register({"", "ArgMax", 1, INT_MAX, InferArgReduce, true, -1, ""});
-  r.Register({"", "ArgMin", 1, INT_MAX, InferArgReduce, true, -1, ""});
+  r.Register({"", "ReduceSum", 1, INT_MAX, InferReduce<13, false>, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "ReduceMean", 1, INT_MAX, InferReduce<18, false>, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "ReduceMax", 1, INT_MAX, InferReduce<18, true>, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "ReduceMin", 1, INT_MAX, InferReduce<18, true>, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "ReduceProd", 1, INT_MAX, InferReduce<18, false>, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "ReduceL1", 1, INT_MAX, InferReduce<18, false>, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "ReduceL2", 1, INT_MAX, InferReduce<18, false>, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "ReduceSumSquare", 1, INT_MAX, InferReduce<18, false>, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "ReduceLogSum", 1, INT_MAX, InferReduce<18, false>, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "ReduceLogSumExp", 1, INT_MAX, InferReduce<18, false>, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "ArgMax", 1, INT_MAX, InferArgReduce, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "ArgMin", 1, INT_MAX, InferArgReduce, true, -1, "", PrecisionClass::kKeepFp32});
   // The kernels read each row completely before writing it, element by element: safe in place.
-  r.Register({"", "Softmax", 1, INT_MAX, InferSoftmaxLike, true, 0, ""});
-  r.Register({"", "LogSoftmax", 1, INT_MAX, InferSoftmaxLike, true, 0, ""});
-  r.Register({"", "Hardmax", 1, INT_MAX, InferSoftmaxLike, true, 0, ""});
+  r.Register({"", "Softmax", 1, INT_MAX, InferSoftmaxLike, true, 0, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "LogSoftmax", 1, INT_MAX, InferSoftmaxLike, true, 0, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "Hardmax", 1, INT_MAX, InferSoftmaxLike, true, 0, "", PrecisionClass::kKeepFp32});
   AddScanTopKEinsumOps(r);
 }
 

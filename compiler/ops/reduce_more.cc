@@ -103,9 +103,9 @@ Status InferEinsum(InferContext& ctx) {
 
 void AddScanTopKEinsumOps(OpRegistry& r) {
   // CumSum runs along its axis reading each element before writing the same position.
-  r.Register({"", "CumSum", 11, INT_MAX, InferCumSum, true, 0, ""});
-  r.Register({"", "TopK", 1, INT_MAX, InferTopK, true, -1, ""});
-  r.Register({"", "Einsum", 12, INT_MAX, InferEinsum, true, -1, ""});
+  r.Register({"", "CumSum", 11, INT_MAX, InferCumSum, true, 0, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "TopK", 1, INT_MAX, InferTopK, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "Einsum", 12, INT_MAX, InferEinsum, true, -1, "", PrecisionClass::kCompute});
 }
 
 }  // namespace precis::ops

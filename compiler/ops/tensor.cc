@@ -308,18 +308,18 @@ void AddTensorResizeOps(OpRegistry& r);
 
 void RegisterTensorOps(OpRegistry& r) {
   // {domain, op, min opset, max opset, infer, foldable, in-place input, kernel}
-  r.Register({"", "Reshape", 1, INT_MAX, InferReshape, true, 0, "Reshape"});
-  r.Register({"", "Flatten", 1, INT_MAX, InferFlatten, true, 0, "Reshape"});
-  r.Register({"", "Squeeze", 1, INT_MAX, InferSqueeze, true, 0, "Reshape"});
-  r.Register({"", "Unsqueeze", 1, INT_MAX, InferUnsqueeze, true, 0, "Reshape"});
-  r.Register({"", "Transpose", 1, INT_MAX, InferTranspose, true, -1, ""});
-  r.Register({"", "Concat", 1, INT_MAX, InferConcat, true, -1, ""});
-  r.Register({"", "Split", 1, INT_MAX, InferSplit, true, -1, ""});
-  r.Register({"", "Slice", 1, INT_MAX, InferSlice, true, -1, ""});
-  r.Register({"", "Expand", 8, INT_MAX, InferExpand, true, -1, ""});
-  r.Register({"", "Tile", 6, INT_MAX, InferTile, true, -1, ""});
-  r.Register({"", "Shape", 1, INT_MAX, InferShape, true, -1, ""});
-  r.Register({"", "Size", 1, INT_MAX, InferSize, true, -1, ""});
+  r.Register({"", "Reshape", 1, INT_MAX, InferReshape, true, 0, "Reshape", PrecisionClass::kPassthrough});
+  r.Register({"", "Flatten", 1, INT_MAX, InferFlatten, true, 0, "Reshape", PrecisionClass::kPassthrough});
+  r.Register({"", "Squeeze", 1, INT_MAX, InferSqueeze, true, 0, "Reshape", PrecisionClass::kPassthrough});
+  r.Register({"", "Unsqueeze", 1, INT_MAX, InferUnsqueeze, true, 0, "Reshape", PrecisionClass::kPassthrough});
+  r.Register({"", "Transpose", 1, INT_MAX, InferTranspose, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "Concat", 1, INT_MAX, InferConcat, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "Split", 1, INT_MAX, InferSplit, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "Slice", 1, INT_MAX, InferSlice, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "Expand", 8, INT_MAX, InferExpand, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "Tile", 6, INT_MAX, InferTile, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "Shape", 1, INT_MAX, InferShape, true, -1, "", PrecisionClass::kUntouched});
+  r.Register({"", "Size", 1, INT_MAX, InferSize, true, -1, "", PrecisionClass::kUntouched});
   AddTensorIndexOps(r);
   AddTensorResizeOps(r);
 }

@@ -253,20 +253,20 @@ Status InferTrilu(InferContext& ctx) {
 
 // Called by RegisterTensorOps (tensor.cc).
 void AddTensorIndexOps(OpRegistry& r) {
-  r.Register({"", "Gather", 1, INT_MAX, InferGather, true, -1, ""});
-  r.Register({"", "GatherElements", 11, INT_MAX, InferGatherElements, true, -1, ""});
-  r.Register({"", "GatherND", 11, INT_MAX, InferGatherND, true, -1, ""});
-  r.Register({"", "ScatterND", 11, INT_MAX, InferScatterND, true, 0, ""});
-  r.Register({"", "ScatterElements", 11, INT_MAX, InferScatterElements, true, 0, ""});
-  r.Register({"", "Scatter", 9, 10, InferScatterElements, true, 0, "ScatterElements"});
-  r.Register({"", "OneHot", 9, INT_MAX, InferOneHot, true, -1, ""});
-  r.Register({"", "Compress", 9, INT_MAX, InferCompress, true, -1, ""});
-  r.Register({"", "NonZero", 9, INT_MAX, InferNonZero, true, -1, ""});
-  r.Register({"", "ReverseSequence", 10, INT_MAX, InferReverseSequence, true, -1, ""});
-  r.Register({"", "ConstantOfShape", 9, INT_MAX, InferConstantOfShape, true, -1, ""});
-  r.Register({"", "Range", 11, INT_MAX, InferRange, true, -1, ""});
-  r.Register({"", "EyeLike", 9, INT_MAX, InferEyeLike, true, -1, ""});
-  r.Register({"", "Trilu", 14, INT_MAX, InferTrilu, true, 0, ""});
+  r.Register({"", "Gather", 1, INT_MAX, InferGather, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "GatherElements", 11, INT_MAX, InferGatherElements, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "GatherND", 11, INT_MAX, InferGatherND, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "ScatterND", 11, INT_MAX, InferScatterND, true, 0, "", PrecisionClass::kPassthrough});
+  r.Register({"", "ScatterElements", 11, INT_MAX, InferScatterElements, true, 0, "", PrecisionClass::kPassthrough});
+  r.Register({"", "Scatter", 9, 10, InferScatterElements, true, 0, "ScatterElements", PrecisionClass::kPassthrough});
+  r.Register({"", "OneHot", 9, INT_MAX, InferOneHot, true, -1, "", PrecisionClass::kUntouched});
+  r.Register({"", "Compress", 9, INT_MAX, InferCompress, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "NonZero", 9, INT_MAX, InferNonZero, true, -1, "", PrecisionClass::kUntouched});
+  r.Register({"", "ReverseSequence", 10, INT_MAX, InferReverseSequence, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "ConstantOfShape", 9, INT_MAX, InferConstantOfShape, true, -1, "", PrecisionClass::kUntouched});
+  r.Register({"", "Range", 11, INT_MAX, InferRange, true, -1, "", PrecisionClass::kUntouched});
+  r.Register({"", "EyeLike", 9, INT_MAX, InferEyeLike, true, -1, "", PrecisionClass::kUntouched});
+  r.Register({"", "Trilu", 14, INT_MAX, InferTrilu, true, 0, "", PrecisionClass::kPassthrough});
 }
 
 }  // namespace precis::ops

@@ -215,11 +215,11 @@ Status InferSpaceToDepth(InferContext& ctx) {
 
 // Called by RegisterTensorOps (tensor.cc).
 void AddTensorResizeOps(OpRegistry& r) {
-  r.Register({"", "Resize", 10, INT_MAX, InferResize, true, -1, ""});
-  r.Register({"", "Upsample", 7, INT_MAX, InferUpsample, true, -1, ""});
-  r.Register({"", "Pad", 1, INT_MAX, InferPad, true, -1, ""});
-  r.Register({"", "DepthToSpace", 1, INT_MAX, InferDepthToSpace, true, -1, ""});
-  r.Register({"", "SpaceToDepth", 1, INT_MAX, InferSpaceToDepth, true, -1, ""});
+  r.Register({"", "Resize", 10, INT_MAX, InferResize, true, -1, "", PrecisionClass::kPassthrough, 1});
+  r.Register({"", "Upsample", 7, INT_MAX, InferUpsample, true, -1, "", PrecisionClass::kPassthrough, 1});
+  r.Register({"", "Pad", 1, INT_MAX, InferPad, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "DepthToSpace", 1, INT_MAX, InferDepthToSpace, true, -1, "", PrecisionClass::kPassthrough});
+  r.Register({"", "SpaceToDepth", 1, INT_MAX, InferSpaceToDepth, true, -1, "", PrecisionClass::kPassthrough});
 }
 
 }  // namespace precis::ops

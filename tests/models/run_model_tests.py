@@ -1,6 +1,13 @@
-"""Model tests: FP32 plans of real architectures against onnxruntime.
+"""Model tests: FP32 and mixed-precision plans of real architectures against onnxruntime.
 
-usage: run_model_tests.py PRECIS CACHE_DIR [NAME ...]
+usage: run_model_tests.py PRECIS CACHE_DIR [--precision fp32|fp16|bf16] [NAME ...]
+
+Mixed precision (fp16, bf16): the plan is compiled with --report, checked against the
+structural rules of the precision policy (check_report below), run, and each output compared with
+onnxruntime's FP32 result: no NaN/Inf, and relative L2 error <= 1e-2 (fp16) or 4e-2 (bf16) --
+16-bit storage rounds every stored activation and weight to 11 (fp16) or 8 (bf16) significant
+bits, i.e. a relative error of 2^-11 = 4.9e-4 (fp16) or 2^-8 = 3.9e-3 (bf16) per value, which
+accumulates over tens of layers; MIXED_TOLERANCES gives a looser bound per model with its reason.
 
 For each prepared model (scripts/make_model_tests.py) runs `precis run MODEL.onnx --shape ...
 --input ... --output-dir` and compares every output with onnxruntime's, elementwise:
@@ -25,6 +32,51 @@ import numpy as np
 DEFAULT = (1e-4, 1e-5)
 # name: (rtol, atol, reason)
 TOLERANCES = {}
+MIXED_DEFAULT = {"fp16": 1e-2, "bf16": 4e-2}
+# (name, precision): (relative L2 bound, reason)
+MIXED_TOLERANCES = {}
+# (name, precision): (extra compile options, reason)
+MIXED_OPTIONS = {
+    ("light_resnet50", "fp16"): (["--calibrate", "random:2"], "random (untrained) weights drive activations past FP16's "
+                                 "65504: without calibration the FP16 plan gives Inf/NaN; calibration keeps those tensors in FP32"),
+    ("light_shufflenet", "fp16"): (["--calibrate", "random:2"], "as light_resnet50"),
+}
+
+SOFTMAX_LIKE = {"Softmax", "LogSoftmax"}
+STATISTICS = {"LayerNormalization", "InstanceNormalization", "GroupNormalization", "MeanVarianceNormalization",
+              "LpNormalization", "LRN", "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "CumSum"}
+COMPUTE = {"MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum"}
+
+
+def check_report(report, low):
+    """Structural rules of the precision policy, checked on the plan's report. Returns a list of violations."""
+    problems = []
+    nodes = report["nodes"]
+    producer = {}
+    for n in nodes:
+        for o in n["outputs"]:
+            producer[o["name"]] = n
+    for n in nodes:
+        op, name = n["op"], n["name"] or n["op"]
+        float_inputs = [i for i in n["inputs"] if i["dtype"] in ("f32", "f16", "bf16")]
+        if (op in SOFTMAX_LIKE or op in STATISTICS or op.startswith("Reduce")) and n["reason"] != "user-override":
+            for i in float_inputs:
+                if i["dtype"] != "f32":
+                    problems.append(f"{op} '{name}' reads {i['dtype']} input '{i['name']}'")
+        if op in COMPUTE and n["accumulate"] != "f32":
+            problems.append(f"{op} '{name}' accumulates in {n['accumulate']}")
+        if op == "Cast":
+            src = n["inputs"][0]
+            if src["constant"]:
+                problems.append(f"Cast '{name}' converts constant '{src['name']}' at run time")
+            p = producer.get(src["name"])
+            if p is not None and p["op"] == "Cast":
+                problems.append(f"cast chain: '{p['name']}' -> '{name}'")
+            if src["dtype"] not in ("f32", "f16", "bf16", "f64") or n["outputs"][0]["dtype"] not in ("f32", "f16", "bf16", "f64"):
+                problems.append(f"Cast '{name}' touches a non-float tensor")
+    if report["summary"]["low_precision_flop_share"] < 0.5:
+        problems.append(f"only {report['summary']['low_precision_flop_share']:.0%} of FLOPs run in {low}")
+    return problems
 
 
 def compare(got, want, rtol, atol):
@@ -47,16 +99,44 @@ def compare(got, want, rtol, atol):
     return True, "", max_abs, rel_l2
 
 
-def run_one(precis, d, name):
+def compare_mixed(got, want, bound):
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return False, f"got {got.dtype}{list(got.shape)}, want {want.dtype}{list(want.shape)}", 0.0, 0.0
+    g = got.astype(np.float64)
+    w = want.astype(np.float64)
+    max_abs = float(np.abs(g - w).max()) if g.size else 0.0
+    if not np.isfinite(g).all():
+        return False, "NaN/Inf in output", max_abs, float("inf")
+    rel_l2 = float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30))
+    if rel_l2 > bound:
+        return False, f"relative L2 error {rel_l2:.3g} > {bound}", max_abs, rel_l2
+    return True, "", max_abs, rel_l2
+
+
+def run_one(precis, d, name, precision):
     meta = json.load(open(os.path.join(d, "meta.json")))
     rtol, atol = TOLERANCES.get(name, DEFAULT)[:2]
+    bound = MIXED_TOLERANCES.get((name, precision), (MIXED_DEFAULT.get(precision, 0),))[0]
     with tempfile.TemporaryDirectory() as out:
-        cmd = [precis, "run", os.path.join(d, "model.onnx"), "--output-dir", out]
+        shapes, inputs = [], []
         for k, inp in enumerate(meta["inputs"]):
-            cmd += ["--shape", inp["name"] + "=" + "x".join(map(str, inp["shape"])),
-                    "--input", f"{inp['name']}={os.path.join(d, f'input_{k}.npy')}"]
+            shapes += ["--shape", inp["name"] + "=" + "x".join(map(str, inp["shape"]))]
+            inputs += ["--input", f"{inp['name']}={os.path.join(d, f'input_{k}.npy')}"]
         start = time.monotonic()
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        target = os.path.join(d, "model.onnx")
+        if precision != "fp32":
+            target = os.path.join(out, "model.plan")
+            report_path = os.path.join(out, "report.json")
+            r = subprocess.run([precis, "compile", os.path.join(d, "model.onnx"), "-o", target, "--precision", precision,
+                                "--report", report_path, "--quiet"] + shapes + MIXED_OPTIONS.get((name, precision), ([],))[0],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                return [(name, "-", False, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}", 0, 0, 0)]
+            problems = check_report(json.load(open(report_path)), precision)
+            if problems:
+                return [(name, "report", False, f"{len(problems)} rule violations, first: {problems[0]}", 0, 0, 0)]
+            shapes = []
+        r = subprocess.run([precis, "run", target, "--output-dir", out] + shapes + inputs, capture_output=True, text=True)
         seconds = time.monotonic() - start
         if r.returncode != 0:
             return [(name, "-", False, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}", 0, 0, seconds)]
@@ -65,13 +145,19 @@ def run_one(precis, d, name):
             fname = "".join("_" if c in "/\\: " else c for c in oname) or "output"
             got = np.load(os.path.join(out, fname + ".npy"))
             want = np.load(os.path.join(d, f"expected_{k}.npy"))
-            ok, why, max_abs, rel_l2 = compare(got, want, rtol, atol)
+            if precision == "fp32":
+                ok, why, max_abs, rel_l2 = compare(got, want, rtol, atol)
+            else:
+                ok, why, max_abs, rel_l2 = compare_mixed(got, want, bound)
             rows.append((name, oname, ok, why, max_abs, rel_l2, seconds))
         return rows
 
 
 def main():
     precis, cache, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+    precision = "fp32"
+    if names[:1] == ["--precision"]:
+        precision, names = names[1], names[2:]
     if not names:
         names = sorted(n for n in os.listdir(cache) if os.path.exists(os.path.join(cache, n, "meta.json")))
     failures = 0
@@ -82,10 +168,10 @@ def main():
             print(f"{name:<22} missing: run scripts/make_model_tests.py")
             failures += 1
             continue
-        for (model, oname, ok, why, max_abs, rel_l2, seconds) in run_one(precis, d, name):
+        for (model, oname, ok, why, max_abs, rel_l2, seconds) in run_one(precis, d, name, precision):
             failures += 0 if ok else 1
             print(f"{model:<22} {oname[:10]:<10} {max_abs:12.3g} {rel_l2:10.3g} {seconds:7.1f}  {'ok' if ok else 'FAIL ' + why}")
-    print(f"{len(names) - failures} passed, {failures} failed")
+    print(f"{precision}: {len(names) - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 

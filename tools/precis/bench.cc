@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <random>
 
 #include "precis/session.h"
@@ -16,7 +17,31 @@ namespace {
 
 constexpr const char* kBenchUsage =
     "usage: precis bench MODEL.plan|MODEL.onnx [--device cpu] [--iterations N] [--warmup N] [--threads N]\n"
-    "                    [--shape NAME=DIMS ...] [--reference] [--json]\n";
+    "                    [--shape NAME=DIMS ...] [--reference] [--json] [--profile]\n";
+
+// Time per kernel (summed over steps) and the slowest steps, per run.
+void PrintProfile(const std::vector<StepProfile>& steps, int runs) {
+  std::map<std::string, std::pair<double, int>> by_kernel;
+  double total = 0;
+  for (const StepProfile& p : steps) {
+    by_kernel[p.kernel].first += p.total_ms / runs;
+    ++by_kernel[p.kernel].second;
+    total += p.total_ms / runs;
+  }
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto& [name, v] : by_kernel) order.push_back({v.first, name});
+  std::sort(order.rbegin(), order.rend());
+  std::printf("profile: %.3f ms per run in %zu steps (all runs incl. warm-up)\n  %-32s %6s %10s %6s\n", total, steps.size(), "kernel",
+              "steps", "ms/run", "share");
+  for (const auto& [ms, name] : order)
+    std::printf("  %-32s %6d %10.3f %5.1f%%\n", name.c_str(), by_kernel[name].second, ms, total > 0 ? 100.0 * ms / total : 0.0);
+  std::vector<size_t> slow(steps.size());
+  for (size_t i = 0; i < slow.size(); ++i) slow[i] = i;
+  std::sort(slow.begin(), slow.end(), [&](size_t a, size_t b) { return steps[a].total_ms > steps[b].total_ms; });
+  std::printf("  slowest steps:\n");
+  for (size_t i = 0; i < std::min<size_t>(8, slow.size()); ++i)
+    std::printf("    %-28s %-40s %8.3f ms\n", steps[slow[i]].kernel.c_str(), steps[slow[i]].node.c_str(), steps[slow[i]].total_ms / runs);
+}
 
 }  // namespace
 
@@ -39,6 +64,7 @@ int BenchCommand(const std::vector<std::string>& args) {
       if (!s.ok()) return UsageError("bench", s.message(), kBenchUsage);
     } else if (a == "--reference") session_options.reference_kernels = true;
     else if (a == "--json") json = true;
+    else if (a == "--profile") session_options.profile = true;
     else if (a == "--help" || a == "-h") {
       std::fputs(kBenchUsage, stdout);
       return 0;
@@ -96,6 +122,7 @@ int BenchCommand(const std::vector<std::string>& args) {
                 median, ms.front(), ms.back(), iterations, 1000.0 * double(batch) / median, static_cast<long long>(batch),
                 FormatBytes(s.arena_bytes()).c_str());
   }
+  if (session_options.profile) PrintProfile(s.profile(), warmup + iterations);
   return 0;
 }
 

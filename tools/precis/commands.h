@@ -11,5 +11,7 @@ int InspectCommand(const std::vector<std::string>& args);
 int CompileCommand(const std::vector<std::string>& args);
 int RunCommand(const std::vector<std::string>& args);
 int BenchCommand(const std::vector<std::string>& args);
+int ReportCommand(const std::vector<std::string>& args);
+int OptCommand(const std::vector<std::string>& args);
 
 }  // namespace precis::tools

@@ -2,11 +2,13 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 #include "compiler/onnx/importer.h"
 #include "passes/pipeline.h"
 #include "runtime/base/hash.h"
 #include "runtime/base/mapped_file.h"
+#include "tools/precis/calibrate.h"
 #include "tools/precis/commands.h"
 #include "tools/precis/options.h"
 
@@ -15,7 +17,10 @@ namespace {
 
 constexpr const char* kCompileUsage =
     "usage: precis compile MODEL.onnx -o MODEL.plan [--shape NAME=1x3x224x224 ...]\n"
-    "                      [--precision fp32] [--no-fold] [--quiet]\n";
+    "                      [--precision fp32|fp16|bf16] [--report FILE.json] [--report-text]\n"
+    "                      [--calibrate random:N|DIR|FILE.npz] [--overflow-limit X]\n"
+    "                      [--keep-fp32 OP[,OP]] [--keep-fp32-nodes REGEX] [--force-low REGEX]\n"
+    "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--quiet]\n";
 
 }  // namespace
 
@@ -24,14 +29,15 @@ StatusOr<passes::CompileResult> CompileModelFile(const std::string& path, const 
   PRECIS_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
   options.source_hash = HashBytes(file->data(), file->size());
   PRECIS_ASSIGN_OR_RETURN(auto model, onnx::ImportModelFile(path));
+  if (options.model_name.empty()) options.model_name = path;
   auto result = passes::Compile(*model, options);
   if (!result.ok()) return result.status().WithContext(path);
   return result;
 }
 
 int CompileCommand(const std::vector<std::string>& args) {
-  std::string model, out;
-  bool quiet = false;
+  std::string model, out, report_file, calibrate;
+  bool quiet = false, report_text = false;
   passes::CompileOptions options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -49,6 +55,25 @@ int CompileCommand(const std::vector<std::string>& args) {
       const std::string* v = value();
       if (!v) return UsageError("compile", "--precision needs fp32, fp16 or bf16", kCompileUsage);
       options.precision = *v;
+    } else if (a == "--report" || a == "--calibrate" || a == "--keep-fp32" || a == "--keep-fp32-nodes" || a == "--force-low" ||
+               a == "--overflow-limit") {
+      const std::string* v = value();
+      if (!v) return UsageError("compile", a + " needs a value", kCompileUsage);
+      auto& p = options.precision_options;
+      if (a == "--report") report_file = *v;
+      else if (a == "--calibrate") calibrate = *v;
+      else if (a == "--keep-fp32-nodes") p.keep_fp32_nodes = *v;
+      else if (a == "--force-low") p.force_low = *v;
+      else if (a == "--overflow-limit") p.overflow_limit = std::atof(v->c_str());
+      else {
+        std::stringstream list(*v);
+        for (std::string op; std::getline(list, op, ',');)
+          if (!op.empty()) p.keep_fp32_ops.insert(op);
+      }
+    } else if (a == "--report-text") {
+      report_text = true;
+    } else if (a == "--keep-io-types" || a == "--no-keep-io-types") {
+      options.precision_options.keep_io_types = a == "--keep-io-types";
     } else if (a == "--no-fold") {
       options.fold_constants = false;
     } else if (a == "--quiet") {
@@ -65,7 +90,17 @@ int CompileCommand(const std::vector<std::string>& args) {
     }
   }
   if (model.empty() || out.empty()) return UsageError("compile", "a model and -o PLAN are required", kCompileUsage);
+  if (options.precision == "fp32" && (!calibrate.empty() || !options.precision_options.keep_fp32_ops.empty() ||
+                                      !options.precision_options.keep_fp32_nodes.empty() || !options.precision_options.force_low.empty()))
+    return UsageError("compile", "--calibrate and the precision overrides need --precision fp16 or bf16", kCompileUsage);
   auto start = std::chrono::steady_clock::now();
+  if (!calibrate.empty()) {
+    auto cal = Calibrate(model, options, calibrate);
+    if (!cal.ok()) return ReportError("compile", cal.status());
+    options.precision_options.ranges = std::move(cal->ranges);
+    options.calibration_source = calibrate;
+    options.calibration_samples = cal->samples;
+  }
   auto result = CompileModelFile(model, options);
   if (!result.ok()) return ReportError("compile", result.status());
   {
@@ -74,6 +109,12 @@ int CompileCommand(const std::vector<std::string>& args) {
     if (!f) return ReportError("compile", Internal("cannot write '" + out + "'"));
   }
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!report_file.empty()) {
+    std::ofstream f(report_file, std::ios::trunc);
+    f << result->report.json;
+    if (!f) return ReportError("compile", Internal("cannot write '" + report_file + "'"));
+  }
+  if (report_text) std::fputs(result->report.text.c_str(), stdout);
   if (!quiet) {
     const auto& p = result->plan;
     std::printf("compiled %s -> %s (%s)\n", model.c_str(), out.c_str(), options.precision.c_str());
@@ -84,6 +125,12 @@ int CompileCommand(const std::vector<std::string>& args) {
                 FormatBytes(p.arena_lower_bound).c_str(), p.inplace_count);
     std::printf("  constants  %s\n", FormatBytes(p.constant_bytes).c_str());
     std::printf("  plan file  %s\n", FormatBytes(p.bytes.size()).c_str());
+    if (options.precision != "fp32") {
+      const auto& st = result->precision;
+      std::printf("  precision  %d nodes low, %d fp32; %.1f%% of FLOPs low; %d casts (%d inserted), %d constants converted; %d fp32 islands\n",
+                  st.low_nodes, st.fp32_nodes, 100.0 * result->report.low_precision_flop_share, result->report.casts,
+                  st.casts_inserted, st.constants_converted, result->report.fp32_islands);
+    }
     std::printf("  time       %.1f ms\n", ms);
   }
   return 0;

@@ -17,8 +17,15 @@ constexpr const char* kUsage =
     "      operator histogram, parameters per dtype, subgraphs; --ir prints the text IR\n"
     "      (--full: every constant inline), --json a machine-readable summary\n"
     "\n"
-    "  compile MODEL.onnx -o MODEL.plan [--shape NAME=1x3x224x224 ...] [--precision fp32]\n"
-    "      compile a model to a plan file and print a summary (steps, arena, constants)\n"
+    "  compile MODEL.onnx -o MODEL.plan [--shape NAME=1x3x224x224 ...] [--precision fp32|fp16|bf16]\n"
+    "          [--report FILE.json] [--report-text] [--calibrate random:N|DIR|FILE.npz] [overrides]\n"
+    "      compile a model to a plan file and print a summary (steps, arena, constants, precision)\n"
+    "\n"
+    "  report MODEL.plan [--json]\n"
+    "      print the precision report stored in a plan\n"
+    "\n"
+    "  opt FILE.pir [--passes infer,patterns,precision,fold-casts,fuse-casts,dce] [--precision fp16|bf16]\n"
+    "      run passes on text IR and print the result (golden tests)\n"
     "\n"
     "  run MODEL.plan|MODEL.onnx [--input NAME=FILE.npy|FILE.pb ...] [--random] [--output-dir DIR]\n"
     "      run a plan on the CPU; writes OUTPUT.npy per output with --output-dir\n"
@@ -42,6 +49,8 @@ int main(int argc, char** argv) {
   if (command == "compile") return precis::tools::CompileCommand(args);
   if (command == "run") return precis::tools::RunCommand(args);
   if (command == "bench") return precis::tools::BenchCommand(args);
+  if (command == "report") return precis::tools::ReportCommand(args);
+  if (command == "opt") return precis::tools::OptCommand(args);
   std::fprintf(stderr, "precis: unknown command '%s'\n\n%s", command.c_str(), kUsage);
   return 2;
 }

@@ -19,28 +19,8 @@ namespace {
 
 constexpr const char* kRunUsage =
     "usage: precis run MODEL.plan|MODEL.onnx [--input NAME=FILE.npy|FILE.pb ...] [--random] [--seed N]\n"
-    "                  [--output-dir DIR] [--shape NAME=DIMS ...] [--threads N] [--reference]\n";
-
-std::vector<uint8_t> RandomData(const TensorInfo& info, std::mt19937_64& rng) {
-  std::vector<uint8_t> data(info.ByteSize());
-  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> small(0, 9);
-  for (int64_t i = 0; i < info.NumElements(); ++i) {
-    uint8_t* p = data.data() + size_t(i) * DataTypeSize(info.dtype);
-    switch (info.dtype) {
-      case DataType::kF32: { float v = real(rng); std::memcpy(p, &v, 4); break; }
-      case DataType::kF64: { double v = real(rng); std::memcpy(p, &v, 8); break; }
-      case DataType::kF16: { uint16_t v = FloatToHalf(real(rng)); std::memcpy(p, &v, 2); break; }
-      case DataType::kBF16: { uint16_t v = FloatToBf16(real(rng)); std::memcpy(p, &v, 2); break; }
-      case DataType::kBool: *p = uint8_t(small(rng) & 1); break;
-      default: {
-        int64_t v = small(rng);
-        std::memcpy(p, &v, DataTypeSize(info.dtype));  // little-endian: low bytes first
-      }
-    }
-  }
-  return data;
-}
+    "                  [--output-dir DIR] [--compare DIR] [--shape NAME=DIMS ...] [--threads N] [--reference]\n"
+    "--compare DIR: compare each output with DIR/OUTPUT.npy (max abs error, relative L2 error)\n";
 
 double ElementAsDouble(const TensorData& t, int64_t i) {
   const uint8_t* p = static_cast<const uint8_t*>(t.data) + size_t(i) * DataTypeSize(t.info.dtype);
@@ -82,6 +62,29 @@ void PrintSummary(const TensorData& t) {
   std::printf("%s]\n", n > 6 ? ", ..." : "");
 }
 
+// Max abs error and relative L2 error of `got` against a reference array (any float dtypes).
+Status CompareWith(const TensorData& got, const std::string& path) {
+  PRECIS_ASSIGN_OR_RETURN(HostTensor want, ReadNpy(path));
+  if (want.dims != got.info.dims)
+    return InvalidArgument(path + ": shape " + DimsToString(want.dims) + " differs from the output's " + DimsToString(got.info.dims));
+  TensorData w{{"", want.dtype, want.dims}, want.data.data()};
+  double max_abs = 0, diff2 = 0, ref2 = 0;
+  int64_t nonfinite = 0;
+  for (int64_t i = 0; i < got.info.NumElements(); ++i) {
+    double g = ElementAsDouble(got, i), r = ElementAsDouble(w, i);
+    if (!std::isfinite(g)) {
+      ++nonfinite;
+      continue;
+    }
+    max_abs = std::max(max_abs, std::fabs(g - r));
+    diff2 += (g - r) * (g - r);
+    ref2 += r * r;
+  }
+  std::printf("    vs %s: max abs error %.3g, relative L2 error %.3g%s\n", path.c_str(), max_abs, std::sqrt(diff2 / std::max(ref2, 1e-300)),
+              nonfinite ? (", " + std::to_string(nonfinite) + " NaN/Inf").c_str() : "");
+  return Status::Ok();
+}
+
 std::string FileNameFor(const std::string& name) {
   std::string s = name;
   for (char& c : s)
@@ -92,7 +95,7 @@ std::string FileNameFor(const std::string& name) {
 }  // namespace
 
 int RunCommand(const std::vector<std::string>& args) {
-  std::string model, output_dir;
+  std::string model, output_dir, compare_dir;
   std::vector<std::pair<std::string, std::string>> input_files;
   bool random = false;
   uint64_t seed = 0;
@@ -116,6 +119,10 @@ int RunCommand(const std::vector<std::string>& args) {
       const std::string* v = value();
       if (!v) return UsageError("run", "--output-dir needs a folder", kRunUsage);
       output_dir = *v;
+    } else if (a == "--compare") {
+      const std::string* v = value();
+      if (!v) return UsageError("run", "--compare needs a folder", kRunUsage);
+      compare_dir = *v;
     } else if (a == "--shape") {
       const std::string* v = value();
       Status s = v ? ParseShapeOption(*v, compile_options.shapes) : InvalidArgument("--shape needs NAME=DIMS");
@@ -184,6 +191,10 @@ int RunCommand(const std::vector<std::string>& args) {
     auto out = s.Output(info.name);
     if (!out.ok()) return ReportError("run", out.status());
     PrintSummary(*out);
+    if (!compare_dir.empty()) {
+      Status c = CompareWith(*out, compare_dir + "/" + FileNameFor(info.name) + ".npy");
+      if (!c.ok()) return ReportError("run", c);
+    }
     if (!output_dir.empty()) {
       std::string path = output_dir + "/" + FileNameFor(info.name) + ".npy";
       Status w = WriteNpy(path, out->info.dtype, out->info.dims, out->data, out->info.ByteSize());

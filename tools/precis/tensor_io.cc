@@ -1,6 +1,8 @@
 // .npy and TensorProto .pb reading/writing (see tensor_io.h).
 #include "tools/precis/tensor_io.h"
 
+#include "runtime/base/half.h"
+
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -133,6 +135,27 @@ StatusOr<HostTensor> ReadTensorProto(const std::string& path) {
 StatusOr<HostTensor> ReadTensorFile(const std::string& path) {
   if (path.size() >= 3 && path.compare(path.size() - 3, 3, ".pb") == 0) return ReadTensorProto(path);
   return ReadNpy(path);
+}
+
+std::vector<uint8_t> RandomData(const TensorInfo& info, std::mt19937_64& rng) {
+  std::vector<uint8_t> data(info.ByteSize());
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> small(0, 9);
+  for (int64_t i = 0; i < info.NumElements(); ++i) {
+    uint8_t* p = data.data() + size_t(i) * DataTypeSize(info.dtype);
+    switch (info.dtype) {
+      case DataType::kF32: { float v = real(rng); std::memcpy(p, &v, 4); break; }
+      case DataType::kF64: { double v = real(rng); std::memcpy(p, &v, 8); break; }
+      case DataType::kF16: { uint16_t v = FloatToHalf(real(rng)); std::memcpy(p, &v, 2); break; }
+      case DataType::kBF16: { uint16_t v = FloatToBf16(real(rng)); std::memcpy(p, &v, 2); break; }
+      case DataType::kBool: *p = uint8_t(small(rng) & 1); break;
+      default: {
+        int64_t v = small(rng);
+        std::memcpy(p, &v, DataTypeSize(info.dtype));  // little-endian: low bytes first
+      }
+    }
+  }
+  return data;
 }
 
 }  // namespace precis::tools

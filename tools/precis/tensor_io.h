@@ -2,6 +2,7 @@
 // little-endian, C order) and ONNX TensorProto .pb files (as in the ONNX backend test data).
 #pragma once
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,7 @@ Status WriteNpy(const std::string& path, DataType dtype, const std::vector<int64
 StatusOr<HostTensor> ReadTensorProto(const std::string& path);
 // .npy or .pb by extension.
 StatusOr<HostTensor> ReadTensorFile(const std::string& path);
+// Random data for a tensor: floats uniform in [-1, 1), integers in 0..9, bools 0/1.
+std::vector<uint8_t> RandomData(const TensorInfo& info, std::mt19937_64& rng);
 
 }  // namespace precis::tools

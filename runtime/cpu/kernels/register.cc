@@ -11,6 +11,7 @@ void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterTensorKernels(r);
   RegisterReduceKernels(r);
   RegisterLossKernels(r);
+  RegisterFastKernels(r);
   RegisterDnnlKernels(r);
 }
 

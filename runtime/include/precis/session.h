@@ -8,6 +8,7 @@
 // and stays valid until the next Run. A Session is not thread-safe; use one per thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,15 @@ namespace precis {
 struct SessionOptions {
   int threads = 0;                 // 0: all hardware threads
   bool reference_kernels = false;  // force the plain reference kernels (the test oracle)
+  bool profile = false;            // time every step of Run() (see Session::profile())
+};
+
+// Accumulated wall time of one plan step over all profiled runs.
+struct StepProfile {
+  std::string kernel;  // runtime kernel name, with " (fast)" when an optimized kernel runs it
+  std::string node;    // the source node name
+  double total_ms = 0;
+  int64_t runs = 0;
 };
 
 struct TensorData {
@@ -45,6 +55,13 @@ class Session {
   Status BindOutput(const std::string& name, void* data, size_t bytes);
   Status Run();
   StatusOr<TensorData> Output(const std::string& name) const;
+  // Calls `observer` with every output of every step right after the step runs (calibration
+  // reads each tensor's range this way). An empty function removes it. Costs nothing when unset.
+  void SetStepObserver(std::function<void(const TensorData&)> observer);
+  // The embedded precision report, as JSON or text; empty when the plan has none.
+  std::string report(bool json) const;
+  // One entry per step, in plan order; empty unless SessionOptions::profile was set.
+  const std::vector<StepProfile>& profile() const;
 
   struct Impl;
 

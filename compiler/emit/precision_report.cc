@@ -1,0 +1,234 @@
+// BuildPrecisionReport (see precision_report.h). A node's precision is the dtype of its first
+// float input (the dtype its kernel reads), or of its first float output when it reads none.
+#include "compiler/emit/precision_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <sstream>
+#include <unordered_map>
+
+#include "compiler/ir/json_writer.h"
+#include "compiler/ir/text.h"
+#include "compiler/ops/op_registry.h"
+
+namespace precis::emit {
+namespace {
+
+
+int64_t Numel(const ir::Value* v) {
+  if (!v || !v->type().is_tensor() || !v->type().shape().has_rank()) return 0;
+  int64_t n = 1;
+  for (const ir::Dim& d : v->type().shape().dims()) n *= d.is_static() ? d.value() : 0;
+  return n;
+}
+
+std::vector<int64_t> Dims(const ir::Value* v) {
+  std::vector<int64_t> dims;
+  if (v && v->type().is_tensor() && v->type().shape().has_rank())
+    for (const ir::Dim& d : v->type().shape().dims()) dims.push_back(d.is_static() ? d.value() : -1);
+  return dims;
+}
+
+// The dtype a node computes in, or kUndefined for nodes without float tensors.
+ir::DType RunDType(const ir::Node& n) {
+  for (const ir::Value* v : n.inputs())
+    if (v && v->type().is_tensor() && ir::IsFloat(v->type().dtype())) return v->type().dtype();
+  for (const ir::Value* v : n.outputs())
+    if (v && v->type().is_tensor() && ir::IsFloat(v->type().dtype())) return v->type().dtype();
+  return ir::DType::kUndefined;
+}
+
+bool IsLow(ir::DType t) { return t == ir::DType::kF16 || t == ir::DType::kBF16; }
+
+bool Computes(const ir::Node& n) {
+  const ops::OpDef* def = ops::OpRegistry::Get().Find(n.domain(), n.op_type());
+  using P = ops::PrecisionClass;
+  return def && (def->precision == P::kCompute || def->precision == P::kFollow || def->precision == P::kKeepFp32);
+}
+
+std::string Num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
+  return buf;
+}
+
+std::string Mib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", double(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+void WriteValues(ir::JsonWriter& w, const std::vector<ir::Value*>& values) {
+  w.BeginArray();
+  for (const ir::Value* v : values) {
+    if (!v) continue;
+    w.BeginObject().Key("name").String(v->name());
+    w.Key("dtype").String(v->type().is_tensor() ? ir::DTypeName(v->type().dtype()) : "unknown");
+    w.Key("constant").Bool(v->is_constant());
+    w.Key("shape").BeginArray();
+    for (int64_t d : Dims(v)) w.Int(d);
+    w.EndArray().EndObject();
+  }
+  w.EndArray();
+}
+
+struct Island {
+  std::vector<const ir::Node*> nodes;
+  std::map<std::string, int> reasons;
+};
+
+// Connected groups of computing nodes that run in FP32 in a plan that is otherwise low.
+std::vector<Island> FindIslands(const ir::Graph& g) {
+  std::unordered_map<const ir::Node*, int> parent;
+  std::vector<const ir::Node*> members;
+  for (const auto& n : g.nodes())
+    if (Computes(*n) && RunDType(*n) == ir::DType::kF32 && n->precision().reason != "no-fp32-tensors") {
+      parent[n.get()] = int(members.size());
+      members.push_back(n.get());
+    }
+  std::vector<int> root(members.size());
+  std::iota(root.begin(), root.end(), 0);
+  std::function<int(int)> find = [&](int i) { return root[size_t(i)] == i ? i : root[size_t(i)] = find(root[size_t(i)]); };
+  for (const ir::Node* n : members)
+    for (const ir::Value* v : n->inputs())
+      if (v && v->kind() == ir::Value::Kind::kNodeOutput && parent.count(v->producer()))
+        root[size_t(find(parent[n]))] = find(parent[v->producer()]);
+  std::map<int, Island> by_root;
+  for (size_t i = 0; i < members.size(); ++i) {
+    Island& is = by_root[find(int(i))];
+    is.nodes.push_back(members[i]);
+    ++is.reasons[members[i]->precision().reason];
+  }
+  std::vector<Island> out;
+  for (auto& [r, is] : by_root) out.push_back(std::move(is));
+  return out;
+}
+
+}  // namespace
+
+double NodeFlops(const ir::Node& n) {
+  const std::string& op = n.op_type();
+  const ir::Value* y = n.outputs().empty() ? nullptr : n.outputs()[0];
+  auto in = [&](size_t i) { return i < n.inputs().size() ? n.inputs()[i] : nullptr; };
+  if (!n.domain().empty() || !y) return 0;
+  if (op == "MatMul") {
+    std::vector<int64_t> a = Dims(in(0));
+    return a.empty() ? 0 : 2.0 * double(Numel(y)) * double(a.back());
+  }
+  if (op == "Gemm") {
+    std::vector<int64_t> a = Dims(in(0));
+    const ir::Attribute* t = n.FindAttribute("transA");
+    if (a.size() != 2) return 0;
+    return 2.0 * double(Numel(y)) * double(t && t->i ? a[0] : a[1]);
+  }
+  if (op == "Conv") {
+    std::vector<int64_t> w = Dims(in(1));
+    return w.empty() || w[0] <= 0 ? 0 : 2.0 * double(Numel(y)) * double(Numel(in(1)) / w[0]);
+  }
+  if (op == "ConvTranspose") {
+    std::vector<int64_t> w = Dims(in(1));
+    return w.empty() || w[0] <= 0 ? 0 : 2.0 * double(Numel(in(0))) * double(Numel(in(1)) / w[0]);
+  }
+  return Computes(n) && ir::IsFloat(y->type().is_tensor() ? y->type().dtype() : ir::DType::kUndefined) ? double(Numel(y)) : 0;
+}
+
+size_t ConstantBytes(const ir::Graph& g) {
+  size_t total = 0;
+  for (const ir::Value* c : g.constants())
+    if (!c->uses().empty() || std::find(g.outputs().begin(), g.outputs().end(), c) != g.outputs().end())
+      total += size_t(std::max<int64_t>(0, c->data() ? c->data()->ByteSize() : 0));
+  return total;
+}
+
+Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
+  Report r;
+  double flops = 0, low_flops = 0;
+  int low_nodes = 0, fp32_nodes = 0;
+  for (const auto& n : g.nodes()) {
+    double f = NodeFlops(*n);
+    ir::DType d = RunDType(*n);
+    flops += f;
+    if (IsLow(d)) low_flops += f;
+    if (n->op_type() == "Cast") ++r.casts;
+    else if (IsLow(d)) ++low_nodes;
+    else if (d == ir::DType::kF32) ++fp32_nodes;
+  }
+  r.low_precision_flop_share = flops > 0 ? low_flops / flops : 0;
+  std::vector<Island> islands = in.precision == "fp32" ? std::vector<Island>{} : FindIslands(g);
+  r.fp32_islands = int(islands.size());
+
+  ir::JsonWriter w;
+  w.BeginObject().Key("precision").String(in.precision).Key("model").String(in.model);
+  w.Key("nodes").BeginArray();
+  for (const auto& n : g.nodes()) {
+    const ir::PrecisionRecord& p = n->precision();
+    ir::DType d = RunDType(*n);
+    w.BeginObject().Key("name").String(n->name()).Key("op").String(n->op_type());
+    w.Key("precision").String(d == ir::DType::kUndefined ? "none" : std::string(ir::DTypeName(d)));
+    w.Key("inputs");
+    WriteValues(w, n->inputs());
+    w.Key("outputs");
+    WriteValues(w, n->outputs());
+    w.Key("accumulate");
+    if (p.accumulate == ir::DType::kUndefined) w.Null();
+    else w.String(ir::DTypeName(p.accumulate));
+    w.Key("reason").String(p.reason).Key("evidence").String(p.evidence).Key("flops").Double(NodeFlops(*n));
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("summary").BeginObject();
+  w.Key("nodes").Int(int64_t(g.nodes().size())).Key("low_precision_nodes").Int(low_nodes).Key("fp32_nodes").Int(fp32_nodes);
+  w.Key("flops").Double(flops).Key("low_precision_flops").Double(low_flops).Key("low_precision_flop_share").Double(r.low_precision_flop_share);
+  w.Key("weight_bytes").BeginObject().Key("plan").Int(int64_t(in.weight_bytes)).Key("fp32").Int(int64_t(in.fp32_weight_bytes)).EndObject();
+  w.Key("activation_bytes").BeginObject().Key("plan").Int(int64_t(in.activation_bytes)).Key("fp32").Int(int64_t(in.fp32_activation_bytes)).EndObject();
+  w.Key("casts").Int(r.casts).Key("casts_inserted").Int(in.casts_inserted).Key("constants_converted").Int(in.constants_converted);
+  w.Key("fp32_islands").BeginArray();
+  for (const Island& is : islands) {
+    w.BeginObject().Key("nodes").BeginArray();
+    for (const ir::Node* n : is.nodes) w.String(n->name().empty() ? n->op_type() + "#" + std::to_string(n->index()) : n->name());
+    w.EndArray().Key("reasons").BeginObject();
+    for (const auto& [reason, count] : is.reasons) w.Key(reason).Int(count);
+    w.EndObject().EndObject();
+  }
+  w.EndArray().EndObject();
+  if (!in.calibration_source.empty()) {
+    w.Key("calibration").BeginObject().Key("source").String(in.calibration_source).Key("samples").Int(in.calibration_samples);
+    w.Key("overflow_limit").Double(in.overflow_limit).Key("ranges").BeginArray();
+    for (const auto& [name, max_abs] : in.ranges) w.BeginObject().Key("name").String(name).Key("max_abs").Double(max_abs).EndObject();
+    w.EndArray().EndObject();
+  }
+  w.EndObject();
+  r.json = w.str() + "\n";
+
+  std::ostringstream t;
+  t << "precision report: " << in.model << " (" << in.precision << ")\n";
+  t << "  nodes            " << g.nodes().size() << " (" << low_nodes << " low, " << fp32_nodes << " fp32, " << r.casts << " casts)\n";
+  t << "  low-precision FLOPs " << Num(100.0 * r.low_precision_flop_share) << "% of " << Num(flops) << "\n";
+  t << "  weights          " << Mib(in.weight_bytes) << " (fp32 plan " << Mib(in.fp32_weight_bytes) << ")\n";
+  t << "  activations      " << Mib(in.activation_bytes) << " (fp32 plan " << Mib(in.fp32_activation_bytes) << ")\n";
+  t << "  casts inserted   " << in.casts_inserted << ", constants converted " << in.constants_converted << "\n";
+  t << "  fp32 islands     " << islands.size() << "\n";
+  for (const Island& is : islands) {
+    t << "    " << is.nodes.size() << " node(s) from '" << (is.nodes.front()->name().empty() ? is.nodes.front()->op_type() : is.nodes.front()->name()) << "':";
+    for (const auto& [reason, count] : is.reasons) t << " " << reason << " x" << count;
+    t << "\n";
+  }
+  if (!in.calibration_source.empty())
+    t << "  calibration      " << in.calibration_source << ", " << in.calibration_samples << " sample(s), " << in.ranges.size()
+      << " ranges, overflow limit " << Num(in.overflow_limit) << "\n";
+  t << "  nodes:\n";
+  for (const auto& n : g.nodes()) {
+    ir::DType d = RunDType(*n);
+    const ir::PrecisionRecord& p = n->precision();
+    t << "    " << (n->name().empty() ? n->op_type() + "#" + std::to_string(n->index()) : n->name()) << "  " << n->op_type() << "  "
+      << (d == ir::DType::kUndefined ? "-" : std::string(ir::DTypeName(d))) << "  " << (p.reason.empty() ? "-" : p.reason);
+    if (!p.evidence.empty()) t << "  (" << p.evidence << ")";
+    t << "\n";
+  }
+  r.text = t.str();
+  return r;
+}
+
+}  // namespace precis::emit

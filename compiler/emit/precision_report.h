@@ -1,0 +1,46 @@
+// The precision report: every node's run precision, accumulation dtype, reason and evidence,
+// plus totals (share of FLOPs in 16 bits, weight and activation bytes against the FP32 plan,
+// casts, FP32 islands and why, calibrated ranges). Built from the final IR after the precision
+// passes; written as JSON (`--report FILE.json`, schema in docs/precision-report.md) and as text,
+// and embedded in the plan so that `precis report MODEL.plan` needs nothing else.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "compiler/ir/graph.h"
+
+namespace precis::emit {
+
+struct ReportInputs {
+  std::string precision;  // "fp32" | "fp16" | "bf16"
+  std::string model;      // source model path, as given
+  size_t weight_bytes = 0, fp32_weight_bytes = 0;
+  size_t activation_bytes = 0, fp32_activation_bytes = 0;  // planned arena bytes
+  int casts_inserted = 0, constants_converted = 0;
+  // Calibration (empty source: not used).
+  std::string calibration_source;
+  int calibration_samples = 0;
+  double overflow_limit = 0;
+  std::map<std::string, double> ranges;  // value name -> max |x|
+};
+
+struct Report {
+  std::string json;
+  std::string text;
+  double low_precision_flop_share = 0;
+  int casts = 0;  // Cast nodes in the final graph
+  int fp32_islands = 0;
+};
+
+Report BuildPrecisionReport(const ir::Graph& graph, const ReportInputs& inputs);
+
+// Multiply-add FLOPs of a node (2 per multiply-add for MatMul/Gemm/Conv/ConvTranspose, one per
+// output element for other computing ops, 0 for data movement).
+double NodeFlops(const ir::Node& node);
+
+// Sum of the bytes of the constants the graph uses.
+size_t ConstantBytes(const ir::Graph& graph);
+
+}  // namespace precis::emit

@@ -1,0 +1,397 @@
+// AssignPrecision (see precision.h): classify, paint backwards then forwards, decide compute
+// outputs, then rewrite the graph (retype outputs, convert constants, insert casts, reorder).
+#include "passes/precision.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <regex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "compiler/ops/op_registry.h"
+#include "runtime/base/half.h"
+
+namespace precis::passes {
+namespace {
+
+using ops::PrecisionClass;
+
+enum class Run { kUndecided, kLow, kF32 };
+
+struct NodeState {
+  PrecisionClass cls = PrecisionClass::kUntouched;
+  int low_inputs = -1;
+  Run run = Run::kUndecided;
+  bool out_f32 = false;   // a low compute node that writes FP32 directly
+  bool has_fp32 = false;  // the node reads or writes an FP32 tensor
+  std::string reason, evidence;
+  std::string pattern;    // the recognized operation this node belongs to, if any
+};
+
+bool IsFp32(const ir::Value* v) { return v && v->type().is_tensor() && v->type().dtype() == ir::DType::kF32; }
+
+std::string Short(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
+  return buf;
+}
+
+std::vector<ir::Attribute> CastTo(ir::DType dtype) {
+  std::vector<ir::Attribute> attrs(1);
+  attrs[0].name = "to";
+  attrs[0].kind = ir::Attribute::Kind::kInt;
+  attrs[0].i = ir::DTypeToOnnx(dtype);
+  return attrs;
+}
+
+// Pattern reasons set by RecognizePatterns and the class they impose on the nodes they mark.
+std::optional<PrecisionClass> PatternClass(const std::string& reason) {
+  if (reason == "layernorm-pattern" || reason == "rmsnorm-pattern" || reason == "cross-entropy-pattern")
+    return PrecisionClass::kKeepFp32;
+  if (reason == "gelu-pattern") return PrecisionClass::kFollow;
+  return std::nullopt;
+}
+
+class Painter {
+ public:
+  Painter(ir::Graph& g, const PrecisionOptions& o) : g_(g), o_(o) {}
+
+  StatusOr<PrecisionStats> Run() {
+    PRECIS_RETURN_IF_ERROR(Classify());
+    PaintBackward();
+    DecideComputeOutputs();
+    PaintForward();
+    return Rewrite();
+  }
+
+ private:
+  NodeState& S(const ir::Node* n) { return state_[n]; }
+
+  bool InputTakesLow(const NodeState& s, size_t i) const { return s.low_inputs < 0 || int(i) < s.low_inputs; }
+
+  bool KeepOriginal(const ir::Value* v) const {
+    if (o_.keep_io_types && graph_outputs_.count(v)) return true;
+    for (const ir::Use& u : v->uses())
+      if (u.node->owner() != &g_) return true;  // read inside a subgraph, typed FP32 there
+    return false;
+  }
+
+  // Without keep_io_types, FP32 model inputs are taken in 16 bits (unless a subgraph reads them).
+  bool LowInput(const ir::Value* v) const {
+    if (o_.keep_io_types || !IsFp32(v) || v->kind() != ir::Value::Kind::kInput) return false;
+    for (const ir::Use& u : v->uses())
+      if (u.node->owner() != &g_) return false;
+    return true;
+  }
+
+  // A consumer that must read FP32: a keep-fp32 op by policy, or a subgraph.
+  bool StrictUse(const ir::Use& u) {
+    if (u.node->owner() != &g_) return true;
+    const NodeState& c = S(u.node);
+    return c.cls == PrecisionClass::kKeepFp32 && c.run == Run::kF32 && InputTakesLow(c, size_t(u.input_index));
+  }
+  bool NeedsF32(const ir::Use& u) {
+    if (u.node->owner() != &g_) return true;
+    return S(u.node).run == Run::kF32;
+  }
+
+  Status Classify();
+  void PaintBackward();
+  void DecideComputeOutputs();
+  void PaintForward();
+  StatusOr<PrecisionStats> Rewrite();
+  ir::Value* Converted(ir::Value* v, ir::DType dtype);
+  std::string FreshName(const std::string& base);
+  void Reorder(const std::vector<ir::Node*>& original);
+
+  ir::Graph& g_;
+  const PrecisionOptions& o_;
+  std::unordered_map<const ir::Node*, NodeState> state_;
+  std::unordered_set<const ir::Value*> graph_outputs_;
+  std::map<std::pair<const ir::Value*, ir::DType>, ir::Value*> cache_;
+  std::unordered_map<const ir::Value*, ir::DType> original_dtype_;  // node outputs retyped so far
+  PrecisionStats stats_;
+};
+
+Status Painter::Classify() {
+  for (const ir::Value* v : g_.outputs()) graph_outputs_.insert(v);
+  for (const std::string& op : o_.keep_fp32_ops)
+    if (!ops::OpRegistry::Get().Find("", op)) return InvalidArgument("--keep-fp32: '" + op + "' is not an operator Precis knows");
+  std::optional<std::regex> keep, force;
+  try {
+    if (!o_.keep_fp32_nodes.empty()) keep.emplace(o_.keep_fp32_nodes);
+    if (!o_.force_low.empty()) force.emplace(o_.force_low);
+  } catch (const std::regex_error& e) {
+    return InvalidArgument(std::string("bad regular expression in --keep-fp32-nodes or --force-low: ") + e.what());
+  }
+  double limit = o_.overflow_limit > 0 ? o_.overflow_limit : MaxFinite(o_.low) / 2;
+  for (const auto& up : g_.nodes()) {
+    ir::Node* n = up.get();
+    NodeState& s = S(n);
+    for (const ir::Value* v : n->inputs()) s.has_fp32 |= IsFp32(v);
+    for (const ir::Value* v : n->outputs()) s.has_fp32 |= IsFp32(v);
+    const ops::OpDef* def = ops::OpRegistry::Get().Find(n->domain(), n->op_type());
+    bool subgraph = false;
+    for (const auto& a : n->attributes()) subgraph |= !a.graphs.empty();
+    s.cls = def && !subgraph ? def->precision : PrecisionClass::kUnclassified;
+    s.low_inputs = def ? def->low_inputs : -1;
+    std::string pattern = n->precision().reason;
+    if (auto c = PatternClass(pattern)) s.cls = *c;
+    if (!s.has_fp32) {
+      s.run = Run::kF32;
+      s.reason = "no-fp32-tensors";
+      continue;
+    }
+    switch (s.cls) {
+      case PrecisionClass::kCompute: s.run = Run::kLow, s.reason = "compute-op"; break;
+      case PrecisionClass::kKeepFp32: s.run = Run::kF32, s.reason = "keep-fp32-policy"; break;
+      case PrecisionClass::kUntouched: s.run = Run::kF32, s.reason = "untouched-op"; break;
+      case PrecisionClass::kUnclassified: s.run = Run::kF32, s.reason = "unsupported-low-precision"; break;
+      default: break;
+    }
+    if (PatternClass(pattern)) s.reason = pattern;
+    s.pattern = PatternClass(pattern) ? pattern : "";
+    if (!n->precision().evidence.empty()) s.evidence = n->precision().evidence;
+    // Calibration: a node reading or writing a tensor beyond the low format's range stays FP32.
+    for (const auto* list : {&n->inputs(), &n->outputs()})
+      for (const ir::Value* v : *list) {
+        if (!IsFp32(v)) continue;
+        auto it = o_.ranges.find(v->name());
+        if (it == o_.ranges.end() || !(it->second > limit) || s.cls == PrecisionClass::kUntouched) continue;
+        s.run = Run::kF32;
+        s.reason = "range-overflow";
+        s.evidence = "max |" + v->name() + "| = " + Short(it->second) + " > " + Short(limit);
+      }
+    bool kept = o_.keep_fp32_ops.count(n->op_type()) || (keep && std::regex_search(n->name(), *keep));
+    bool forced = force && std::regex_search(n->name(), *force);
+    if (kept && forced) return InvalidArgument(n->Describe() + ": both kept in FP32 and forced low by the overrides");
+    if (kept) s.run = Run::kF32, s.reason = "user-override", s.evidence = "kept in FP32 by --keep-fp32/--keep-fp32-nodes";
+    if (forced) {
+      if (s.cls == PrecisionClass::kUntouched || s.cls == PrecisionClass::kUnclassified)
+        return InvalidArgument(n->Describe() + ": --force-low matches it, but a " + ops::PrecisionClassName(s.cls) +
+                               " operator cannot run in 16 bits");
+      s.run = Run::kLow, s.reason = "user-override", s.evidence = "forced low by --force-low";
+    }
+  }
+  return Status::Ok();
+}
+
+void Painter::PaintBackward() {
+  for (size_t i = g_.nodes().size(); i-- > 0;) {
+    const ir::Node* n = g_.nodes()[i].get();
+    NodeState& s = S(n);
+    if (s.run != Run::kUndecided) continue;
+    bool any_use = false, all_need = true;
+    const ir::Node* strict = nullptr;
+    for (const ir::Value* v : n->outputs()) {
+      if (!IsFp32(v)) continue;
+      if (graph_outputs_.count(v)) {
+        any_use = true;
+        all_need &= o_.keep_io_types;
+      }
+      for (const ir::Use& u : v->uses()) {
+        any_use = true;
+        all_need &= NeedsF32(u);
+        if (!strict && StrictUse(u)) strict = u.node;
+      }
+    }
+    if (strict) {
+      bool softmax = strict->op_type() == "Softmax" || strict->op_type() == "LogSoftmax";
+      s.run = Run::kF32;
+      s.reason = softmax ? "softmax-input" : "keep-fp32-consumer";
+      s.evidence = "feeds " + strict->Describe();
+    } else if (any_use && all_need) {
+      s.run = Run::kF32;
+      s.reason = "fp32-consumers";
+      s.evidence = "every consumer needs FP32";
+    }
+  }
+}
+
+// A low compute node writes FP32 when a consumer must read FP32 or when every consumer needs it.
+void Painter::DecideComputeOutputs() {
+  for (const auto& up : g_.nodes()) {
+    const ir::Node* n = up.get();
+    NodeState& s = S(n);
+    if (s.cls != PrecisionClass::kCompute || s.run != Run::kLow) continue;
+    bool any_use = false, all_need = true;
+    const ir::Node* strict = nullptr;
+    for (const ir::Value* v : n->outputs()) {
+      if (!IsFp32(v)) continue;
+      if (graph_outputs_.count(v)) any_use = true, all_need &= o_.keep_io_types;
+      for (const ir::Use& u : v->uses()) {
+        any_use = true;
+        all_need &= NeedsF32(u);
+        if (!strict && StrictUse(u)) strict = u.node;
+      }
+    }
+    if (strict || (any_use && all_need)) {
+      s.out_f32 = true;
+      std::string why = strict ? "feeds " + strict->Describe() : "every consumer needs FP32";
+      s.evidence = (s.evidence.empty() ? "" : s.evidence + "; ") + "writes FP32 directly: " + why;
+      if (strict && (strict->op_type() == "Softmax" || strict->op_type() == "LogSoftmax")) s.reason = "softmax-input";
+    }
+  }
+}
+
+void Painter::PaintForward() {
+  // Run dtype of each FP32 value's producer after painting: true when it is stored low.
+  auto stored_low = [&](const ir::Value* v) {
+    if (v->kind() == ir::Value::Kind::kInput) return LowInput(v);
+    if (v->kind() != ir::Value::Kind::kNodeOutput) return false;
+    const NodeState& p = S(v->producer());
+    return p.run == Run::kLow && !p.out_f32;
+  };
+  for (const auto& up : g_.nodes()) {
+    const ir::Node* n = up.get();
+    NodeState& s = S(n);
+    if (s.run != Run::kUndecided) continue;
+    const ir::Value* fp32_input = nullptr;
+    bool any = false;
+    for (size_t i = 0; i < n->inputs().size(); ++i) {
+      const ir::Value* v = n->inputs()[i];
+      if (!IsFp32(v) || v->is_constant() || !InputTakesLow(s, i)) continue;
+      any = true;
+      if (!stored_low(v) && !fp32_input) fp32_input = v;
+    }
+    if (!any) {
+      s.run = Run::kF32, s.reason = "constant-inputs";
+    } else if (fp32_input) {
+      s.run = Run::kF32, s.reason = "fp32-input", s.evidence = "input '" + fp32_input->name() + "' is FP32";
+    } else {
+      s.run = Run::kLow, s.reason = s.pattern.empty() ? "follows-input" : s.pattern;
+    }
+  }
+}
+
+std::string Painter::FreshName(const std::string& base) {
+  std::string name = base;
+  for (int k = 2; g_.Lookup(name); ++k) name = base + "." + std::to_string(k);
+  return name;
+}
+
+// `v` in `dtype`: a converted constant or the output of a Cast, made once per (value, dtype).
+ir::Value* Painter::Converted(ir::Value* v, ir::DType dtype) {
+  auto key = std::make_pair(static_cast<const ir::Value*>(v), dtype);
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  std::string name = FreshName(v->name() + "." + std::string(ir::DTypeName(dtype)));
+  ir::Value* out;
+  if (v->is_constant() && v->data() && v->data()->has_data()) {
+    const ir::Tensor& t = *v->data();
+    int64_t n = t.NumElements();
+    std::vector<uint8_t> bytes(size_t(n) * ir::DTypeSize(dtype));
+    const uint8_t* src = t.buffer().data();
+    for (int64_t i = 0; i < n; ++i) {
+      float x;
+      if (t.dtype() == ir::DType::kF32) std::memcpy(&x, src + 4 * i, 4);
+      else {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        x = t.dtype() == ir::DType::kF16 ? HalfToFloat(h) : Bf16ToFloat(h);
+      }
+      if (dtype == ir::DType::kF32) std::memcpy(bytes.data() + 4 * i, &x, 4);
+      else {
+        uint16_t h = dtype == ir::DType::kF16 ? FloatToHalf(x) : FloatToBf16(x);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      }
+    }
+    out = g_.AddConstant(name, ir::Tensor(dtype, t.dims(), ir::Buffer::Own(std::move(bytes))));
+    ++stats_.constants_converted;
+  } else {
+    out = g_.NewValue(name);
+    out->set_type(ir::Type::Tensor(dtype, v->type().shape()));
+    ir::Node* cast = g_.AddNode("", "Cast", FreshName(name + ".cast"), {v}, {out}, CastTo(dtype));
+    cast->mutable_precision() = {ir::DType::kUndefined, "cast", "precision boundary"};
+    ++stats_.casts_inserted;
+    cache_[{out, v->type().dtype()}] = v;  // the reverse cast is the source itself
+  }
+  cache_[key] = out;
+  return out;
+}
+
+StatusOr<PrecisionStats> Painter::Rewrite() {
+  std::vector<ir::Node*> original;
+  for (const auto& up : g_.nodes()) original.push_back(up.get());
+  for (ir::Value* v : g_.inputs())
+    if (LowInput(v)) {
+      original_dtype_[v] = ir::DType::kF32;
+      v->set_type(ir::Type::Tensor(o_.low, v->type().shape()));
+    }
+  for (ir::Node* n : original) {
+    NodeState& s = S(n);
+    bool computes = s.cls == PrecisionClass::kCompute || s.cls == PrecisionClass::kFollow || s.cls == PrecisionClass::kKeepFp32;
+    n->mutable_precision() = {computes && s.has_fp32 ? ir::DType::kF32 : ir::DType::kUndefined, s.reason, s.evidence};
+    if (!s.has_fp32) continue;
+    if (s.run == Run::kLow) ++stats_.low_nodes;
+    else ++stats_.fp32_nodes;
+    for (size_t i = 0; i < n->inputs().size(); ++i) {
+      ir::Value* v = n->inputs()[i];
+      if (!v || !v->type().is_tensor()) continue;
+      ir::DType want = v->type().dtype();
+      auto it = original_dtype_.find(v);
+      ir::DType orig = it == original_dtype_.end() ? want : it->second;
+      if (orig != ir::DType::kF32) continue;
+      want = s.run == Run::kLow && InputTakesLow(s, i) ? o_.low : ir::DType::kF32;
+      if (v->type().dtype() != want) g_.SetNodeInput(n, int(i), Converted(v, want));
+    }
+    for (size_t i = 0; i < n->outputs().size(); ++i) {
+      ir::Value* v = n->outputs()[i];
+      if (!IsFp32(v)) continue;
+      original_dtype_[v] = ir::DType::kF32;
+      if (s.run != Run::kLow || s.out_f32) continue;
+      ir::Type low = ir::Type::Tensor(o_.low, v->type().shape());
+      if (!KeepOriginal(v)) {
+        v->set_type(low);
+        continue;
+      }
+      // The value keeps FP32 for the graph output or a subgraph: the node writes a low twin
+      // and a Cast restores FP32; low consumers read the twin through the reverse cache.
+      ir::Value* twin = g_.NewValue(FreshName(v->name() + "." + std::string(ir::DTypeName(o_.low))));
+      twin->set_type(low);
+      g_.SetNodeOutput(n, int(i), twin);
+      ir::Node* cast = g_.AddNode("", "Cast", FreshName(v->name() + ".cast"), {twin}, {v}, CastTo(ir::DType::kF32));
+      cast->mutable_precision() = {ir::DType::kUndefined, "cast", "keeps the model's FP32 type"};
+      ++stats_.casts_inserted;
+      cache_[{v, o_.low}] = twin;
+      cache_[{twin, ir::DType::kF32}] = v;
+    }
+  }
+  Reorder(original);
+  return stats_;
+}
+
+// Topological order: the original order, each inserted Cast just before its first consumer.
+void Painter::Reorder(const std::vector<ir::Node*>& original) {
+  std::vector<ir::Node*> order;
+  std::unordered_set<const ir::Node*> placed;
+  std::function<void(ir::Node*)> place = [&](ir::Node* n) {
+    if (!placed.insert(n).second) return;
+    for (ir::Value* v : n->inputs())
+      if (v && v->kind() == ir::Value::Kind::kNodeOutput && v->owner() == &g_) place(v->producer());
+    order.push_back(n);
+  };
+  for (ir::Node* n : original) place(n);
+  for (const auto& up : g_.nodes()) place(up.get());
+  g_.SetNodeOrder(order);
+}
+
+}  // namespace
+
+double MaxFinite(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kF16: return 65504.0;
+    case ir::DType::kBF16: return 3.3895313892515355e38;
+    case ir::DType::kF32: return 3.4028234663852886e38;
+    default: return INFINITY;
+  }
+}
+
+StatusOr<PrecisionStats> AssignPrecision(ir::Graph& graph, const PrecisionOptions& options) {
+  if (options.low != ir::DType::kF16 && options.low != ir::DType::kBF16)
+    return InvalidArgument("the low precision must be f16 or bf16");
+  return Painter(graph, options).Run();
+}
+
+}  // namespace precis::passes

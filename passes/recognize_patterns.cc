@@ -1,0 +1,224 @@
+// RecognizePatterns (see recognize_patterns.h). Each matcher starts from the node that ends or
+// anchors its pattern, walks producers through single-use values, and returns the nodes it covers;
+// marks are applied after all matching (collect, then mutate).
+#include "passes/recognize_patterns.h"
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+namespace precis::passes {
+namespace {
+
+using ir::Node;
+using ir::Value;
+
+bool Is(const Node* n, const char* op) { return n && n->domain().empty() && n->op_type() == op; }
+
+Node* Producer(const Value* v) {
+  return v && v->kind() == Value::Kind::kNodeOutput ? v->producer() : nullptr;
+}
+Node* In(const Node* n, size_t i) { return n && i < n->inputs().size() ? Producer(n->inputs()[i]) : nullptr; }
+Value* InV(const Node* n, size_t i) { return n && i < n->inputs().size() ? n->inputs()[i] : nullptr; }
+
+// Scalar value of a constant float tensor with one element.
+std::optional<double> Scalar(const Value* v) {
+  if (!v || !v->is_constant() || !v->data() || !v->data()->has_data() || v->data()->NumElements() != 1) return std::nullopt;
+  const ir::Tensor& t = *v->data();
+  if (t.dtype() == ir::DType::kF32) {
+    float f;
+    std::memcpy(&f, t.buffer().data(), 4);
+    return f;
+  }
+  if (t.dtype() == ir::DType::kF64) {
+    double d;
+    std::memcpy(&d, t.buffer().data(), 8);
+    return d;
+  }
+  return std::nullopt;
+}
+bool Near(std::optional<double> x, double want, double tol = 1e-3) { return x && std::fabs(*x - want) <= tol * std::fabs(want); }
+
+// The input of a binary node other than `v`, or nullptr when `v` is not an input.
+Value* Other(const Node* n, const Value* v) {
+  if (!n || n->inputs().size() != 2) return nullptr;
+  if (n->inputs()[0] == v) return n->inputs()[1];
+  if (n->inputs()[1] == v) return n->inputs()[0];
+  return nullptr;
+}
+
+// Pow(d, 2) or Mul(d, d): the square of which value?
+Value* SquareOf(const Node* n) {
+  if (Is(n, "Pow") && Near(Scalar(InV(n, 1)), 2.0)) return InV(n, 0);
+  if (Is(n, "Mul") && InV(n, 0) == InV(n, 1)) return InV(n, 0);
+  return nullptr;
+}
+
+// Sqrt(ReduceMean(square) [+ eps]): nodes covered and the squared value.
+struct RootMeanSquare {
+  std::vector<Node*> nodes;
+  Value* squared = nullptr;
+};
+std::optional<RootMeanSquare> MatchRootMeanSquare(Node* sqrt) {
+  if (!Is(sqrt, "Sqrt")) return std::nullopt;
+  RootMeanSquare r;
+  r.nodes.push_back(sqrt);
+  Node* mean = In(sqrt, 0);
+  if (Is(mean, "Add") && (Scalar(InV(mean, 1)) || Scalar(InV(mean, 0)))) {
+    r.nodes.push_back(mean);
+    mean = Scalar(InV(mean, 1)) ? In(mean, 0) : In(mean, 1);
+  }
+  if (!Is(mean, "ReduceMean")) return std::nullopt;
+  r.nodes.push_back(mean);
+  Node* sq = In(mean, 0);
+  r.squared = SquareOf(sq);
+  if (!r.squared) return std::nullopt;
+  r.nodes.push_back(sq);
+  return r;
+}
+
+struct Match {
+  std::vector<Node*> nodes;
+  std::string reason, evidence;
+};
+
+// Div(d, Sqrt(ReduceMean((x - ReduceMean(x))^2) + eps)) with d = x - ReduceMean(x).
+std::optional<Match> MatchLayerNorm(Node* div) {
+  if (!Is(div, "Div")) return std::nullopt;
+  auto rms = MatchRootMeanSquare(In(div, 1));
+  if (!rms) return std::nullopt;
+  Node* sub = In(div, 0);
+  if (!Is(sub, "Sub") || InV(div, 0) != rms->squared) return std::nullopt;
+  Node* mean = In(sub, 1);
+  if (!Is(mean, "ReduceMean") || InV(mean, 0) != InV(sub, 0)) return std::nullopt;
+  Match m{rms->nodes, "layernorm-pattern", "decomposed LayerNorm of '" + InV(sub, 0)->name() + "'"};
+  m.nodes.insert(m.nodes.end(), {div, sub, mean});
+  return m;
+}
+
+// x / Sqrt(mean(x^2) + eps), or x * Reciprocal(...), or x * (1 / ...).
+std::optional<Match> MatchRmsNorm(Node* sqrt) {
+  auto rms = MatchRootMeanSquare(sqrt);
+  if (!rms || sqrt->outputs().size() != 1 || sqrt->outputs()[0]->uses().size() != 1) return std::nullopt;
+  Node* user = sqrt->outputs()[0]->uses()[0].node;
+  Match m{rms->nodes, "rmsnorm-pattern", "decomposed RMSNorm of '" + rms->squared->name() + "'"};
+  if (Is(In(rms->nodes.back(), 0), "Sub")) return std::nullopt;  // centered: a LayerNorm
+  if (Is(user, "Div") && InV(user, 0) == rms->squared) {
+    m.nodes.push_back(user);
+    return m;
+  }
+  if ((Is(user, "Reciprocal") || (Is(user, "Div") && Near(Scalar(InV(user, 0)), 1.0))) && user->outputs()[0]->uses().size() == 1) {
+    Node* mul = user->outputs()[0]->uses()[0].node;
+    if (Is(mul, "Mul") && Other(mul, user->outputs()[0]) == rms->squared) {
+      m.nodes.insert(m.nodes.end(), {user, mul});
+      return m;
+    }
+  }
+  return std::nullopt;
+}
+
+// The single consumer of a node's only output, when it has exactly one.
+Node* OnlyUser(const Node* n) {
+  if (!n || n->outputs().size() != 1 || !n->outputs()[0] || n->outputs()[0]->uses().size() != 1) return nullptr;
+  return n->outputs()[0]->uses()[0].node;
+}
+
+// x * 0.5 * (1 + Erf(x / sqrt2)) in either multiplication order, anchored at Erf.
+std::optional<Match> MatchErfGelu(Node* erf) {
+  if (!Is(erf, "Erf")) return std::nullopt;
+  Node* scale = In(erf, 0);
+  Value* x = nullptr;
+  if (Is(scale, "Div") && Near(Scalar(InV(scale, 1)), std::sqrt(2.0))) x = InV(scale, 0);
+  if (Is(scale, "Mul") && Near(Scalar(InV(scale, 1)), 1 / std::sqrt(2.0))) x = InV(scale, 0);
+  if (!x) return std::nullopt;
+  Node* add = OnlyUser(erf);
+  if (!Is(add, "Add") || !Near(Scalar(Other(add, erf->outputs()[0])), 1.0)) return std::nullopt;
+  Node* m1 = OnlyUser(add);
+  if (!Is(m1, "Mul")) return std::nullopt;
+  Match m{{scale, erf, add, m1}, "gelu-pattern", "Erf-based GELU of '" + x->name() + "'"};
+  Value* other = Other(m1, add->outputs()[0]);
+  if (other == x) {  // (x * (1 + erf)) * 0.5
+    Node* half = OnlyUser(m1);
+    if (Is(half, "Mul") && Near(Scalar(Other(half, m1->outputs()[0])), 0.5)) m.nodes.push_back(half);
+    return m;
+  }
+  Node* xhalf = Producer(other);  // (x * 0.5) * (1 + erf)
+  if (Is(xhalf, "Mul") && Other(xhalf, x) && Near(Scalar(Other(xhalf, x)), 0.5)) {
+    m.nodes.push_back(xhalf);
+    return m;
+  }
+  return std::nullopt;
+}
+
+// Tanh(c * (x + 0.044715 * x^3)) form, anchored at Tanh; covers the cube so it runs with the rest.
+std::optional<Match> MatchTanhGelu(Node* tanh) {
+  if (!Is(tanh, "Tanh")) return std::nullopt;
+  Node* scale = In(tanh, 0);
+  if (!Is(scale, "Mul")) return std::nullopt;
+  Node* add = In(scale, 0);
+  if (!Is(add, "Add")) add = In(scale, 1);
+  if (!Is(add, "Add")) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    Node* mul = In(add, size_t(side));
+    Value* x = InV(add, size_t(1 - side));
+    if (!Is(mul, "Mul")) continue;
+    Node* cube = In(mul, 0);
+    if (!Is(cube, "Pow")) cube = In(mul, 1);
+    if (!Is(cube, "Pow") || InV(cube, 0) != x || !Near(Scalar(InV(cube, 1)), 3.0)) continue;
+    return Match{{cube, mul, add, scale, tanh}, "gelu-pattern", "Tanh-based GELU of '" + x->name() + "'"};
+  }
+  return std::nullopt;
+}
+
+// Softmax -> Log or LogSoftmax, then the picking of the target: Gather*, Mul (one-hot), Neg, NLL.
+std::optional<Match> MatchCrossEntropy(Node* n) {
+  std::vector<Node*> nodes;
+  if (Is(n, "LogSoftmax")) nodes.push_back(n);
+  else if (Is(n, "Log") && Is(In(n, 0), "Softmax")) nodes = {In(n, 0), n};
+  else return std::nullopt;
+  Node* user = OnlyUser(n);
+  bool picked = false;
+  while (user && (Is(user, "Gather") || Is(user, "GatherElements") || Is(user, "Mul") || Is(user, "Neg") ||
+                  Is(user, "NegativeLogLikelihoodLoss"))) {
+    nodes.push_back(user);
+    picked = true;
+    user = OnlyUser(user);
+  }
+  if (!picked) return std::nullopt;
+  return Match{nodes, "cross-entropy-pattern", "softmax cross-entropy"};
+}
+
+// MatMul -> [Div|Mul by a scalar] -> [Add mask] -> Softmax -> MatMul, anchored at Softmax.
+std::optional<Match> MatchAttention(Node* softmax) {
+  if (!Is(softmax, "Softmax")) return std::nullopt;
+  Node* user = OnlyUser(softmax);
+  if (!Is(user, "MatMul")) return std::nullopt;
+  std::vector<Node*> nodes{softmax, user};
+  Node* p = In(softmax, 0);
+  if (Is(p, "Add")) nodes.push_back(p), p = Is(In(p, 0), "Add") ? nullptr : (In(p, 0) ? In(p, 0) : In(p, 1));
+  if (Is(p, "Div") || Is(p, "Mul")) nodes.push_back(p), p = In(p, 0);
+  if (!Is(p, "MatMul")) return std::nullopt;
+  nodes.push_back(p);
+  return Match{nodes, "attention-pattern", "attention (scores of " + softmax->Describe() + ")"};
+}
+
+}  // namespace
+
+int RecognizePatterns(ir::Graph& graph) {
+  std::vector<Match> found;
+  for (const auto& up : graph.nodes()) {
+    Node* n = up.get();
+    for (auto matcher : {MatchLayerNorm, MatchRmsNorm, MatchErfGelu, MatchTanhGelu, MatchCrossEntropy, MatchAttention})
+      if (auto m = matcher(n)) found.push_back(std::move(*m));
+  }
+  for (const Match& m : found)
+    for (Node* n : m.nodes) {
+      ir::PrecisionRecord& r = n->mutable_precision();
+      if (!r.reason.empty() && r.reason != "attention-pattern") continue;  // a stronger pattern already holds it
+      r.reason = m.reason;
+      r.evidence = m.evidence;
+    }
+  return int(found.size());
+}
+
+}  // namespace precis::passes

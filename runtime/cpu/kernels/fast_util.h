@@ -1,0 +1,83 @@
+// Helpers shared by the fast (non-oneDNN) CPU kernels in fast_*.cc: an OpenMP parallel loop over
+// contiguous chunks, block-wise float conversion for 16-bit storage types, and the registration
+// helpers RegisterFastKernels calls.
+//
+// The fast kernels keep the reference kernels' semantics (same dtypes, same float compute type,
+// Store<T> rounding) and differ only in loop structure, threading and, where a file says so,
+// polynomial approximations with a measured error bound (fast_kernels_test.cc). They are built
+// with OpenMP, -O3 and -fno-trapping-math (CMakeLists.txt), so plain branch-free loops vectorize;
+// only the fast_*.cc files may include this header.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "runtime/cpu/kernels/common.h"
+
+namespace precis::rt::fast {
+
+// Below this many elements of work a step runs on the calling thread: a parallel region costs
+// a few microseconds, as much as ~30K simple element operations.
+constexpr int64_t kParallelMin = 32 * 1024;
+
+// Calls fn(begin, end) on contiguous chunks covering [0, n), one chunk per thread. `cost` is the
+// work per item in element operations; the loop goes parallel (up to `threads`) only when
+// n * cost reaches kParallelMin, and never gives a thread less than kParallelMin / 2 of work.
+template <typename Fn>
+void ParallelFor(int64_t n, int64_t cost, int threads, Fn&& fn) {
+  int64_t work = n * std::max<int64_t>(cost, 1);
+  int64_t by_work = work / (kParallelMin / 2);
+  int t = int(std::clamp<int64_t>(std::min<int64_t>(by_work, n), 1, std::max(threads, 1)));
+  if (t <= 1 || work < kParallelMin) {
+    if (n > 0) fn(int64_t(0), n);
+    return;
+  }
+#pragma omp parallel num_threads(t)
+  {
+    int64_t i = omp_get_thread_num(), nt = omp_get_num_threads();
+    int64_t begin = n * i / nt, end = n * (i + 1) / nt;
+    if (begin < end) fn(begin, end);
+  }
+}
+
+// Elements per block when 16-bit data is converted to float for a float-only routine.
+constexpr int64_t kBlock = 256;
+
+// y[0, n) = Store<T>(f32(Load(x))) where f32(const float* in, float* out, int64_t m) computes a
+// float function elementwise; float data is passed through without copies (in place allowed).
+template <typename T, typename F32>
+void ApplyFloatRoutine(const T* x, T* y, int64_t n, F32&& f32) {
+  if constexpr (std::is_same_v<T, float>) {
+    f32(x, y, n);
+  } else {
+    float buf[kBlock];
+    for (int64_t b = 0; b < n; b += kBlock) {
+      int64_t m = std::min(kBlock, n - b);
+      for (int64_t i = 0; i < m; ++i) buf[i] = Load(x[b + i]);
+      f32(buf, buf, m);
+      for (int64_t i = 0; i < m; ++i) y[b + i] = Store<T>(buf[i]);
+    }
+  }
+}
+
+// Calls fn(T{}) for the storage types the fast kernels take: f32, f16, bf16.
+template <typename Fn>
+bool DispatchFast(DataType t, Fn&& fn) {
+  switch (t) {
+    case DataType::kF32: fn(float{}); return true;
+    case DataType::kF16: fn(Half{}); return true;
+    case DataType::kBF16: fn(BFloat16{}); return true;
+    default: return false;
+  }
+}
+
+// Registration helpers of the fast kernel files (called by RegisterFastKernels).
+void AddFastUnaryKernels(KernelRegistry& r);      // fast_unary.cc
+void AddFastSoftmaxKernels(KernelRegistry& r);    // fast_softmax.cc
+void AddFastNormKernels(KernelRegistry& r);       // fast_norm.cc
+void AddFastTransposeKernels(KernelRegistry& r);  // fast_transpose.cc
+
+}  // namespace precis::rt::fast

@@ -1,0 +1,590 @@
+// The fast kernels of fast_*.cc against the reference kernels of the same name (the oracle) and,
+// for the approximations, against double-precision libm. Every case first checks that the fast
+// kernel takes the step (its Init returns Ok: the session would not fall back), runs it with
+// 1 and 2 threads on data from a fixed seed, never zeros, with scratch and output poisoned, and
+// checks that it declines what it does not support (f64, Softmax over a non-last axis).
+//
+// Tolerances, with the reason:
+// - Add/Sub/Mul/Div, Relu, Clip, Transpose: bitwise equal to the reference (same float
+//   operations on the same elements; only loop structure and threading differ).
+// - Exp: |y - exp(x)| <= 2 ulp(exp(x)) in the normal range (Cephes-style polynomial), exact
+//   specials (0 below -104, inf above 89, NaN).
+// - Erf: |y - erf(x)| <= 1.5e-7 (fitted polynomials; half an ulp of 1 is 6e-8).
+// - Tanh, Sigmoid: |y - f(x)| <= 4e-7 * |f(x)| + 1e-45 (exp-based forms, a few ulps).
+// - Gelu: |y - gelu(x)| <= 2e-7 * (1 + |x|) (the erf/tanh error scaled by x/2, plus roundings).
+// - Softmax/LogSoftmax: per element |y - ref| <= 1e-6 * |ref| + 1e-37 against a double
+//   reference, rows up to 4096 long, logits spread up to +-60; rows with NaN or infinities
+//   bitwise equal to the reference kernel.
+// - LayerNormalization: |y - ref| <= 2 ulp(ref) + 4e-6 against the reference kernel (same float
+//   formula; the double statistics differ only in summation order, which can move the float mean
+//   by an ulp: ~5e-7 for the mean of 5 used here, times inv_std and |scale| <= 1).
+// - f16/bf16 storage: within 1 ulp of the 16-bit type of the reference kernel's result (both
+//   compute in float and round once; the float results differ by the approximation above).
+// The measured maxima of the approximations are printed (and recorded as test properties).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "runtime/base/half.h"
+#include "runtime/cpu/kernel.h"
+
+namespace precis::rt {
+namespace {
+
+// Attributes in a flatbuffer, as the plan stores them.
+class AttrList {
+ public:
+  AttrList& Int(const char* name, int64_t v) {
+    names_.push_back(name);
+    attrs_.push_back(plan::CreateAttr(fbb_, fbb_.CreateString(name), plan::AttrKind_Int, v));
+    return *this;
+  }
+  AttrList& Float(const char* name, float v) {
+    attrs_.push_back(plan::CreateAttr(fbb_, fbb_.CreateString(name), plan::AttrKind_Float, 0, v));
+    return *this;
+  }
+  AttrList& String(const char* name, const std::string& v) {
+    auto n = fbb_.CreateString(name), s = fbb_.CreateString(v);
+    attrs_.push_back(plan::CreateAttr(fbb_, n, plan::AttrKind_String, 0, 0, s));
+    return *this;
+  }
+  AttrList& Ints(const char* name, const std::vector<int64_t>& v) {
+    auto n = fbb_.CreateString(name);
+    auto ints = fbb_.CreateVector(v);
+    attrs_.push_back(plan::CreateAttr(fbb_, n, plan::AttrKind_Ints, 0, 0, 0, ints));
+    return *this;
+  }
+  Attributes Finish() {
+    if (!finished_) {
+      if (std::find(names_.begin(), names_.end(), "opset") == names_.end()) Int("opset", 17);
+      auto attrs = fbb_.CreateVector(attrs_);
+      fbb_.Finish(plan::CreateStep(fbb_, 0, 0, 0, 0, attrs));
+      finished_ = true;
+    }
+    return Attributes(flatbuffers::GetRoot<plan::Step>(fbb_.GetBufferPointer())->attrs());
+  }
+
+ private:
+  flatbuffers::FlatBufferBuilder fbb_;
+  std::vector<flatbuffers::Offset<plan::Attr>> attrs_;
+  std::vector<std::string> names_;
+  bool finished_ = false;
+};
+
+int64_t Numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+std::string DimsText(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+const char* TypeName(DataType t) { return DataTypeName(t); }
+
+// A tensor with its own storage; values are set and read as float (rounded to the dtype).
+struct Buffer {
+  Tensor t;
+  std::vector<uint8_t> bytes;
+
+  Buffer(DataType dtype, std::vector<int64_t> dims) {
+    t.dtype = dtype;
+    t.dims = std::move(dims);
+    t.numel = Numel(t.dims);
+    t.bytes = size_t(t.numel) * DataTypeSize(dtype);
+    bytes.assign(t.bytes + 64, 0);
+    t.data = bytes.data();
+  }
+  Buffer(const Buffer& o) : t(o.t), bytes(o.bytes) { t.data = bytes.data(); }
+  Buffer& operator=(const Buffer&) = delete;
+
+  void Set(int64_t i, float v) {
+    switch (t.dtype) {
+      case DataType::kF32: std::memcpy(t.data + 4 * i, &v, 4); break;
+      case DataType::kF16: { uint16_t h = FloatToHalf(v); std::memcpy(t.data + 2 * i, &h, 2); break; }
+      case DataType::kBF16: { uint16_t h = FloatToBf16(v); std::memcpy(t.data + 2 * i, &h, 2); break; }
+      case DataType::kF64: { double d = v; std::memcpy(t.data + 8 * i, &d, 8); break; }
+      default: ADD_FAILURE() << "Set: unsupported dtype";
+    }
+  }
+  float Get(int64_t i) const {
+    switch (t.dtype) {
+      case DataType::kF32: { float v; std::memcpy(&v, t.data + 4 * i, 4); return v; }
+      case DataType::kF16: { uint16_t h; std::memcpy(&h, t.data + 2 * i, 2); return HalfToFloat(h); }
+      case DataType::kBF16: { uint16_t h; std::memcpy(&h, t.data + 2 * i, 2); return Bf16ToFloat(h); }
+      case DataType::kF64: { double d; std::memcpy(&d, t.data + 8 * i, 8); return float(d); }
+      default: ADD_FAILURE() << "Get: unsupported dtype"; return 0;
+    }
+  }
+  void Poison() { std::fill(bytes.begin(), bytes.end(), uint8_t(0xff)); }  // NaN in every float type
+};
+
+// Random values in [-scale, -scale/10] u [scale/10, scale]: random signs, never zero.
+Buffer Random(DataType dtype, std::vector<int64_t> dims, uint32_t seed, float scale = 1.0f) {
+  Buffer b(dtype, std::move(dims));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> mag(0.1f * scale, scale);
+  for (int64_t i = 0; i < b.t.numel; ++i) b.Set(i, (rng() & 1 ? 1.0f : -1.0f) * mag(rng));
+  return b;
+}
+
+const KernelRegistry& Registry() { return KernelRegistry::Cpu(); }
+
+// Runs one kernel twice (scratch and outputs poisoned before each run); returns Init's status
+// or Run's. `inputs` may contain nullptr (omitted optional input).
+Status RunKernel(KernelFactory factory, const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, Attributes attrs,
+                 int threads) {
+  KernelArgs args;
+  for (Buffer* b : inputs) args.inputs.push_back(b ? &b->t : nullptr);
+  for (Buffer* b : outputs) args.outputs.push_back(b ? &b->t : nullptr);
+  args.attrs = attrs;
+  args.node = "test";
+  CpuContext ctx;
+  ctx.threads = threads;
+  std::unique_ptr<Kernel> kernel = factory();
+  PRECIS_RETURN_IF_ERROR(kernel->Init(args, ctx));
+  std::vector<uint8_t> scratch(kernel->ScratchBytes() + 64, 0xff);
+  auto addr = reinterpret_cast<uintptr_t>(scratch.data());
+  ctx.scratch = reinterpret_cast<uint8_t*>((addr + 63) / 64 * 64);  // 64-byte aligned, as the session's
+  for (int run = 0; run < 2; ++run) {
+    std::fill(scratch.begin(), scratch.end(), uint8_t(0xff));
+    for (Buffer* b : outputs)
+      if (b && std::find(inputs.begin(), inputs.end(), b) == inputs.end()) b->Poison();
+    PRECIS_RETURN_IF_ERROR(kernel->Run(args, ctx));
+    if (run == 0 && !outputs.empty() && std::find(inputs.begin(), inputs.end(), outputs[0]) != inputs.end()) break;  // in place: once
+  }
+  return Status::Ok();
+}
+
+// Runs the fast kernel of `name`, which must take the step, with `threads`.
+void RunFast(const std::string& name, const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, AttrList& attrs,
+             int threads) {
+  KernelFactory fast = Registry().FindFast(name);
+  ASSERT_NE(fast, nullptr) << name << " has no fast kernel";
+  Status s = RunKernel(fast, inputs, outputs, attrs.Finish(), threads);
+  ASSERT_TRUE(s.ok()) << name << ": the fast kernel did not take the step: " << s.message();
+}
+
+void RunReference(const std::string& name, const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, AttrList& attrs) {
+  Status s = RunKernel(Registry().Find(name), inputs, outputs, attrs.Finish(), 1);
+  ASSERT_TRUE(s.ok()) << name << " reference: " << s.message();
+}
+
+void ExpectBitwise(const Buffer& got, const Buffer& want, const std::string& what) {
+  ASSERT_EQ(got.t.bytes, want.t.bytes) << what;
+  for (size_t i = 0; i < got.t.bytes; ++i)
+    if (got.t.data[i] != want.t.data[i]) {
+      int64_t e = int64_t(i / DataTypeSize(got.t.dtype));
+      FAIL() << what << ": element " << e << " is " << got.Get(e) << ", reference " << want.Get(e);
+    }
+}
+
+// One ulp of the 16-bit storage type at |v| (normal range), for f16/bf16 comparisons.
+double StorageUlp(DataType t, double v) {
+  int mant = t == DataType::kF16 ? 10 : t == DataType::kBF16 ? 7 : 23;
+  double a = std::max(std::fabs(v), t == DataType::kF16 ? 6.1e-5 : 1.2e-38);
+  return std::ldexp(1.0, std::ilogb(a) - mant);
+}
+
+void ExpectWithinStorageUlp(const Buffer& got, const Buffer& want, const std::string& what) {
+  int bad = 0;
+  for (int64_t i = 0; i < got.t.numel && bad < 5; ++i) {
+    double g = got.Get(i), w = want.Get(i);
+    if (std::isnan(w) ? !std::isnan(g) : !(std::fabs(g - w) <= StorageUlp(got.t.dtype, w))) {
+      ADD_FAILURE() << what << ": element " << i << " is " << g << ", reference " << w;
+      ++bad;
+    }
+  }
+}
+
+const DataType kTypes[] = {DataType::kF32, DataType::kF16, DataType::kBF16};
+
+// ---------------------------------------------------------------- binary elementwise
+
+struct BinaryCase {
+  std::vector<int64_t> a, b, y;
+};
+
+TEST(FastKernels, BinaryBroadcastMatchesReferenceBitwise) {
+  const BinaryCase cases[] = {
+      {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}},
+      {{4, 5, 768}, {768}, {4, 5, 768}},              // bias
+      {{2, 4, 9, 9}, {2, 1, 1, 9}, {2, 4, 9, 9}},     // attention mask
+      {{3, 5}, {}, {3, 5}},                           // scalar
+      {{}, {3, 5}, {3, 5}},                           // scalar first
+      {{}, {}, {}},
+      {{1}, {7, 1}, {7, 1}},
+      {{2, 8, 5, 5}, {1, 8, 1, 1}, {2, 8, 5, 5}},     // per channel
+      {{1, 6}, {5, 6}, {5, 6}},                       // stride-0 leading dim
+      {{5, 1, 4}, {1, 3, 1}, {5, 3, 4}},              // both broadcast, alternating
+      {{3, 1, 2, 1, 5}, {1, 4, 1, 3, 1}, {3, 4, 2, 3, 5}},
+      {{1, 1, 7}, {7}, {1, 1, 7}},                    // size-1 dims
+      {{0, 3}, {3}, {0, 3}},                          // empty
+      {{6, 0}, {1, 0}, {6, 0}},
+      {{64, 1024}, {1024}, {64, 1024}},               // large enough for threads
+      {{8, 12, 33, 65}, {8, 1, 1, 65}, {8, 12, 33, 65}},
+      {{3, 70000}, {3, 1}, {3, 70000}},               // long rows split across threads
+      {{1, 100003}, {}, {1, 100003}},
+  };
+  const char* ops[] = {"Add", "Sub", "Mul", "Div"};
+  uint32_t seed = 1;
+  for (DataType dt : kTypes)
+    for (const char* op : ops)
+      for (const BinaryCase& c : cases)
+        for (int threads : {1, 2}) {
+          std::string what = std::string(op) + " " + TypeName(dt) + " " + DimsText(c.a) + " x " + DimsText(c.b) + " threads " +
+                             std::to_string(threads);
+          Buffer a = Random(dt, c.a, seed++), b = Random(dt, c.b, seed++);
+          Buffer want(dt, c.y), got(dt, c.y);
+          AttrList ra, fa;
+          RunReference(op, {&a, &b}, {&want}, ra);
+          RunFast(op, {&a, &b}, {&got}, fa, threads);
+          ExpectBitwise(got, want, what);
+        }
+}
+
+TEST(FastKernels, BinaryInPlaceAndSpecialValues) {
+  // Y shares A's storage (the planner's in-place case); A holds infinities, NaN and zeros of both
+  // signs so that x/0, inf-inf and NaN propagation are compared too.
+  for (DataType dt : kTypes) {
+    const float specials[] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 1e30f, -1e-30f};
+    Buffer a = Random(dt, {3, 4, 200}, 7), b = Random(dt, {4, 1}, 8);
+    for (int64_t i = 0; i < a.t.numel; i += 13) a.Set(i, specials[(i / 13) % 7]);
+    b.Set(1, 0.0f);
+    b.Set(2, -0.0f);
+    Buffer want(dt, a.t.dims), in_place = a;
+    AttrList ra, fa;
+    RunReference("Div", {&a, &b}, {&want}, ra);
+    RunFast("Div", {&in_place, &b}, {&in_place}, fa, 2);
+    ExpectBitwise(in_place, want, std::string("in-place Div ") + TypeName(dt));
+  }
+}
+
+TEST(FastKernels, ReluAndClipMatchReferenceBitwise) {
+  for (DataType dt : kTypes) {
+    Buffer x = Random(dt, {5, 70001}, 3, 8.0f);
+    const float specials[] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f};
+    for (int64_t i = 0; i < x.t.numel; i += 101) x.Set(i, specials[(i / 101) % 5]);
+    Buffer want(dt, x.t.dims), got(dt, x.t.dims);
+    AttrList ra, fa;
+    RunReference("Relu", {&x}, {&want}, ra);
+    RunFast("Relu", {&x}, {&got}, fa, 2);
+    ExpectBitwise(got, want, std::string("Relu ") + TypeName(dt));
+
+    Buffer lo(dt, {}), hi(dt, {});
+    lo.Set(0, 0.0f);
+    hi.Set(0, 6.0f);
+    for (std::vector<Buffer*> bounds : {std::vector<Buffer*>{&lo, &hi}, {&lo}, {nullptr, &hi}, {}}) {
+      std::vector<Buffer*> in = {&x};
+      in.insert(in.end(), bounds.begin(), bounds.end());
+      AttrList rc, fc;
+      RunReference("Clip", in, {&want}, rc);
+      RunFast("Clip", in, {&got}, fc, 2);
+      ExpectBitwise(got, want, std::string("Clip ") + TypeName(dt) + " with " + std::to_string(bounds.size()) + " bounds");
+    }
+    AttrList rc, fc;  // opset 6: bounds as attributes
+    rc.Int("opset", 6).Float("min", -1.5f).Float("max", 2.5f);
+    fc.Int("opset", 6).Float("min", -1.5f).Float("max", 2.5f);
+    RunReference("Clip", {&x}, {&want}, rc);
+    RunFast("Clip", {&x}, {&got}, fc, 2);
+    ExpectBitwise(got, want, std::string("Clip opset 6 ") + TypeName(dt));
+  }
+}
+
+// ---------------------------------------------------------------- unary approximations
+
+struct UnaryCase {
+  const char* op;
+  double (*exact)(double);
+  double lo, hi;      // the dense grid
+  double rel, abs_x;  // bound: rel * |exact| + abs_x * (1 + |x|) + 1e-45
+};
+
+double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double GeluErf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+// Measures the f32 fast kernel against double libm over a dense grid and special values.
+TEST(FastKernels, UnaryApproximationsWithinStatedBounds) {
+  const UnaryCase cases[] = {
+      {"Exp", [](double x) { return std::exp(x); }, -87.0, 88.5, 2.0 * 0x1p-24 * 2, 0},
+      {"Erf", [](double x) { return std::erf(x); }, -5.0, 5.0, 0, 1.5e-7},
+      {"Tanh", [](double x) { return std::tanh(x); }, -10.0, 10.0, 4e-7, 0},
+      {"Sigmoid", Sigmoid, -100.0, 30.0, 4e-7, 0},
+      {"Gelu", GeluErf, -10.0, 10.0, 0, 2e-7},
+  };
+  for (const UnaryCase& c : cases) {
+    const int64_t n = 1 << 21;
+    Buffer x(DataType::kF32, {n});
+    for (int64_t i = 0; i < n; ++i) x.Set(i, float(c.lo + (c.hi - c.lo) * double(i) / double(n - 1)));
+    Buffer y(DataType::kF32, {n});
+    AttrList a;
+    RunFast(c.op, {&x}, {&y}, a, 2);
+    double max_rel = 0, max_abs = 0;
+    int bad = 0;
+    for (int64_t i = 0; i < n && bad < 5; ++i) {
+      double xv = x.Get(i), want = c.exact(xv), got = y.Get(i), err = std::fabs(got - want);
+      max_abs = std::max(max_abs, err);
+      if (std::fabs(want) > 1e-30) max_rel = std::max(max_rel, err / std::fabs(want));
+      if (!(err <= c.rel * std::fabs(want) + c.abs_x * (1 + std::fabs(xv)) + 1e-45)) {
+        ADD_FAILURE() << c.op << "(" << xv << ") = " << got << ", exact " << want;
+        ++bad;
+      }
+    }
+    std::printf("  %-8s max abs error %.3g, max rel error %.3g on [%g, %g]\n", c.op, max_abs, max_rel, c.lo, c.hi);
+    ::testing::Test::RecordProperty(std::string(c.op) + "_max_abs_error", std::to_string(max_abs));
+    ::testing::Test::RecordProperty(std::string(c.op) + "_max_rel_error", std::to_string(max_rel));
+  }
+}
+
+TEST(FastKernels, UnarySpecialValues) {
+  const float in[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, -104.5f, -103.0f, -87.5f, 88.8f, 89.5f, 1e-30f, -1e-30f, 3.9f, 3.95f, -3.95f};
+  Buffer x(DataType::kF32, {int64_t(std::size(in))});
+  for (size_t i = 0; i < std::size(in); ++i) x.Set(int64_t(i), in[i]);
+  for (const char* op : {"Exp", "Erf", "Tanh", "Sigmoid", "Gelu"}) {
+    Buffer got(DataType::kF32, x.t.dims), want(DataType::kF32, x.t.dims);
+    AttrList ra, fa;
+    RunReference(op, {&x}, {&want}, ra);
+    RunFast(op, {&x}, {&got}, fa, 1);
+    for (int64_t i = 0; i < x.t.numel; ++i) {
+      float g = got.Get(i), w = want.Get(i);
+      if (std::isnan(w) || std::isinf(w) || w == 0.0f) {
+        EXPECT_TRUE(std::isnan(w) ? std::isnan(g) : g == w) << op << "(" << x.Get(i) << ") = " << g << ", reference " << w;
+      } else {
+        EXPECT_LE(std::fabs(g - w), 4e-7 * std::fabs(w) + 1.5e-7 + 1e-44) << op << "(" << x.Get(i) << ")";
+      }
+    }
+  }
+}
+
+TEST(FastKernels, Unary16BitWithinOneStorageUlp) {
+  for (DataType dt : {DataType::kF16, DataType::kBF16})
+    for (const char* op : {"Exp", "Erf", "Tanh", "Sigmoid", "Gelu"}) {
+      Buffer x = Random(dt, {3, 30011}, 11, 4.0f);
+      Buffer got(dt, x.t.dims), want(dt, x.t.dims);
+      AttrList ra, fa;
+      RunReference(op, {&x}, {&want}, ra);
+      RunFast(op, {&x}, {&got}, fa, 2);
+      ExpectWithinStorageUlp(got, want, std::string(op) + " " + TypeName(dt));
+    }
+  AttrList ra, fa;  // the tanh form of Gelu
+  ra.String("approximate", "tanh");
+  fa.String("approximate", "tanh");
+  Buffer x = Random(DataType::kF32, {50000}, 12, 6.0f), got(DataType::kF32, {50000}), want(DataType::kF32, {50000});
+  RunReference("Gelu", {&x}, {&want}, ra);
+  RunFast("Gelu", {&x}, {&got}, fa, 2);
+  for (int64_t i = 0; i < x.t.numel; ++i)
+    ASSERT_LE(std::fabs(got.Get(i) - want.Get(i)), 4e-7 * (1 + std::fabs(x.Get(i)))) << "tanh Gelu(" << x.Get(i) << ")";
+}
+
+// ---------------------------------------------------------------- softmax
+
+// Double reference of (Log)Softmax over the last axis.
+std::vector<double> SoftmaxExact(const Buffer& x, int64_t n, bool log) {
+  std::vector<double> y(size_t(x.t.numel));
+  for (int64_t r = 0; r * n < x.t.numel; ++r) {
+    double m = -INFINITY, sum = 0;
+    for (int64_t k = 0; k < n; ++k) m = std::max(m, double(x.Get(r * n + k)));
+    for (int64_t k = 0; k < n; ++k) sum += std::exp(double(x.Get(r * n + k)) - m);
+    for (int64_t k = 0; k < n; ++k) {
+      double v = double(x.Get(r * n + k)) - m;
+      y[size_t(r * n + k)] = log ? v - std::log(sum) : std::exp(v) / sum;
+    }
+  }
+  return y;
+}
+
+TEST(FastKernels, SoftmaxWithinOneMillionthOfDoubleReference) {
+  const std::vector<int64_t> shapes[] = {{5, 1}, {4, 3}, {2, 3, 17}, {2, 12, 197}, {3, 1000}, {4, 4096}, {64, 4096}};
+  double max_rel[2] = {0, 0};
+  for (bool log : {false, true})
+    for (const auto& dims : shapes)
+      for (float scale : {1.0f, 10.0f, 60.0f}) {
+        const char* op = log ? "LogSoftmax" : "Softmax";
+        Buffer x = Random(DataType::kF32, dims, uint32_t(dims.back() + 7 * int(scale)), scale);
+        int64_t n = dims.back();
+        if (n > 8)  // a masked tail, as attention masks make
+          for (int64_t i = n - 3; i < x.t.numel; i += n) x.Set(i, -1e9f);
+        Buffer y(DataType::kF32, dims);
+        AttrList a;
+        RunFast(op, {&x}, {&y}, a, 2);
+        std::vector<double> want = SoftmaxExact(x, n, log);
+        int bad = 0;
+        for (int64_t i = 0; i < x.t.numel && bad < 5; ++i) {
+          double err = std::fabs(double(y.Get(i)) - want[size_t(i)]);
+          if (std::fabs(want[size_t(i)]) > 1e-30) max_rel[log] = std::max(max_rel[log], err / std::fabs(want[size_t(i)]));
+          if (!(err <= 1e-6 * std::fabs(want[size_t(i)]) + 1e-37)) {
+            ADD_FAILURE() << op << " " << DimsText(dims) << " scale " << scale << ": element " << i << " is " << y.Get(i) << ", exact "
+                          << want[size_t(i)];
+            ++bad;
+          }
+        }
+      }
+  std::printf("  Softmax max rel error %.3g, LogSoftmax %.3g\n", max_rel[0], max_rel[1]);
+  ::testing::Test::RecordProperty("Softmax_max_rel_error", std::to_string(max_rel[0]));
+  ::testing::Test::RecordProperty("LogSoftmax_max_rel_error", std::to_string(max_rel[1]));
+}
+
+TEST(FastKernels, SoftmaxSpecialRowsAndStorageTypes) {
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    // Rows with NaN, +inf, all -inf, and -inf entries: bitwise the reference kernel.
+    Buffer x = Random(DataType::kF32, {5, 33}, 21, 5.0f);
+    x.Set(3, NAN);
+    x.Set(33 + 5, INFINITY);
+    for (int64_t k = 0; k < 33; ++k) x.Set(66 + k, -INFINITY);
+    x.Set(99 + 1, -INFINITY);
+    x.Set(99 + 2, -INFINITY);
+    Buffer got(DataType::kF32, x.t.dims), want(DataType::kF32, x.t.dims);
+    AttrList ra, fa;
+    RunReference(op, {&x}, {&want}, ra);
+    RunFast(op, {&x}, {&got}, fa, 1);
+    for (int64_t i = 0; i < 99; ++i) {
+      float g = got.Get(i), w = want.Get(i);
+      EXPECT_TRUE(std::isnan(w) ? std::isnan(g) : g == w) << op << " special rows: element " << i << " is " << g << ", reference " << w;
+    }
+    for (int64_t i = 99; i < x.t.numel; ++i) {  // -inf entries in a finite row: 0 (Softmax) or -inf (LogSoftmax)
+      float g = got.Get(i), w = want.Get(i);
+      EXPECT_TRUE(g == w || std::fabs(g - w) <= 1e-6 * std::fabs(w) + 1e-37) << op << " element " << i << " is " << g << ", reference " << w;
+    }
+    // 16-bit storage, and in place.
+    for (DataType dt : {DataType::kF16, DataType::kBF16}) {
+      Buffer h = Random(dt, {40, 1000}, 23, 8.0f), ref(dt, h.t.dims), in_place = h;
+      AttrList rh, fh;
+      RunReference(op, {&h}, {&ref}, rh);
+      RunFast(op, {&in_place}, {&in_place}, fh, 2);
+      ExpectWithinStorageUlp(in_place, ref, std::string(op) + " " + TypeName(dt));
+    }
+    // Legacy (opset 11) coercion to 2-D at axis 1: rows of 4 * 9.
+    Buffer l = Random(DataType::kF32, {3, 4, 9}, 24, 3.0f), lg(DataType::kF32, l.t.dims), lw(DataType::kF32, l.t.dims);
+    AttrList rl, fl;
+    rl.Int("opset", 11).Int("axis", 1);
+    fl.Int("opset", 11).Int("axis", 1);
+    RunReference(op, {&l}, {&lw}, rl);
+    RunFast(op, {&l}, {&lg}, fl, 1);
+    for (int64_t i = 0; i < l.t.numel; ++i) EXPECT_NEAR(lg.Get(i), lw.Get(i), 1e-6 * std::fabs(lw.Get(i)) + 1e-37) << op << " legacy";
+  }
+}
+
+// ---------------------------------------------------------------- layer normalization
+
+TEST(FastKernels, LayerNormMatchesReference) {
+  struct Case {
+    std::vector<int64_t> x;
+    int64_t axis;
+    bool bias, stats;
+  };
+  const Case cases[] = {{{4, 7, 768}, -1, true, false}, {{3, 5, 6}, 1, true, true}, {{2, 197, 768}, 2, false, false},
+                        {{6, 1}, -1, true, true},       {{1, 3, 4, 5}, 2, true, false}};
+  for (DataType dt : kTypes)
+    for (const Case& c : cases) {
+      std::vector<int64_t> norm(c.x.begin() + (c.axis < 0 ? int64_t(c.x.size()) + c.axis : c.axis), c.x.end());
+      Buffer x = Random(dt, c.x, 31, 3.0f), scale = Random(dt, norm, 32), bias = Random(dt, norm, 33);
+      for (int64_t i = 0; i < x.t.numel; ++i) x.Set(i, x.Get(i) + 5.0f);  // a mean far from 0
+      int64_t rows = x.t.numel / Numel(norm);
+      Buffer want(dt, c.x), got(dt, c.x), mean_w(DataType::kF32, {rows}), mean_g(DataType::kF32, {rows}),
+          inv_w(DataType::kF32, {rows}), inv_g(DataType::kF32, {rows});
+      std::vector<Buffer*> in = {&x, &scale};
+      if (c.bias) in.push_back(&bias);
+      std::vector<Buffer*> out_w = {&want}, out_g = {&got};
+      if (c.stats) {
+        out_w.insert(out_w.end(), {&mean_w, &inv_w});
+        out_g.insert(out_g.end(), {&mean_g, &inv_g});
+      }
+      AttrList ra, fa;
+      ra.Int("axis", c.axis).Float("epsilon", 1e-5f);
+      fa.Int("axis", c.axis).Float("epsilon", 1e-5f);
+      RunReference("LayerNormalization", in, out_w, ra);
+      RunFast("LayerNormalization", in, out_g, fa, 2);
+      std::string what = std::string("LayerNormalization ") + TypeName(dt) + " " + DimsText(c.x);
+      if (dt != DataType::kF32) {
+        ExpectWithinStorageUlp(got, want, what);
+        continue;
+      }
+      for (int64_t i = 0; i < x.t.numel; ++i) {
+        double w = want.Get(i);
+        ASSERT_LE(std::fabs(got.Get(i) - w), 2 * StorageUlp(DataType::kF32, w) + 4e-6) << what << " element " << i;
+      }
+      if (c.stats)
+        for (int64_t r = 0; r < rows; ++r) {
+          EXPECT_LE(std::fabs(mean_g.Get(r) - mean_w.Get(r)), StorageUlp(DataType::kF32, mean_w.Get(r))) << what;
+          EXPECT_LE(std::fabs(inv_g.Get(r) - inv_w.Get(r)), StorageUlp(DataType::kF32, inv_w.Get(r))) << what;
+        }
+    }
+}
+
+// ---------------------------------------------------------------- transpose
+
+TEST(FastKernels, TransposeMatchesReferenceBitwise) {
+  struct Case {
+    std::vector<int64_t> x, perm;
+  };
+  const Case cases[] = {
+      {{2, 197, 12, 64}, {0, 2, 1, 3}},  // heads split: rows
+      {{2, 12, 197, 64}, {0, 1, 3, 2}},  // K^T: blocked
+      {{2, 768, 196}, {0, 2, 1}},        // patches: blocked
+      {{33, 17}, {1, 0}},
+      {{3, 4, 5, 6}, {3, 1, 0, 2}},
+      {{3, 4, 5, 6}, {}},                // reversed
+      {{1, 5, 1, 7}, {3, 2, 1, 0}},
+      {{7}, {0}},
+  };
+  for (DataType dt : {DataType::kF32, DataType::kF16, DataType::kI8, DataType::kI64})
+    for (const Case& c : cases)
+      for (int threads : {1, 2}) {
+        Buffer x(dt, c.x);
+        std::mt19937 rng(5);
+        for (auto& byte : x.bytes) byte = uint8_t(rng());
+        std::vector<int64_t> perm = c.perm;
+        if (perm.empty())
+          for (int64_t i = int64_t(c.x.size()); i-- > 0;) perm.push_back(i);
+        std::vector<int64_t> out;
+        for (int64_t p : perm) out.push_back(c.x[size_t(p)]);
+        Buffer want(dt, out), got(dt, out);
+        AttrList ra, fa;
+        if (!c.perm.empty()) {
+          ra.Ints("perm", c.perm);
+          fa.Ints("perm", c.perm);
+        }
+        RunReference("Transpose", {&x}, {&want}, ra);
+        KernelFactory fast = Registry().FindFast("Transpose");
+        ASSERT_NE(fast, nullptr);
+        Status s = RunKernel(fast, {&x}, {&got}, fa.Finish(), threads);
+        if (Numel(c.x) == 7 && s.code() == StatusCode::kUnimplemented) continue;  // a 1-D copy may be declined
+        ASSERT_TRUE(s.ok()) << s.message();
+        ExpectBitwise(got, want, std::string("Transpose ") + TypeName(dt) + " " + DimsText(c.x));
+      }
+}
+
+// ---------------------------------------------------------------- declines
+
+TEST(FastKernels, DeclineWhatTheyDoNotSupport) {
+  auto expect_declined = [](const std::string& name, const std::vector<Buffer*>& in, Buffer* out, AttrList& attrs) {
+    Status s = RunKernel(Registry().FindFast(name), in, {out}, attrs.Finish(), 1);
+    EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << name << ": " << s.message();
+  };
+  Buffer d = Random(DataType::kF64, {4, 5}, 41), dy(DataType::kF64, {4, 5});
+  for (const char* op : {"Add", "Mul"}) {
+    AttrList a;
+    expect_declined(op, {&d, &d}, &dy, a);
+  }
+  for (const char* op : {"Erf", "Exp", "Softmax", "Relu"}) {
+    AttrList a;
+    expect_declined(op, {&d}, &dy, a);
+  }
+  Buffer x = Random(DataType::kF32, {4, 5}, 42), y(DataType::kF32, {4, 5});
+  AttrList axis0;
+  axis0.Int("axis", 0);
+  expect_declined("Softmax", {&x}, &y, axis0);
+  Buffer s = Random(DataType::kF32, {1}, 43);  // Scale broadcast inside the normalized dims
+  AttrList ln;
+  expect_declined("LayerNormalization", {&x, &s}, &y, ln);
+}
+
+}  // namespace
+}  // namespace precis::rt
