@@ -66,6 +66,7 @@ StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options)
   report.ranges = precision.ranges;
   report.overflow_limit = precision.overflow_limit > 0 ? precision.overflow_limit : MaxFinite(precision.low) / 2;
   result.report = emit::BuildPrecisionReport(*model.graph, report);
+  if (mixed) result.low_regions = emit::FindLowRegions(*model.graph);
   emit.report_json = result.report.json;
   emit.report_text = result.report.text;
   PRECIS_ASSIGN_OR_RETURN(result.plan, emit::EmitPlan(model, emit));

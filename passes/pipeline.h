@@ -36,6 +36,7 @@ struct CompileResult {
   int folded_nodes = 0;
   PrecisionStats precision;
   emit::Report report;
+  std::vector<emit::LowRegion> low_regions;  // mixed precision: the regions that run in 16 bits
 };
 
 StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options);

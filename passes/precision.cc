@@ -164,6 +164,8 @@ Status Painter::Classify() {
         s.reason = "range-overflow";
         s.evidence = "max |" + v->name() + "| = " + Short(it->second) + " > " + Short(limit);
       }
+    if (auto it = o_.over_budget.find(n->name()); it != o_.over_budget.end() && !n->name().empty())
+      s.run = Run::kF32, s.reason = "error-budget", s.evidence = it->second;
     bool kept = o_.keep_fp32_ops.count(n->op_type()) || (keep && std::regex_search(n->name(), *keep));
     bool forced = force && std::regex_search(n->name(), *force);
     if (kept && forced) return InvalidArgument(n->Describe() + ": both kept in FP32 and forced low by the overrides");

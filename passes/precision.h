@@ -35,6 +35,9 @@ struct PrecisionOptions {
   // Calibrated max |x| per value name (from --calibrate); values above `overflow_limit` stay FP32.
   std::map<std::string, double> ranges;
   double overflow_limit = 0;  // 0: the low format's max / 2 (a margin for unseen inputs)
+  // Nodes kept in FP32 because their region's measured error exceeds --error-budget: node name
+  // -> evidence (the measured error).
+  std::map<std::string, std::string> over_budget;
 };
 
 struct PrecisionStats {

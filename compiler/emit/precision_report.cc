@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -106,7 +107,65 @@ std::vector<Island> FindIslands(const ir::Graph& g) {
   return out;
 }
 
+std::string NodeName(const ir::Node* n) { return n->name().empty() ? n->op_type() + "#" + std::to_string(n->index()) : n->name(); }
+
 }  // namespace
+
+std::vector<LowRegion> FindLowRegions(const ir::Graph& g) {
+  std::unordered_map<const ir::Node*, int> index;
+  std::vector<const ir::Node*> members;
+  for (const auto& n : g.nodes())
+    if (Computes(*n) && IsLow(RunDType(*n))) {
+      index[n.get()] = int(members.size());
+      members.push_back(n.get());
+    }
+  // Passthrough nodes between low nodes join them (a Reshape inside an MLP block).
+  auto in_region = [&](const ir::Node* n) { return index.count(n) != 0; };
+  std::vector<int> root(members.size());
+  std::iota(root.begin(), root.end(), 0);
+  std::function<int(int)> find = [&](int i) { return root[size_t(i)] == i ? i : root[size_t(i)] = find(root[size_t(i)]); };
+  // Walk producers through non-computing, non-cast nodes to the nearest low node.
+  std::function<const ir::Node*(const ir::Value*, int)> low_source = [&](const ir::Value* v, int depth) -> const ir::Node* {
+    if (!v || v->kind() != ir::Value::Kind::kNodeOutput || depth > 8) return nullptr;
+    const ir::Node* p = v->producer();
+    if (in_region(p)) return p;
+    if (Computes(*p) || p->op_type() == "Cast" || p->inputs().empty()) return nullptr;
+    return low_source(p->inputs()[0], depth + 1);
+  };
+  for (const ir::Node* n : members)
+    for (const ir::Value* v : n->inputs())
+      if (const ir::Node* p = low_source(v, 0)) root[size_t(find(index[n]))] = find(index[p]);
+  std::map<int, std::vector<const ir::Node*>> groups;
+  for (size_t i = 0; i < members.size(); ++i) groups[find(int(i))].push_back(members[i]);
+  std::vector<LowRegion> out;
+  for (auto& [r, nodes] : groups) {
+    LowRegion region;
+    std::unordered_map<const ir::Node*, bool> mine;
+    for (const ir::Node* n : nodes) mine[n] = true;
+    std::set<std::string> ins, outs;
+    for (const ir::Node* n : nodes) {
+      region.nodes.push_back(NodeName(n));
+      for (const ir::Value* v : n->inputs()) {
+        if (!v || v->is_constant() || (v->kind() == ir::Value::Kind::kNodeOutput && mine.count(v->producer()))) continue;
+        const ir::Value* src = v;
+        while (src->kind() == ir::Value::Kind::kNodeOutput && (src->producer()->op_type() == "Cast" || !Computes(*src->producer())) &&
+               !src->producer()->inputs().empty() && src->producer()->inputs()[0] && !mine.count(src->producer()))
+          src = src->producer()->inputs()[0];
+        if (!src->is_constant()) ins.insert(src->name());
+      }
+      for (const ir::Value* v : n->outputs()) {
+        if (!v) continue;
+        bool leaves = std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+        for (const ir::Use& u : v->uses()) leaves |= !mine.count(u.node);
+        if (leaves) outs.insert(v->name());
+      }
+    }
+    region.inputs.assign(ins.begin(), ins.end());
+    region.outputs.assign(outs.begin(), outs.end());
+    out.push_back(std::move(region));
+  }
+  return out;
+}
 
 double NodeFlops(const ir::Node& n) {
   const std::string& op = n.op_type();

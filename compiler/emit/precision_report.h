@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "compiler/ir/graph.h"
 
@@ -35,6 +36,14 @@ struct Report {
 };
 
 Report BuildPrecisionReport(const ir::Graph& graph, const ReportInputs& inputs);
+
+// A connected group of nodes that compute in 16 bits, with the FP32-model values at its
+// boundary: `inputs` are the values it reads from outside (a Cast's source stands for the Cast),
+// `outputs` the values it gives to the rest of the graph. Used by --error-budget.
+struct LowRegion {
+  std::vector<std::string> nodes, inputs, outputs;
+};
+std::vector<LowRegion> FindLowRegions(const ir::Graph& graph);
 
 // Multiply-add FLOPs of a node (2 per multiply-add for MatMul/Gemm/Conv/ConvTranspose, one per
 // output element for other computing ops, 0 for data movement).

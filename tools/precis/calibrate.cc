@@ -171,4 +171,92 @@ StatusOr<Calibration> Calibrate(const std::string& model_path, const passes::Com
   return cal;
 }
 
+StatusOr<std::map<std::string, std::string>> MeasureErrorBudget(const std::string& model_path, const passes::CompileOptions& options,
+                                                                 const std::string& source, double budget) {
+  passes::CompileOptions fp32 = options;
+  fp32.precision = "fp32";
+  PRECIS_ASSIGN_OR_RETURN(passes::CompileResult ref_plan, CompileModelFile(model_path, fp32));
+  PRECIS_ASSIGN_OR_RETURN(passes::CompileResult mixed_plan, CompileModelFile(model_path, options));
+  PRECIS_ASSIGN_OR_RETURN(auto ref, Session::FromBuffer(ref_plan.plan.bytes.data(), ref_plan.plan.bytes.size()));
+  PRECIS_ASSIGN_OR_RETURN(auto mixed, Session::FromBuffer(mixed_plan.plan.bytes.data(), mixed_plan.plan.bytes.size()));
+  PRECIS_ASSIGN_OR_RETURN(std::vector<Sample> samples, LoadSamples(source, *ref));
+  const auto& regions = mixed_plan.low_regions;
+  std::map<std::string, std::vector<double>> ref_values;  // boundary value -> FP32 values of one sample
+  std::map<std::string, std::pair<double, double>> sums;  // boundary value -> (sum (d^2), sum (ref^2))
+  for (const auto& r : regions) {
+    for (const auto& v : r.inputs) sums[v];
+    for (const auto& v : r.outputs) sums[v];
+  }
+  auto values = [](const TensorData& t) {
+    std::vector<double> out(size_t(t.info.NumElements()));
+    const uint8_t* p = static_cast<const uint8_t*>(t.data);
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (t.info.dtype == DataType::kF32) {
+        float f;
+        std::memcpy(&f, p + 4 * i, 4);
+        out[i] = f;
+      } else {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = t.info.dtype == DataType::kF16 ? HalfToFloat(h) : Bf16ToFloat(h);
+      }
+    }
+    return out;
+  };
+  auto is_float = [](DataType d) { return d == DataType::kF32 || d == DataType::kF16 || d == DataType::kBF16; };
+  ref->SetStepObserver([&](const TensorData& t) {
+    if (sums.count(t.info.name) && is_float(t.info.dtype)) ref_values[t.info.name] = values(t);
+  });
+  mixed->SetStepObserver([&](const TensorData& t) {
+    auto it = ref_values.find(t.info.name);
+    if (it == ref_values.end() || !is_float(t.info.dtype)) return;
+    std::vector<double> got = values(t);
+    if (got.size() != it->second.size()) return;
+    auto& [d2, r2] = sums[t.info.name];
+    for (size_t i = 0; i < got.size(); ++i) {
+      double d = std::isfinite(got[i]) ? got[i] - it->second[i] : 1e30;
+      d2 += d * d;
+      r2 += it->second[i] * it->second[i];
+    }
+  });
+  for (size_t i = 0; i < samples.size(); ++i) {
+    for (Session* s : {ref.get(), mixed.get()})
+      for (const TensorInfo& info : s->inputs()) {
+        auto it = samples[i].find(info.name);
+        if (it == samples[i].end()) return InvalidArgument("error-budget sample " + std::to_string(i + 1) + " lacks input '" + info.name + "'");
+        PRECIS_RETURN_IF_ERROR(s->SetInput(info.name, it->second.dtype, it->second.dims, it->second.data.data(), it->second.data.size()));
+      }
+    ref_values.clear();
+    PRECIS_RETURN_IF_ERROR(ref->Run());
+    for (const TensorInfo& info : ref->inputs())  // model inputs are exact in both runs
+      ref_values.erase(info.name);
+    PRECIS_RETURN_IF_ERROR(mixed->Run());
+    std::fprintf(stderr, "\rerror budget: sample %zu/%zu", i + 1, samples.size());
+  }
+  std::fprintf(stderr, "\n");
+  auto rel = [&](const std::string& v) {
+    auto it = sums.find(v);
+    if (it == sums.end() || it->second.second <= 0) return 0.0;
+    return std::sqrt(it->second.first / it->second.second);
+  };
+  std::map<std::string, std::string> over;
+  int kept = 0;
+  for (const auto& r : regions) {
+    double in = 0, out = 0;
+    std::string worst;
+    for (const auto& v : r.inputs) in = std::max(in, rel(v));
+    for (const auto& v : r.outputs)
+      if (rel(v) >= out) out = rel(v), worst = v;
+    double added = out - in;
+    if (!(added > budget)) continue;
+    ++kept;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "16-bit region of %zu nodes adds relative error %.3g (output '%s') > budget %.3g", r.nodes.size(), added,
+                  worst.c_str(), budget);
+    for (const auto& n : r.nodes) over[n] = buf;
+  }
+  std::fprintf(stderr, "error budget: %zu regions measured, %d over budget %.3g\n", regions.size(), kept, budget);
+  return over;
+}
+
 }  // namespace precis::tools

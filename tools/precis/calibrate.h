@@ -17,6 +17,14 @@ struct Calibration {
   int samples = 0;
 };
 
+// Error budget: runs the FP32 plan and the mixed plan on the samples, and for each 16-bit region
+// measures the error it adds: the relative L2 error (mixed vs FP32, over all samples) of its
+// outputs minus the largest of its inputs'. Regions adding more than `budget` are returned as
+// node name -> evidence, to be kept in FP32 (PrecisionOptions::over_budget). One FP32 run and
+// one mixed run per sample; no per-region recompilation.
+StatusOr<std::map<std::string, std::string>> MeasureErrorBudget(const std::string& model_path, const passes::CompileOptions& options,
+                                                                 const std::string& source, double budget);
+
 StatusOr<Calibration> Calibrate(const std::string& model_path, const passes::CompileOptions& options, const std::string& source);
 
 }  // namespace precis::tools

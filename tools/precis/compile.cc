@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kCompileUsage =
     "usage: precis compile MODEL.onnx -o MODEL.plan [--shape NAME=1x3x224x224 ...]\n"
     "                      [--precision fp32|fp16|bf16] [--report FILE.json] [--report-text]\n"
-    "                      [--calibrate random:N|DIR|FILE.npz] [--overflow-limit X]\n"
+    "                      [--calibrate random:N|DIR|FILE.npz] [--overflow-limit X] [--error-budget X]\n"
     "                      [--keep-fp32 OP[,OP]] [--keep-fp32-nodes REGEX] [--force-low REGEX]\n"
     "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--quiet]\n";
 
@@ -38,6 +38,7 @@ StatusOr<passes::CompileResult> CompileModelFile(const std::string& path, const 
 int CompileCommand(const std::vector<std::string>& args) {
   std::string model, out, report_file, calibrate;
   bool quiet = false, report_text = false;
+  double error_budget = 0;
   passes::CompileOptions options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -56,7 +57,7 @@ int CompileCommand(const std::vector<std::string>& args) {
       if (!v) return UsageError("compile", "--precision needs fp32, fp16 or bf16", kCompileUsage);
       options.precision = *v;
     } else if (a == "--report" || a == "--calibrate" || a == "--keep-fp32" || a == "--keep-fp32-nodes" || a == "--force-low" ||
-               a == "--overflow-limit") {
+               a == "--overflow-limit" || a == "--error-budget") {
       const std::string* v = value();
       if (!v) return UsageError("compile", a + " needs a value", kCompileUsage);
       auto& p = options.precision_options;
@@ -65,6 +66,10 @@ int CompileCommand(const std::vector<std::string>& args) {
       else if (a == "--keep-fp32-nodes") p.keep_fp32_nodes = *v;
       else if (a == "--force-low") p.force_low = *v;
       else if (a == "--overflow-limit") p.overflow_limit = std::atof(v->c_str());
+      else if (a == "--error-budget") {
+        error_budget = std::atof(v->c_str());
+        if (!(error_budget > 0)) return UsageError("compile", "--error-budget needs a positive number", kCompileUsage);
+      }
       else {
         std::stringstream list(*v);
         for (std::string op; std::getline(list, op, ',');)
@@ -100,6 +105,12 @@ int CompileCommand(const std::vector<std::string>& args) {
     options.precision_options.ranges = std::move(cal->ranges);
     options.calibration_source = calibrate;
     options.calibration_samples = cal->samples;
+  }
+  if (error_budget > 0) {
+    if (options.precision == "fp32") return UsageError("compile", "--error-budget needs --precision fp16 or bf16", kCompileUsage);
+    auto over = MeasureErrorBudget(model, options, calibrate.empty() ? "random:2" : calibrate, error_budget);
+    if (!over.ok()) return ReportError("compile", over.status());
+    options.precision_options.over_budget = std::move(*over);
   }
   auto result = CompileModelFile(model, options);
   if (!result.ok()) return ReportError("compile", result.status());
