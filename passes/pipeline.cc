@@ -1,6 +1,8 @@
 // Compile (see pipeline.h).
 #include "passes/pipeline.h"
 
+#include <chrono>
+
 #include "compiler/ir/verifier.h"
 #include "passes/dead_code.h"
 #include "passes/fold_casts.h"
@@ -11,13 +13,34 @@
 
 namespace precis::passes {
 
+namespace {
+
+// Records the wall time since the previous mark under `name`.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(CompileResult& r) : r_(r), last_(std::chrono::steady_clock::now()) {}
+  void Mark(const char* name) {
+    auto now = std::chrono::steady_clock::now();
+    r_.phase_ms.push_back({name, std::chrono::duration<double, std::milli>(now - last_).count()});
+    last_ = now;
+  }
+
+ private:
+  CompileResult& r_;
+  std::chrono::steady_clock::time_point last_;
+};
+
+}  // namespace
+
 Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& result) {
+  PhaseTimer timer(result);
   result.nodes_before = model.graph->nodes().size();
   PRECIS_RETURN_IF_ERROR(SpecializeInputs(model, options.shapes, options.input_values));
   InferOptions infer;
   infer.fold_constants = options.fold_constants;
   PRECIS_ASSIGN_OR_RETURN(InferStats stats, InferShapesAndFold(model, infer));
   result.folded_nodes = stats.folded_nodes;
+  timer.Mark("infer and fold");
   RemoveDeadCode(*model.graph);
   return Status::Ok();
 }
@@ -30,6 +53,7 @@ StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options)
   bool mixed = options.precision != "fp32";
   CompileResult result;
   PRECIS_RETURN_IF_ERROR(Prepare(model, options, result));
+  PhaseTimer timer(result);
 
   emit::EmitOptions emit;
   emit.precision = options.precision;
@@ -48,10 +72,12 @@ StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options)
     FoldCasts(*model.graph);
     FuseCasts(*model.graph);
     RemoveDeadCode(*model.graph);
+    timer.Mark("precision passes");
   }
   Status verified = ir::Verify(model);
   if (!verified.ok()) return verified.WithContext("internal error: the graph fails verification after the passes");
   result.nodes_after = model.graph->nodes().size();
+  timer.Mark("verify");
 
   emit::EmitOptions measure = emit;
   measure.measure_only = true;
@@ -67,9 +93,11 @@ StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options)
   report.overflow_limit = precision.overflow_limit > 0 ? precision.overflow_limit : MaxFinite(precision.low) / 2;
   result.report = emit::BuildPrecisionReport(*model.graph, report);
   if (mixed) result.low_regions = emit::FindLowRegions(*model.graph);
+  timer.Mark("plan memory and report");
   emit.report_json = result.report.json;
   emit.report_text = result.report.text;
   PRECIS_ASSIGN_OR_RETURN(result.plan, emit::EmitPlan(model, emit));
+  timer.Mark("emit");
   return result;
 }
 

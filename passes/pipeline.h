@@ -37,6 +37,7 @@ struct CompileResult {
   PrecisionStats precision;
   emit::Report report;
   std::vector<emit::LowRegion> low_regions;  // mixed precision: the regions that run in 16 bits
+  std::vector<std::pair<std::string, double>> phase_ms;  // wall time of each phase, in order
 };
 
 StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options);

@@ -11,7 +11,7 @@
 #include <unordered_set>
 
 #include "compiler/ops/op_registry.h"
-#include "runtime/base/half.h"
+#include "runtime/base/half_array.h"
 
 namespace precis::passes {
 namespace {
@@ -285,20 +285,21 @@ ir::Value* Painter::Converted(ir::Value* v, ir::DType dtype) {
     int64_t n = t.NumElements();
     std::vector<uint8_t> bytes(size_t(n) * ir::DTypeSize(dtype));
     const uint8_t* src = t.buffer().data();
-    for (int64_t i = 0; i < n; ++i) {
-      float x;
-      if (t.dtype() == ir::DType::kF32) std::memcpy(&x, src + 4 * i, 4);
-      else {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        x = t.dtype() == ir::DType::kF16 ? HalfToFloat(h) : Bf16ToFloat(h);
-      }
-      if (dtype == ir::DType::kF32) std::memcpy(bytes.data() + 4 * i, &x, 4);
-      else {
-        uint16_t h = dtype == ir::DType::kF16 ? FloatToHalf(x) : FloatToBf16(x);
-        std::memcpy(bytes.data() + 2 * i, &h, 2);
-      }
+    std::vector<float> wide;
+    const float* f32 = reinterpret_cast<const float*>(src);
+    if (t.dtype() != ir::DType::kF32) {
+      wide.resize(size_t(n));
+      if (t.dtype() == ir::DType::kF16) HalfToFloatArray(reinterpret_cast<const uint16_t*>(src), wide.data(), size_t(n));
+      else Bf16ToFloatArray(reinterpret_cast<const uint16_t*>(src), wide.data(), size_t(n));
+      f32 = wide.data();
+    } else if (reinterpret_cast<uintptr_t>(src) % alignof(float) != 0) {
+      wide.assign(size_t(n), 0.0f);
+      std::memcpy(wide.data(), src, size_t(n) * 4);
+      f32 = wide.data();
     }
+    if (dtype == ir::DType::kF32) std::memcpy(bytes.data(), f32, size_t(n) * 4);
+    else if (dtype == ir::DType::kF16) FloatToHalfArray(f32, reinterpret_cast<uint16_t*>(bytes.data()), size_t(n));
+    else FloatToBf16Array(f32, reinterpret_cast<uint16_t*>(bytes.data()), size_t(n));
     out = g_.AddConstant(name, ir::Tensor(dtype, t.dims(), ir::Buffer::Own(std::move(bytes))));
     ++stats_.constants_converted;
   } else {

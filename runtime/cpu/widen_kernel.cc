@@ -1,7 +1,7 @@
 // WidenKernel (see widen_kernel.h).
 #include "runtime/cpu/widen_kernel.h"
 
-#include "runtime/base/half.h"
+#include "runtime/base/half_array.h"
 
 namespace precis::rt {
 namespace {
@@ -19,20 +19,14 @@ void ForEachTensor(const KernelArgs& args, Fn&& fn) {
 
 void WidenToFloat(DataType dtype, const uint8_t* src, float* dst, int64_t n) {
   const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
-  if (dtype == DataType::kF16) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = HalfToFloat(s[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToFloat(s[i]);
-  }
+  if (dtype == DataType::kF16) HalfToFloatArray(s, dst, size_t(n));
+  else Bf16ToFloatArray(s, dst, size_t(n));
 }
 
 void NarrowFromFloat(DataType dtype, const float* src, uint8_t* dst, int64_t n) {
   uint16_t* d = reinterpret_cast<uint16_t*>(dst);
-  if (dtype == DataType::kF16) {
-    for (int64_t i = 0; i < n; ++i) d[i] = FloatToHalf(src[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) d[i] = FloatToBf16(src[i]);
-  }
+  if (dtype == DataType::kF16) FloatToHalfArray(src, d, size_t(n));
+  else FloatToBf16Array(src, d, size_t(n));
 }
 
 bool WidenKernel::HasHalfTensors(const KernelArgs& args) {

@@ -26,12 +26,15 @@ constexpr const char* kCompileUsage =
 
 StatusOr<passes::CompileResult> CompileModelFile(const std::string& path, const passes::CompileOptions& base) {
   passes::CompileOptions options = base;
+  auto start = std::chrono::steady_clock::now();
   PRECIS_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
   options.source_hash = HashBytes(file->data(), file->size());
   PRECIS_ASSIGN_OR_RETURN(auto model, onnx::ImportModelFile(path));
   if (options.model_name.empty()) options.model_name = path;
+  auto import_done = std::chrono::steady_clock::now();
   auto result = passes::Compile(*model, options);
   if (!result.ok()) return result.status().WithContext(path);
+  result->phase_ms.insert(result->phase_ms.begin(), {"import", std::chrono::duration<double, std::milli>(import_done - start).count()});
   return result;
 }
 
@@ -142,7 +145,10 @@ int CompileCommand(const std::vector<std::string>& args) {
                   st.low_nodes, st.fp32_nodes, 100.0 * result->report.low_precision_flop_share, result->report.casts,
                   st.casts_inserted, st.constants_converted, result->report.fp32_islands);
     }
-    std::printf("  time       %.1f ms\n", ms);
+    std::printf("  time       %.1f ms (", ms);
+    for (size_t i = 0; i < result->phase_ms.size(); ++i)
+      std::printf("%s%s %.0f", i ? ", " : "", result->phase_ms[i].first.c_str(), result->phase_ms[i].second);
+    std::printf(")\n");
   }
   return 0;
 }
