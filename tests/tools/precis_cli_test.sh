@@ -98,6 +98,22 @@ expect_usage_error unknown_command "frobnicate" frobnicate "$relu"
 expect_usage_error no_model "usage" inspect
 expect_usage_error two_models "more than one" inspect "$relu" "$relu"
 
+# Mixed-precision options and the report/opt commands.
+expect_usage_error bad_precision "fp8" compile "$relu" -o "$tmp/x.plan" --precision fp8 --shape x=3x4x5
+expect_usage_error budget_needs_low "--error-budget" compile "$relu" -o "$tmp/x.plan" --error-budget 0.01 --shape x=3x4x5
+expect_usage_error negative_budget "--error-budget" compile "$relu" -o "$tmp/x.plan" --precision fp16 --error-budget -1 --shape x=3x4x5
+expect_usage_error calibrate_needs_low "--calibrate" compile "$relu" -o "$tmp/x.plan" --calibrate random:2 --shape x=3x4x5
+expect_usage_error bad_calibrate "random:N" compile "$relu" -o "$tmp/x.plan" --precision fp16 --calibrate bogus --shape x=3x4x5
+expect_usage_error calibrate_zero "random:N" compile "$relu" -o "$tmp/x.plan" --precision fp16 --calibrate random:0 --shape x=3x4x5
+expect_usage_error unknown_keep_op "NotAnOp" compile "$relu" -o "$tmp/x.plan" --precision fp16 --keep-fp32 NotAnOp --shape x=3x4x5
+expect_usage_error bad_regex "regular expression" compile "$relu" -o "$tmp/x.plan" --precision fp16 --force-low "([" --shape x=3x4x5
+expect_usage_error report_missing "does_not_exist" report "$tmp/does_not_exist.plan"
+expect_usage_error report_not_plan "magic" report "$relu"
+expect_usage_error opt_missing "does_not_exist" opt "$tmp/does_not_exist.pir" --passes precision
+printf 'graph "x" {\n' >"$tmp/bad.pir"
+expect_usage_error opt_bad_text "bad.pir" opt "$tmp/bad.pir" --passes precision
+expect_usage_error opt_unknown_pass "nopass" opt "$tmp/bad.pir" --passes nopass
+
 # A good model: --json must print one valid JSON document.
 run inspect_json inspect --json "$relu"
 if [ "$rc" -ne 0 ]; then

@@ -60,6 +60,9 @@ int OptCommand(const std::vector<std::string>& args) {
   if (file.empty()) return UsageError("opt", "an input file (or - for stdin) is required", kOptUsage);
   if (precision != "fp16" && precision != "bf16") return UsageError("opt", "--precision must be fp16 or bf16", kOptUsage);
   options.low = precision == "fp16" ? ir::DType::kF16 : ir::DType::kBF16;
+  for (const std::string& p : pass_names)
+    if (p != "infer" && p != "patterns" && p != "precision" && p != "fold-casts" && p != "fuse-casts" && p != "dce")
+      return UsageError("opt", "unknown pass '" + p + "'", kOptUsage);
   std::stringstream text;
   if (file == "-") text << std::cin.rdbuf();
   else {
@@ -77,8 +80,7 @@ int OptCommand(const std::vector<std::string>& args) {
     else if (p == "precision") s = passes::AssignPrecision(g, options).status();
     else if (p == "fold-casts") passes::FoldCasts(g);
     else if (p == "fuse-casts") passes::FuseCasts(g);
-    else if (p == "dce") passes::RemoveDeadCode(g);
-    else return UsageError("opt", "unknown pass '" + p + "'", kOptUsage);
+    else passes::RemoveDeadCode(g);
     if (!s.ok()) return ReportError("opt", s.WithContext("pass " + p));
     Status verified = ir::Verify(**model);
     if (!verified.ok()) return ReportError("opt", verified.WithContext("the graph fails verification after pass " + p));
