@@ -8,6 +8,7 @@
 #include "passes/fold_casts.h"
 #include "passes/fuse_casts.h"
 #include "passes/infer_shapes.h"
+#include "passes/inline_if.h"
 #include "passes/recognize_patterns.h"
 #include "passes/specialize_inputs.h"
 
@@ -36,6 +37,7 @@ Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& r
   PhaseTimer timer(result);
   result.nodes_before = model.graph->nodes().size();
   PRECIS_RETURN_IF_ERROR(SpecializeInputs(model, options.shapes, options.input_values));
+  InlineConstantIf(*model.graph);
   InferOptions infer;
   infer.fold_constants = options.fold_constants;
   PRECIS_ASSIGN_OR_RETURN(InferStats stats, InferShapesAndFold(model, infer));

@@ -1,4 +1,4 @@
-// The compile pipeline: specialize inputs -> infer shapes and fold constants -> remove dead
+// The compile pipeline: specialize inputs -> inline Ifs with constant conditions -> infer shapes and fold constants -> remove dead
 // code -> [mixed precision: recognize patterns -> assign precision -> fold casts -> fuse casts
 // -> remove dead code] -> verify -> emit the plan with its precision report. This is what
 // `precis compile` runs.

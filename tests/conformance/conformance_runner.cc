@@ -135,12 +135,11 @@ Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs
       return {Outcome::kBadCase, "test input '" + input_names[i] + "' has rank " + std::to_string(inputs[i].dims.size()) +
                                      " but the model declares " + ir::PrintType(declared)};
     options.shapes[input_names[i]] = inputs[i].dims;
-    bool integer = inputs[i].dtype == DataType::kI64 || inputs[i].dtype == DataType::kI32;
+    bool integer = inputs[i].dtype == DataType::kI64 || inputs[i].dtype == DataType::kI32 || inputs[i].dtype == DataType::kBool;
     if (specialize && integer) {
       frozen[i] = true;
-      options.input_values[input_names[i]] =
-          ir::Tensor(inputs[i].dtype == DataType::kI64 ? ir::DType::kI64 : ir::DType::kI32, inputs[i].dims,
-                     ir::Buffer::Own(std::vector<uint8_t>(inputs[i].data)));
+      ir::DType d = inputs[i].dtype == DataType::kI64 ? ir::DType::kI64 : inputs[i].dtype == DataType::kI32 ? ir::DType::kI32 : ir::DType::kBool;
+      options.input_values[input_names[i]] = ir::Tensor(d, inputs[i].dims, ir::Buffer::Own(std::vector<uint8_t>(inputs[i].data)));
     }
   }
   std::vector<std::string> output_names;

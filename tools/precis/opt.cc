@@ -11,6 +11,7 @@
 #include "passes/fold_casts.h"
 #include "passes/fuse_casts.h"
 #include "passes/infer_shapes.h"
+#include "passes/inline_if.h"
 #include "passes/precision.h"
 #include "passes/recognize_patterns.h"
 #include "tools/precis/commands.h"
@@ -22,7 +23,7 @@ namespace {
 constexpr const char* kOptUsage =
     "usage: precis opt FILE.pir|- --passes P[,P...] [--precision fp16|bf16] [--keep-fp32 OP[,OP]]\n"
     "                  [--keep-fp32-nodes REGEX] [--force-low REGEX] [--no-keep-io-types] [--print-after-all]\n"
-    "passes: infer (shape inference and folding), patterns, precision, fold-casts, fuse-casts, dce\n";
+    "passes: infer (shape inference and folding), inline-if, patterns, precision, fold-casts, fuse-casts, dce\n";
 
 std::vector<std::string> Split(const std::string& s) {
   std::vector<std::string> out;
@@ -61,7 +62,7 @@ int OptCommand(const std::vector<std::string>& args) {
   if (precision != "fp16" && precision != "bf16") return UsageError("opt", "--precision must be fp16 or bf16", kOptUsage);
   options.low = precision == "fp16" ? ir::DType::kF16 : ir::DType::kBF16;
   for (const std::string& p : pass_names)
-    if (p != "infer" && p != "patterns" && p != "precision" && p != "fold-casts" && p != "fuse-casts" && p != "dce")
+    if (p != "infer" && p != "inline-if" && p != "patterns" && p != "precision" && p != "fold-casts" && p != "fuse-casts" && p != "dce")
       return UsageError("opt", "unknown pass '" + p + "'", kOptUsage);
   std::stringstream text;
   if (file == "-") text << std::cin.rdbuf();
@@ -76,6 +77,7 @@ int OptCommand(const std::vector<std::string>& args) {
   for (const std::string& p : pass_names) {
     Status s = Status::Ok();
     if (p == "infer") s = passes::InferShapesAndFold(**model).status();
+    else if (p == "inline-if") passes::InlineConstantIf(g);
     else if (p == "patterns") passes::RecognizePatterns(g);
     else if (p == "precision") s = passes::AssignPrecision(g, options).status();
     else if (p == "fold-casts") passes::FoldCasts(g);
