@@ -6,6 +6,7 @@
 #include "runtime/base/half.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define PRECIS_X86_SIMD 1
 #endif
@@ -14,8 +15,13 @@ namespace precis {
 namespace {
 
 #ifdef PRECIS_X86_SIMD
+// F16C is CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c").
 bool HasF16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    return (c & (1u << 29)) != 0 && __builtin_cpu_supports("avx2");
+  }();
   return has;
 }
 

@@ -1,0 +1,357 @@
+// The fast Conv variants of conv_kernels.h (direct depthwise, direct 1x1, 1x1 as a oneDNN
+// matmul) against a plain double-precision loop written here and against the reference Conv
+// kernel, on odd shapes: batch 1 and 3, channels 1, 3, 17 and 32 (and a few larger), planes 1x1,
+// 5x7 and 14x14, strides, asymmetric pads, auto_pad, dilation, with and without bias, constant
+// and non-constant weights. Each variant must take the steps it is meant for (Init OK) and
+// decline the others (Unimplemented: channel multipliers, other groups, kernel sizes, strides,
+// pads, dtypes); the registered fast Conv must match on every step, and its shape policy must
+// send mobilenet-style layers to the intended variant. Scratch and outputs start as NaN so that
+// reading stale memory shows.
+//
+// Tolerance: the variants accumulate in f32 in an order that differs from the loop here:
+// |y - exact| <= 1e-5 * sum|terms| + 1e-6, where sum|terms| is the sum of the absolute values of
+// the products and the bias that make up the element. That is about 80 f32 ulps of the absolute
+// sum, above the order-dependent rounding for the reduction lengths here (<= 520 terms) and
+// far below any indexing error (an O(1) relative error).
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "runtime/cpu/kernel.h"
+#include "runtime/cpu/kernels/conv_kernels.h"
+
+namespace precis::rt {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Attributes in a flatbuffer, as the plan stores them.
+class AttrList {
+ public:
+  AttrList& Int(const char* name, int64_t v) {
+    attrs_.push_back(plan::CreateAttr(fbb_, fbb_.CreateString(name), plan::AttrKind_Int, v));
+    return *this;
+  }
+  AttrList& String(const char* name, const std::string& v) {
+    auto n = fbb_.CreateString(name), s = fbb_.CreateString(v);
+    attrs_.push_back(plan::CreateAttr(fbb_, n, plan::AttrKind_String, 0, 0, s));
+    return *this;
+  }
+  AttrList& Ints(const char* name, const std::vector<int64_t>& v) {
+    auto n = fbb_.CreateString(name);
+    auto ints = fbb_.CreateVector(v);
+    attrs_.push_back(plan::CreateAttr(fbb_, n, plan::AttrKind_Ints, 0, 0, 0, ints));
+    return *this;
+  }
+  Attributes Finish() {
+    Int("opset", 17);
+    auto attrs = fbb_.CreateVector(attrs_);
+    fbb_.Finish(plan::CreateStep(fbb_, 0, 0, 0, 0, attrs));
+    return Attributes(flatbuffers::GetRoot<plan::Step>(fbb_.GetBufferPointer())->attrs());
+  }
+
+ private:
+  flatbuffers::FlatBufferBuilder fbb_;
+  std::vector<flatbuffers::Offset<plan::Attr>> attrs_;
+};
+
+struct Buffer {
+  Tensor t;
+  std::vector<float> data;
+};
+
+int64_t Numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// Uniform in [-1, -0.1] u [0.1, 1]: random signs, never zero.
+Buffer Random(std::vector<int64_t> dims, uint32_t seed, bool constant = false) {
+  Buffer b;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> mag(0.1f, 1.0f);
+  b.data.resize(size_t(Numel(dims)));
+  for (float& v : b.data) v = (rng() & 1 ? 1.0f : -1.0f) * mag(rng);
+  b.t.dims = std::move(dims);
+  b.t.dtype = DataType::kF32;
+  b.t.numel = Numel(b.t.dims);
+  b.t.bytes = b.data.size() * sizeof(float);
+  b.t.data = reinterpret_cast<uint8_t*>(b.data.data());
+  b.t.is_constant = constant;
+  return b;
+}
+
+// Runs one kernel; returns Init's status or Run's. Runs twice, with scratch and output poisoned
+// each time: other steps share the scratch, so nothing may rely on what an earlier run left.
+Status RunKernel(KernelFactory factory, const std::vector<Buffer*>& inputs, Buffer* y, Attributes attrs, int threads) {
+  KernelArgs args;
+  for (Buffer* b : inputs) args.inputs.push_back(b ? &b->t : nullptr);
+  args.outputs.push_back(&y->t);
+  args.attrs = attrs;
+  args.node = "test";
+  CpuContext ctx;
+  ctx.threads = threads;
+  std::unique_ptr<Kernel> kernel = factory();
+  PRECIS_RETURN_IF_ERROR(kernel->Init(args, ctx));
+  std::vector<float> scratch(kernel->ScratchBytes() / sizeof(float) + 16);
+  auto addr = reinterpret_cast<uintptr_t>(scratch.data());
+  ctx.scratch = reinterpret_cast<uint8_t*>((addr + 63) / 64 * 64);  // 64-byte aligned, as the session's
+  for (int run = 0; run < 2; ++run) {
+    std::fill(scratch.begin(), scratch.end(), kNaN);
+    std::fill(y->data.begin(), y->data.end(), kNaN);
+    PRECIS_RETURN_IF_ERROR(kernel->Run(args, ctx));
+  }
+  return Status::Ok();
+}
+
+struct ConvCase {
+  std::vector<int64_t> x;  // N, C, spatial...
+  int64_t m;               // output channels
+  std::vector<int64_t> kernel;
+  int64_t group = 1;
+  std::vector<int64_t> strides = {}, dilations = {}, pads = {};
+  std::string auto_pad = "";
+  bool bias = true;
+  bool w_constant = false;
+};
+
+std::vector<int64_t> Or(const std::vector<int64_t>& v, size_t n, int64_t fill) { return v.empty() ? std::vector<int64_t>(n, fill) : v; }
+
+std::string Describe(const ConvCase& c) {
+  auto list = [](const std::vector<int64_t>& v) {
+    std::string s = "[";
+    for (int64_t d : v) s += (s.size() > 1 ? "," : "") + std::to_string(d);
+    return s + "]";
+  };
+  return "Conv x " + list(c.x) + " m " + std::to_string(c.m) + " k " + list(c.kernel) + " group " + std::to_string(c.group) +
+         " strides " + list(c.strides) + " dilations " + list(c.dilations) + " pads " + list(c.pads) + " auto_pad '" + c.auto_pad +
+         "' bias " + std::to_string(c.bias) + " w_constant " + std::to_string(c.w_constant);
+}
+
+// A Conv step with its inputs, output and the exact result of each output element.
+struct ConvStep {
+  Buffer x, w, b, y;
+  AttrList attrs;
+  std::vector<double> value, magnitude;
+
+  std::vector<Buffer*> Inputs(bool bias) { return bias ? std::vector<Buffer*>{&x, &w, &b} : std::vector<Buffer*>{&x, &w}; }
+};
+
+// Spatial dims padded to three (kernel and sizes 1, strides and dilations 1, pads 0).
+std::vector<int64_t> Pad3(std::vector<int64_t> v, int64_t fill) {
+  v.insert(v.begin(), 3 - v.size(), fill);
+  return v;
+}
+
+void MakeStep(const ConvCase& c, ConvStep* s) {
+  size_t n = c.kernel.size();
+  int64_t N = c.x[0], C = c.x[1], G = c.group, Cg = C / G, M = c.m, Mg = M / G;
+  std::vector<int64_t> in(c.x.begin() + 2, c.x.end()), st = Or(c.strides, n, 1), d = Or(c.dilations, n, 1),
+      p = Or(c.pads, 2 * n, 0), out(n), lead(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t ext = (c.kernel[i] - 1) * d[i] + 1;
+    if (c.auto_pad == "SAME_UPPER" || c.auto_pad == "SAME_LOWER") {
+      out[i] = (in[i] + st[i] - 1) / st[i];
+      int64_t total = std::max<int64_t>(0, (out[i] - 1) * st[i] + ext - in[i]);
+      lead[i] = c.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    } else {
+      out[i] = (in[i] + p[i] + p[i + n] - ext) / st[i] + 1;
+      lead[i] = p[i];
+    }
+  }
+  std::vector<int64_t> wd = {M, Cg}, yd = {N, M};
+  wd.insert(wd.end(), c.kernel.begin(), c.kernel.end());
+  yd.insert(yd.end(), out.begin(), out.end());
+  s->x = Random(c.x, 1);
+  s->w = Random(wd, 2, c.w_constant);
+  s->b = Random({M}, 3, true);
+  s->y = Random(yd, 4);
+  auto I = Pad3(in, 1), O = Pad3(out, 1), K = Pad3(c.kernel, 1), S = Pad3(st, 1), D = Pad3(d, 1), P = Pad3(lead, 0);
+  int64_t osz = O[0] * O[1] * O[2], isz = I[0] * I[1] * I[2], ksz = K[0] * K[1] * K[2];
+  s->value.assign(size_t(N * M * osz), 0.0);
+  s->magnitude.assign(s->value.size(), 0.0);
+  for (int64_t ni = 0; ni < N; ++ni)
+    for (int64_t mi = 0; mi < M; ++mi)
+      for (int64_t o = 0; o < osz; ++o) {
+        int64_t o0 = o / (O[1] * O[2]), o1 = o / O[2] % O[1], o2 = o % O[2];
+        double v = c.bias ? s->b.data[size_t(mi)] : 0.0, mag = std::fabs(v);
+        for (int64_t ci = 0; ci < Cg; ++ci)
+          for (int64_t k = 0; k < ksz; ++k) {
+            int64_t k0 = k / (K[1] * K[2]), k1 = k / K[2] % K[1], k2 = k % K[2];
+            int64_t i0 = o0 * S[0] - P[0] + k0 * D[0], i1 = o1 * S[1] - P[1] + k1 * D[1], i2 = o2 * S[2] - P[2] + k2 * D[2];
+            if (i0 < 0 || i0 >= I[0] || i1 < 0 || i1 >= I[1] || i2 < 0 || i2 >= I[2]) continue;
+            double t = double(s->x.data[size_t((ni * C + mi / Mg * Cg + ci) * isz + (i0 * I[1] + i1) * I[2] + i2)]) *
+                       s->w.data[size_t((mi * Cg + ci) * ksz + k)];
+            v += t;
+            mag += std::fabs(t);
+          }
+        s->value[size_t((ni * M + mi) * osz + o)] = v;
+        s->magnitude[size_t((ni * M + mi) * osz + o)] = mag;
+      }
+  s->attrs.Ints("kernel_shape", c.kernel).Int("group", G);
+  if (!c.strides.empty()) s->attrs.Ints("strides", c.strides);
+  if (!c.dilations.empty()) s->attrs.Ints("dilations", c.dilations);
+  if (!c.pads.empty()) s->attrs.Ints("pads", c.pads);
+  if (!c.auto_pad.empty()) s->attrs.String("auto_pad", c.auto_pad);
+}
+
+void ExpectClose(const ConvStep& s, const std::string& what) {
+  int bad = 0;
+  for (size_t i = 0; i < s.value.size() && bad < 5; ++i) {
+    double tol = 1e-5 * s.magnitude[i] + 1e-6;
+    if (!(std::fabs(double(s.y.data[i]) - s.value[i]) <= tol)) {
+      ADD_FAILURE() << what << ": element " << i << " is " << s.y.data[i] << ", expected " << s.value[i] << " (tol " << tol << ")";
+      ++bad;
+    }
+  }
+}
+
+// `variant` must take the step and match the loop on 1 and 2 threads; so must the registered
+// fast Conv and the reference kernel.
+void CheckTakes(KernelFactory variant, const ConvCase& c) {
+  SCOPED_TRACE(Describe(c));
+  ConvStep s;
+  MakeStep(c, &s);
+  Attributes a = s.attrs.Finish();
+  const KernelRegistry& r = KernelRegistry::Cpu();
+  for (auto [factory, name] : {std::pair{variant, "variant"}, {r.FindFast("Conv"), "fast Conv"}, {r.Find("Conv"), "reference"}}) {
+    for (int threads : {1, 2}) {
+      Status st = RunKernel(factory, s.Inputs(c.bias), &s.y, a, threads);
+      ASSERT_TRUE(st.ok()) << name << ": " << st.ToString();
+      ExpectClose(s, std::string(name) + ", " + std::to_string(threads) + " threads");
+    }
+  }
+}
+
+void CheckDeclines(KernelFactory variant, const ConvCase& c, DataType dtype = DataType::kF32) {
+  SCOPED_TRACE(Describe(c));
+  ConvStep s;
+  MakeStep(c, &s);
+  for (Buffer* b : {&s.x, &s.w, &s.b, &s.y}) b->t.dtype = dtype;
+  Status st = RunKernel(variant, s.Inputs(c.bias), &s.y, s.attrs.Finish(), 2);
+  EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << st.ToString();
+}
+
+TEST(DepthwiseConv, MatchesLoop) {
+  for (int64_t n : {1, 3})
+    for (int64_t ch : {1, 3, 17, 32})
+      for (bool bias : {false, true}) {
+        CheckTakes(MakeDepthwiseConvKernel, {{n, ch, 14, 14}, ch, {3, 3}, ch, {}, {}, {1, 1, 1, 1}, "", bias});
+        CheckTakes(MakeDepthwiseConvKernel, {{n, ch, 14, 14}, ch, {3, 3}, ch, {2, 2}, {}, {1, 1, 1, 1}, "", bias, true});
+        CheckTakes(MakeDepthwiseConvKernel, {{n, ch, 5, 7}, ch, {3, 3}, ch, {}, {}, {0, 2, 1, 0}, "", bias});
+        CheckTakes(MakeDepthwiseConvKernel, {{n, ch, 1, 1}, ch, {3, 3}, ch, {}, {}, {1, 1, 1, 1}, "", bias});
+      }
+}
+
+TEST(DepthwiseConv, StridesPadsDilationsKernels) {
+  for (bool bias : {false, true}) {
+    CheckTakes(MakeDepthwiseConvKernel, {{1, 3, 5, 7}, 3, {3, 3}, 3, {2, 2}, {}, {1, 0, 0, 1}, "", bias});
+    CheckTakes(MakeDepthwiseConvKernel, {{3, 17, 14, 14}, 17, {5, 5}, 17, {}, {}, {2, 2, 2, 2}, "", bias});
+    CheckTakes(MakeDepthwiseConvKernel, {{1, 17, 5, 7}, 17, {5, 5}, 17, {2, 2}, {}, {2, 1, 2, 3}, "", bias});
+    CheckTakes(MakeDepthwiseConvKernel, {{1, 3, 14, 14}, 3, {3, 3}, 3, {}, {2, 1}, {2, 1, 2, 1}, "", bias});  // dilation
+    CheckTakes(MakeDepthwiseConvKernel, {{1, 32, 5, 7}, 32, {3, 3}, 32, {2, 2}, {}, {}, "SAME_UPPER", bias});
+    CheckTakes(MakeDepthwiseConvKernel, {{3, 3, 14, 14}, 3, {3, 3}, 3, {2, 2}, {}, {}, "SAME_LOWER", bias});
+    CheckTakes(MakeDepthwiseConvKernel, {{1, 17, 5, 7}, 17, {3, 3}, 17, {}, {}, {}, "VALID", bias});
+    CheckTakes(MakeDepthwiseConvKernel, {{1, 3, 14, 14}, 3, {3, 3}, 3, {}, {5, 5}, {}, "", bias});  // taps never all inside
+  }
+}
+
+TEST(DepthwiseConv, Declines) {
+  CheckDeclines(MakeDepthwiseConvKernel, {{1, 3, 5, 7}, 6, {3, 3}, 3, {}, {}, {1, 1, 1, 1}});     // channel multiplier 2
+  CheckDeclines(MakeDepthwiseConvKernel, {{1, 4, 5, 7}, 4, {3, 3}, 2, {}, {}, {1, 1, 1, 1}});     // grouped, not depthwise
+  CheckDeclines(MakeDepthwiseConvKernel, {{1, 3, 5, 7}, 3, {3, 3}, 1, {}, {}, {1, 1, 1, 1}});     // group 1
+  CheckDeclines(MakeDepthwiseConvKernel, {{1, 3, 9, 9}, 3, {7, 7}, 3, {}, {}, {}});               // 7x7
+  CheckDeclines(MakeDepthwiseConvKernel, {{1, 3, 9, 9}, 3, {3, 5}, 3, {}, {}, {}});               // not square
+  CheckDeclines(MakeDepthwiseConvKernel, {{1, 3, 9, 9}, 3, {3, 3}, 3, {3, 3}, {}, {}});           // stride 3
+  CheckDeclines(MakeDepthwiseConvKernel, {{1, 3, 9, 9}, 3, {3, 3}, 3, {1, 2}, {}, {}});           // mixed strides
+  CheckDeclines(MakeDepthwiseConvKernel, {{1, 3, 9}, 3, {3}, 3, {}, {}, {1, 1}});                 // 1-D
+  CheckDeclines(MakeDepthwiseConvKernel, {{1, 3, 5, 7}, 3, {3, 3}, 3, {}, {}, {1, 1, 1, 1}}, DataType::kF16);
+}
+
+// Both 1x1 variants: the direct kernel and the oneDNN matmul.
+constexpr KernelFactory kPointwise[] = {MakeDirectPointwiseConvKernel, MakePointwiseConvKernel};
+
+TEST(PointwiseConv, MatchesLoop) {
+  for (KernelFactory variant : kPointwise)
+    for (int64_t n : {1, 3})
+      for (int64_t c : {1, 3, 17, 32})
+        for (int64_t m : {1, 3, 17, 32})
+          for (bool bias : {false, true}) {
+            bool wc = (c + m) % 2 == 0;  // constant and non-constant weights both show up
+            CheckTakes(variant, {{n, c, 14, 14}, m, {1, 1}, 1, {}, {}, {}, "", bias, wc});
+            CheckTakes(variant, {{n, c, 5, 7}, m, {1, 1}, 1, {}, {}, {}, "", bias, !wc});
+            CheckTakes(variant, {{n, c, 1, 1}, m, {1, 1}, 1, {}, {}, {}, "", bias, wc});
+          }
+}
+
+// Past one pass of k (256), several column blocks, rows split across items, rows and columns
+// that are not whole tiles (6 x 16).
+TEST(PointwiseConv, LargerShapes) {
+  for (KernelFactory variant : kPointwise)
+    for (bool wc : {false, true}) {
+      CheckTakes(variant, {{1, 300, 5, 7}, 13, {1, 1}, 1, {}, {}, {}, "", true, wc});
+      CheckTakes(variant, {{3, 3, 40, 41}, 20, {1, 1}, 1, {}, {}, {}, "", true, wc});
+      CheckTakes(variant, {{1, 17, 14, 14}, 100, {1, 1}, 1, {}, {}, {}, "", false, wc});
+      CheckTakes(variant, {{2, 520, 3, 3}, 7, {1, 1}, 1, {}, {}, {}, "", true, wc});
+    }
+}
+
+TEST(PointwiseConv, OtherRanksAndAutoPad) {
+  for (KernelFactory variant : kPointwise) {
+    CheckTakes(variant, {{3, 17, 9}, 5, {1}, 1, {}, {}, {}, ""});
+    CheckTakes(variant, {{1, 3, 2, 5, 7}, 17, {1, 1, 1}, 1, {}, {}, {}, "", false});
+    CheckTakes(variant, {{1, 17, 5, 7}, 3, {1, 1}, 1, {}, {2, 2}, {}, "SAME_UPPER"});
+    CheckTakes(variant, {{1, 17, 5, 7}, 3, {1, 1}, 1, {}, {}, {0, 0, 0, 0}, "VALID"});
+  }
+}
+
+TEST(PointwiseConv, Declines) {
+  for (KernelFactory variant : kPointwise) {
+    CheckDeclines(variant, {{1, 3, 5, 7}, 4, {1, 1}, 1, {2, 2}, {}, {}});          // stride 2
+    CheckDeclines(variant, {{1, 3, 5, 7}, 4, {1, 1}, 1, {}, {}, {1, 0, 0, 0}});    // padded
+    CheckDeclines(variant, {{1, 4, 5, 7}, 6, {1, 1}, 2, {}, {}, {}});              // grouped
+    CheckDeclines(variant, {{1, 3, 5, 7}, 3, {1, 1}, 3, {}, {}, {}});              // depthwise
+    CheckDeclines(variant, {{1, 3, 5, 7}, 4, {3, 3}, 1, {}, {}, {1, 1, 1, 1}});    // 3x3
+    CheckDeclines(variant, {{1, 3, 5, 7}, 4, {1, 1}, 1, {}, {}, {}}, DataType::kF16);
+  }
+}
+
+// What neither variant takes still runs through the registered fast Conv (oneDNN's general
+// convolution) and matches: channel multipliers, grouped and 7x7 convolutions.
+TEST(FastConv, OtherStepsFallThrough) {
+  CheckTakes(MakeDnnlConvKernel, {{1, 3, 5, 7}, 6, {3, 3}, 3, {}, {}, {1, 1, 1, 1}});
+  CheckTakes(MakeDnnlConvKernel, {{3, 4, 14, 14}, 6, {3, 3}, 2, {2, 2}, {}, {1, 1, 1, 1}});
+  CheckTakes(MakeDnnlConvKernel, {{1, 3, 9, 9}, 3, {7, 7}, 3, {}, {}, {3, 3, 3, 3}});
+  CheckTakes(MakeDnnlConvKernel, {{1, 3, 5, 7}, 4, {1, 1}, 1, {2, 2}, {}, {}, "", false});
+}
+
+// The registered fast Conv's choice (the first variant it prefers that takes the step, as
+// FastConvKernel tries them) on mobilenet_v2-like layers (batch 8).
+TEST(FastConv, ShapePolicy) {
+  auto prefers = [](const ConvCase& c) {
+    ConvStep s;
+    MakeStep(c, &s);
+    KernelArgs args;
+    args.inputs = {&s.x.t, &s.w.t, &s.b.t};
+    args.outputs = {&s.y.t};
+    args.attrs = s.attrs.Finish();
+    CpuContext ctx;
+    ctx.threads = 2;
+    for (KernelFactory f : {MakeDepthwiseConvKernel, MakeDirectPointwiseConvKernel, MakePointwiseConvKernel, MakeDnnlConvKernel})
+      if (PreferConvVariant(args, f) && f()->Init(args, ctx).ok()) return f;
+    return KernelFactory(nullptr);
+  };
+  EXPECT_EQ(prefers({{8, 32, 56, 56}, 32, {3, 3}, 32, {}, {}, {1, 1, 1, 1}}), MakeDepthwiseConvKernel);
+  EXPECT_EQ(prefers({{8, 32, 7, 7}, 32, {3, 3}, 32, {}, {}, {1, 1, 1, 1}}), MakeDnnlConvKernel);
+  EXPECT_EQ(prefers({{8, 16, 28, 28}, 96, {1, 1}, 1}), MakeDirectPointwiseConvKernel);
+  EXPECT_EQ(prefers({{8, 96, 28, 28}, 24, {1, 1}, 1}), MakePointwiseConvKernel);
+  EXPECT_EQ(prefers({{8, 32, 7, 7}, 128, {1, 1}, 1}), MakeDnnlConvKernel);
+  EXPECT_EQ(prefers({{8, 3, 28, 28}, 32, {3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}}), MakeDnnlConvKernel);
+}
+
+}  // namespace
+}  // namespace precis::rt
