@@ -31,55 +31,14 @@
 
 #include "runtime/base/half.h"
 #include "runtime/cpu/kernel.h"
+#include "tests/runtime/kernel_test_util.h"
 
 namespace precis::rt {
 namespace {
 
-// Attributes in a flatbuffer, as the plan stores them.
-class AttrList {
- public:
-  AttrList& Int(const char* name, int64_t v) {
-    names_.push_back(name);
-    attrs_.push_back(plan::CreateAttr(fbb_, fbb_.CreateString(name), plan::AttrKind_Int, v));
-    return *this;
-  }
-  AttrList& Float(const char* name, float v) {
-    attrs_.push_back(plan::CreateAttr(fbb_, fbb_.CreateString(name), plan::AttrKind_Float, 0, v));
-    return *this;
-  }
-  AttrList& String(const char* name, const std::string& v) {
-    auto n = fbb_.CreateString(name), s = fbb_.CreateString(v);
-    attrs_.push_back(plan::CreateAttr(fbb_, n, plan::AttrKind_String, 0, 0, s));
-    return *this;
-  }
-  AttrList& Ints(const char* name, const std::vector<int64_t>& v) {
-    auto n = fbb_.CreateString(name);
-    auto ints = fbb_.CreateVector(v);
-    attrs_.push_back(plan::CreateAttr(fbb_, n, plan::AttrKind_Ints, 0, 0, 0, ints));
-    return *this;
-  }
-  Attributes Finish() {
-    if (!finished_) {
-      if (std::find(names_.begin(), names_.end(), "opset") == names_.end()) Int("opset", 17);
-      auto attrs = fbb_.CreateVector(attrs_);
-      fbb_.Finish(plan::CreateStep(fbb_, 0, 0, 0, 0, attrs));
-      finished_ = true;
-    }
-    return Attributes(flatbuffers::GetRoot<plan::Step>(fbb_.GetBufferPointer())->attrs());
-  }
+using testing::AttrList;
+using testing::Numel;
 
- private:
-  flatbuffers::FlatBufferBuilder fbb_;
-  std::vector<flatbuffers::Offset<plan::Attr>> attrs_;
-  std::vector<std::string> names_;
-  bool finished_ = false;
-};
-
-int64_t Numel(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
 
 std::string DimsText(const std::vector<int64_t>& d) {
   std::string s = "[";
