@@ -17,7 +17,8 @@ namespace {
 
 constexpr const char* kBenchUsage =
     "usage: precis bench MODEL.plan|MODEL.onnx [--device cpu] [--iterations N] [--warmup N] [--threads N]\n"
-    "                    [--shape NAME=DIMS ...] [--reference] [--json] [--profile]\n";
+    "                    [--shape NAME=DIMS ...] [--reference] [--json] [--profile]\n"
+    "                    [--precision fp32|fp16|bf16] (for .onnx models)\n";
 
 // Time per kernel (summed over steps) and the slowest steps, per run.
 void PrintProfile(const std::vector<StepProfile>& steps, int runs) {
@@ -63,6 +64,7 @@ int BenchCommand(const std::vector<std::string>& args) {
       Status s = ParseShapeOption(*v, compile_options.shapes);
       if (!s.ok()) return UsageError("bench", s.message(), kBenchUsage);
     } else if (a == "--reference") session_options.reference_kernels = true;
+    else if (a == "--precision" && (v = value())) compile_options.precision = *v;
     else if (a == "--json") json = true;
     else if (a == "--profile") session_options.profile = true;
     else if (a == "--help" || a == "-h") {
@@ -83,6 +85,8 @@ int BenchCommand(const std::vector<std::string>& args) {
     if (!compiled.ok()) return ReportError("bench", compiled.status());
     session = Session::FromBuffer(compiled->plan.bytes.data(), compiled->plan.bytes.size(), session_options);
   } else {
+    if (compile_options.precision != "fp32" || !compile_options.shapes.empty())
+      return UsageError("bench", "--precision and --shape apply to .onnx models; a plan's are fixed", kBenchUsage);
     session = Session::Open(model, session_options);
   }
   if (!session.ok()) return ReportError("bench", session.status());

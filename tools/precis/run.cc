@@ -20,6 +20,7 @@ namespace {
 constexpr const char* kRunUsage =
     "usage: precis run MODEL.plan|MODEL.onnx [--input NAME=FILE.npy|FILE.pb ...] [--random] [--seed N]\n"
     "                  [--output-dir DIR] [--compare DIR] [--shape NAME=DIMS ...] [--threads N] [--reference]\n"
+    "                  [--precision fp32|fp16|bf16] (for .onnx models)\n"
     "--compare DIR: compare each output with DIR/OUTPUT.npy (max abs error, relative L2 error)\n";
 
 double ElementAsDouble(const TensorData& t, int64_t i) {
@@ -133,6 +134,10 @@ int RunCommand(const std::vector<std::string>& args) {
       session_options.threads = std::atoi(v->c_str());
     } else if (a == "--reference") {
       session_options.reference_kernels = true;
+    } else if (a == "--precision") {
+      const std::string* v = value();
+      if (!v) return UsageError("run", "--precision needs fp32, fp16 or bf16", kRunUsage);
+      compile_options.precision = *v;
     } else if (a == "--help" || a == "-h") {
       std::fputs(kRunUsage, stdout);
       return 0;
@@ -153,6 +158,8 @@ int RunCommand(const std::vector<std::string>& args) {
     session = Session::FromBuffer(compiled->plan.bytes.data(), compiled->plan.bytes.size(), session_options);
   } else {
     if (!compile_options.shapes.empty()) return UsageError("run", "--shape applies to .onnx models; a plan's shapes are fixed", kRunUsage);
+    if (compile_options.precision != "fp32")
+      return UsageError("run", "--precision applies to .onnx models; a plan's precision is fixed", kRunUsage);
     session = Session::Open(model, session_options);
   }
   if (!session.ok()) return ReportError("run", session.status());
