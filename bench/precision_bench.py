@@ -27,6 +27,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from latency_bench import ort_median  # noqa: E402  (the same onnxruntime timing as the FP32 bench)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPORTS = os.path.join(ROOT, ".cache", "model-tests", "exports")
 
@@ -46,20 +49,8 @@ def precis_latency(precis, plan, threads, iterations):
 
 
 def ort_latency(model, shape, threads, iterations):
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
-    name = sess.get_inputs()[0].name
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    for _ in range(3):
-        sess.run(None, {name: x})
-    times = []
-    for _ in range(iterations):
-        t = time.perf_counter()
-        sess.run(None, {name: x})
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
+    name = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).get_inputs()[0].name
+    return ort_median(model, name, shape, threads, iterations)
 
 
 def converter_casts(model):

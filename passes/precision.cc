@@ -104,6 +104,7 @@ class Painter {
   StatusOr<PrecisionStats> Rewrite();
   ir::Value* Converted(ir::Value* v, ir::DType dtype);
   std::string FreshName(const std::string& base);
+  void AddCast(ir::Value* from, ir::Value* to, const char* evidence);
   void Reorder(const std::vector<ir::Node*>& original);
 
   ir::Graph& g_;
@@ -274,6 +275,13 @@ std::string Painter::FreshName(const std::string& base) {
   return name;
 }
 
+// A Cast node from -> to (to's type says the target dtype), recorded as an inserted cast.
+void Painter::AddCast(ir::Value* from, ir::Value* to, const char* evidence) {
+  ir::Node* cast = g_.AddNode("", "Cast", FreshName(to->name() + ".cast"), {from}, {to}, CastTo(to->type().dtype()));
+  cast->mutable_precision() = {ir::DType::kUndefined, "cast", evidence};
+  ++stats_.casts_inserted;
+}
+
 // `v` in `dtype`: a converted constant or the output of a Cast, made once per (value, dtype).
 ir::Value* Painter::Converted(ir::Value* v, ir::DType dtype) {
   auto key = std::make_pair(static_cast<const ir::Value*>(v), dtype);
@@ -305,9 +313,7 @@ ir::Value* Painter::Converted(ir::Value* v, ir::DType dtype) {
   } else {
     out = g_.NewValue(name);
     out->set_type(ir::Type::Tensor(dtype, v->type().shape()));
-    ir::Node* cast = g_.AddNode("", "Cast", FreshName(name + ".cast"), {v}, {out}, CastTo(dtype));
-    cast->mutable_precision() = {ir::DType::kUndefined, "cast", "precision boundary"};
-    ++stats_.casts_inserted;
+    AddCast(v, out, "precision boundary");
     cache_[{out, v->type().dtype()}] = v;  // the reverse cast is the source itself
   }
   cache_[key] = out;
@@ -354,9 +360,7 @@ StatusOr<PrecisionStats> Painter::Rewrite() {
       ir::Value* twin = g_.NewValue(FreshName(v->name() + "." + std::string(ir::DTypeName(o_.low))));
       twin->set_type(low);
       g_.SetNodeOutput(n, int(i), twin);
-      ir::Node* cast = g_.AddNode("", "Cast", FreshName(v->name() + ".cast"), {twin}, {v}, CastTo(ir::DType::kF32));
-      cast->mutable_precision() = {ir::DType::kUndefined, "cast", "keeps the model's FP32 type"};
-      ++stats_.casts_inserted;
+      AddCast(twin, v, "keeps the model's FP32 type");
       cache_[{v, o_.low}] = twin;
       cache_[{twin, ir::DType::kF32}] = v;
     }

@@ -243,27 +243,17 @@ Status Session::BindOutput(const std::string& name, void* data, size_t bytes) {
 
 Status Session::Run() {
   Impl& m = *impl_;
-  if (m.observer) {
-    for (size_t i = 0; i < m.kernels.size(); ++i) {
-      PRECIS_RETURN_IF_ERROR(m.kernels[i]->Run(m.args[i], m.ctx));
-      for (const rt::Tensor* t : m.args[i].outputs)
-        if (t) m.observer(TensorData{{t->name, t->dtype, t->dims}, t->data});
-    }
-    return Status::Ok();
-  }
-  if (!m.profile.empty()) {
-    for (size_t i = 0; i < m.kernels.size(); ++i) {
-      auto start = std::chrono::steady_clock::now();
-      Status s = m.kernels[i]->Run(m.args[i], m.ctx);
-      if (!s.ok()) return s;
+  bool timed = !m.profile.empty();
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    PRECIS_RETURN_IF_ERROR(m.kernels[i]->Run(m.args[i], m.ctx));
+    if (timed) {
       m.profile[i].total_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       ++m.profile[i].runs;
     }
-    return Status::Ok();
-  }
-  for (size_t i = 0; i < m.kernels.size(); ++i) {
-    Status s = m.kernels[i]->Run(m.args[i], m.ctx);
-    if (!s.ok()) return s;
+    if (m.observer)
+      for (const rt::Tensor* out : m.args[i].outputs)
+        if (out) m.observer(TensorData{{out->name, out->dtype, out->dims}, out->data});
   }
   return Status::Ok();
 }

@@ -114,25 +114,42 @@ StatusOr<std::vector<Sample>> LoadSamples(const std::string& source, const Sessi
   return InvalidArgument("--calibrate '" + source + "': expected random:N, a directory of .npy/.pb files, or FILE.npz");
 }
 
-double MaxAbs(const TensorData& t) {
-  double m = 0;
-  int64_t n = t.info.NumElements();
+bool IsFloatTensor(DataType d) { return d == DataType::kF32 || d == DataType::kF16 || d == DataType::kBF16; }
+
+// The values of an FP32/FP16/BF16 tensor as doubles.
+std::vector<double> Values(const TensorData& t) {
+  std::vector<double> out(size_t(t.info.NumElements()));
   const uint8_t* p = static_cast<const uint8_t*>(t.data);
-  for (int64_t i = 0; i < n; ++i) {
-    double v;
+  for (size_t i = 0; i < out.size(); ++i) {
     if (t.info.dtype == DataType::kF32) {
       float f;
       std::memcpy(&f, p + 4 * i, 4);
-      v = f;
+      out[i] = f;
     } else {
       uint16_t h;
       std::memcpy(&h, p + 2 * i, 2);
-      v = t.info.dtype == DataType::kF16 ? HalfToFloat(h) : Bf16ToFloat(h);
+      out[i] = t.info.dtype == DataType::kF16 ? HalfToFloat(h) : Bf16ToFloat(h);
     }
-    v = std::fabs(v);
-    if (v > m || std::isnan(v)) m = std::isnan(v) ? INFINITY : v;
   }
+  return out;
+}
+
+// Largest magnitude; infinity when any value is NaN or infinite.
+double MaxAbs(const TensorData& t) {
+  double m = 0;
+  for (double v : Values(t)) m = std::isnan(v) ? INFINITY : std::max(m, std::fabs(v));
   return m;
+}
+
+Status SetSampleInputs(Session& session, const Sample& sample, size_t index) {
+  for (const TensorInfo& info : session.inputs()) {
+    auto it = sample.find(info.name);
+    if (it == sample.end()) return InvalidArgument("sample " + std::to_string(index + 1) + " lacks input '" + info.name + "'");
+    const HostTensor& t = it->second;
+    Status s = session.SetInput(info.name, t.dtype, t.dims, t.data.data(), t.data.size());
+    if (!s.ok()) return s.WithContext("sample " + std::to_string(index + 1));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -145,19 +162,13 @@ StatusOr<Calibration> Calibrate(const std::string& model_path, const passes::Com
   PRECIS_ASSIGN_OR_RETURN(std::vector<Sample> samples, LoadSamples(source, *session));
   Calibration cal;
   session->SetStepObserver([&](const TensorData& t) {
-    if (t.info.dtype != DataType::kF32 && t.info.dtype != DataType::kF16 && t.info.dtype != DataType::kBF16) return;
+    if (!IsFloatTensor(t.info.dtype)) return;
     double m = MaxAbs(t);
     double& r = cal.ranges[t.info.name];
     r = std::max(r, m);
   });
   for (size_t i = 0; i < samples.size(); ++i) {
-    for (const TensorInfo& info : session->inputs()) {
-      auto it = samples[i].find(info.name);
-      if (it == samples[i].end()) return InvalidArgument("calibration sample " + std::to_string(i + 1) + " lacks input '" + info.name + "'");
-      const HostTensor& t = it->second;
-      Status s = session->SetInput(info.name, t.dtype, t.dims, t.data.data(), t.data.size());
-      if (!s.ok()) return s.WithContext("calibration sample " + std::to_string(i + 1));
-    }
+    PRECIS_RETURN_IF_ERROR(SetSampleInputs(*session, samples[i], i));
     for (const TensorInfo& info : session->inputs()) {  // inputs are tensors too: record them
       auto out = samples[i].find(info.name);
       if (info.dtype == DataType::kF32)
@@ -187,30 +198,13 @@ StatusOr<std::map<std::string, std::string>> MeasureErrorBudget(const std::strin
     for (const auto& v : r.inputs) sums[v];
     for (const auto& v : r.outputs) sums[v];
   }
-  auto values = [](const TensorData& t) {
-    std::vector<double> out(size_t(t.info.NumElements()));
-    const uint8_t* p = static_cast<const uint8_t*>(t.data);
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (t.info.dtype == DataType::kF32) {
-        float f;
-        std::memcpy(&f, p + 4 * i, 4);
-        out[i] = f;
-      } else {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        out[i] = t.info.dtype == DataType::kF16 ? HalfToFloat(h) : Bf16ToFloat(h);
-      }
-    }
-    return out;
-  };
-  auto is_float = [](DataType d) { return d == DataType::kF32 || d == DataType::kF16 || d == DataType::kBF16; };
   ref->SetStepObserver([&](const TensorData& t) {
-    if (sums.count(t.info.name) && is_float(t.info.dtype)) ref_values[t.info.name] = values(t);
+    if (sums.count(t.info.name) && IsFloatTensor(t.info.dtype)) ref_values[t.info.name] = Values(t);
   });
   mixed->SetStepObserver([&](const TensorData& t) {
     auto it = ref_values.find(t.info.name);
-    if (it == ref_values.end() || !is_float(t.info.dtype)) return;
-    std::vector<double> got = values(t);
+    if (it == ref_values.end() || !IsFloatTensor(t.info.dtype)) return;
+    std::vector<double> got = Values(t);
     if (got.size() != it->second.size()) return;
     auto& [d2, r2] = sums[t.info.name];
     for (size_t i = 0; i < got.size(); ++i) {
@@ -220,12 +214,7 @@ StatusOr<std::map<std::string, std::string>> MeasureErrorBudget(const std::strin
     }
   });
   for (size_t i = 0; i < samples.size(); ++i) {
-    for (Session* s : {ref.get(), mixed.get()})
-      for (const TensorInfo& info : s->inputs()) {
-        auto it = samples[i].find(info.name);
-        if (it == samples[i].end()) return InvalidArgument("error-budget sample " + std::to_string(i + 1) + " lacks input '" + info.name + "'");
-        PRECIS_RETURN_IF_ERROR(s->SetInput(info.name, it->second.dtype, it->second.dims, it->second.data.data(), it->second.data.size()));
-      }
+    for (Session* s : {ref.get(), mixed.get()}) PRECIS_RETURN_IF_ERROR(SetSampleInputs(*s, samples[i], i));
     ref_values.clear();
     PRECIS_RETURN_IF_ERROR(ref->Run());
     for (const TensorInfo& info : ref->inputs())  // model inputs are exact in both runs
