@@ -1,4 +1,5 @@
-// Session: plan loading, kernel set-up, arena allocation and execution on the CPU backend.
+// Session: plan loading, kernel set-up, arena allocation and execution on the CPU backend, or
+// through the CUDA backend (runtime/cuda/cuda_backend.h).
 #include "precis/session.h"
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "runtime/base/mapped_file.h"
 #include "runtime/cpu/kernel.h"
 #include "runtime/cpu/widen_kernel.h"
+#include "runtime/cuda/cuda_backend.h"
 #include "runtime/plan/plan_format.h"
 
 namespace precis {
@@ -41,10 +43,13 @@ struct Session::Impl {
   std::string precision;
   std::vector<StepProfile> profile;
   std::function<void(const TensorData&)> observer;
+  std::unique_ptr<rt::CudaBackend> cuda;  // set when the session runs on a GPU
 
   Status Load(const uint8_t* data, size_t size);
   Status LoadTensors();
   Status LoadSteps();
+  Status LoadCuda();
+  StatusOr<rt::KernelArgs> StepArgs(const plan::Step* s);
   // The kernel for one step and its variant label ("", " (fast)", " (widened)", " (fast, widened)").
   StatusOr<std::pair<std::unique_ptr<rt::Kernel>, const char*>> ChooseKernel(rt::KernelFactory reference, rt::KernelFactory fast,
                                                                              const rt::KernelArgs& a);
@@ -87,7 +92,8 @@ StatusOr<std::pair<std::unique_ptr<rt::Kernel>, const char*>> Session::Impl::Cho
 Status Session::Impl::LoadTensors() {
   const plan::Plan* p = view.meta;
   if (!p->tensors() || !p->steps() || !p->inputs() || !p->outputs()) return InvalidArgument("plan lacks tensors, steps, inputs or outputs");
-  arena = AllocateAligned(size_t(p->arena_bytes()));
+  bool on_cpu = options.device == Device::kCpu;  // on CUDA the arena is on the device
+  arena = AllocateAligned(on_cpu ? size_t(p->arena_bytes()) : 0);
   if (!arena) return Internal("cannot allocate the arena (" + std::to_string(p->arena_bytes()) + " bytes)");
   tensors.resize(p->tensors()->size());
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -109,10 +115,8 @@ Status Session::Impl::LoadTensors() {
     uint64_t limit = constant ? view.constants_size : p->arena_bytes();
     if (d->offset() > limit || t.bytes > limit - d->offset()) return InvalidArgument("plan tensor '" + t.name + "' lies outside its section");
     t.is_constant = constant;
-    t.data = constant ? const_cast<uint8_t*>(view.constants) + d->offset() : arena.get() + d->offset();
+    t.data = constant ? const_cast<uint8_t*>(view.constants) + d->offset() : on_cpu ? arena.get() + d->offset() : nullptr;
   }
-  home.reserve(tensors.size());
-  for (const auto& t : tensors) home.push_back(t.data);
   auto io = [&](const flatbuffers::Vector<int32_t>* ids, std::vector<TensorInfo>& infos, std::unordered_map<std::string, int>& by_name) -> Status {
     for (int32_t id : *ids) {
       if (id < 0 || size_t(id) >= tensors.size()) return InvalidArgument("plan input/output id out of range");
@@ -126,25 +130,55 @@ Status Session::Impl::LoadTensors() {
   return io(p->outputs(), outputs, output_ids);
 }
 
+// The steps' arguments and kernel names, then the CUDA backend, which places every tensor on the
+// device and points the model inputs and outputs at pinned staging.
+Status Session::Impl::LoadCuda() {
+  std::vector<std::string> names;
+  for (const plan::Step* s : *view.meta->steps()) {
+    PRECIS_ASSIGN_OR_RETURN(rt::KernelArgs a, StepArgs(s));
+    names.push_back(s->kernel() ? s->kernel()->str() : "");
+    args.push_back(std::move(a));
+  }
+  std::vector<int> in_ids, out_ids;
+  for (int32_t id : *view.meta->inputs()) in_ids.push_back(id);
+  for (int32_t id : *view.meta->outputs()) out_ids.push_back(id);
+  rt::CudaBackendOptions o;
+  o.device_id = options.device_id;
+  o.graphs = options.cuda_graphs;
+  PRECIS_ASSIGN_OR_RETURN(cuda, rt::CudaBackend::Create(view, tensors, in_ids, out_ids, args, names, o));
+  if (options.profile)
+    for (size_t i = 0; i < names.size(); ++i) {
+      const plan::Step* s = view.meta->steps()->Get(flatbuffers::uoffset_t(i));
+      profile.push_back({names[i] + " (cuda)", s->node() ? s->node()->str() : "", 0.0, 0});
+    }
+  return Status::Ok();
+}
+
+StatusOr<rt::KernelArgs> Session::Impl::StepArgs(const plan::Step* s) {
+  std::string kernel_name = s->kernel() ? s->kernel()->str() : "";
+  rt::KernelArgs a;
+  a.node = kernel_name + " '" + (s->node() ? s->node()->str() : "") + "'";
+  auto ids = [&](const flatbuffers::Vector<int32_t>* v, std::vector<rt::Tensor*>& out) -> Status {
+    if (!v) return Status::Ok();
+    for (int32_t id : *v) {
+      if (id == -1) out.push_back(nullptr);
+      else if (id < 0 || size_t(id) >= tensors.size()) return InvalidArgument(a.node + ": tensor id out of range");
+      else out.push_back(&tensors[size_t(id)]);
+    }
+    return Status::Ok();
+  };
+  PRECIS_RETURN_IF_ERROR(ids(s->inputs(), a.inputs));
+  PRECIS_RETURN_IF_ERROR(ids(s->outputs(), a.outputs));
+  a.attrs = rt::Attributes(s->attrs());
+  return a;
+}
+
 Status Session::Impl::LoadSteps() {
   const auto& registry = rt::KernelRegistry::Cpu();
   size_t scratch_bytes = 0;
   for (const plan::Step* s : *view.meta->steps()) {
     std::string kernel_name = s->kernel() ? s->kernel()->str() : "";
-    rt::KernelArgs a;
-    a.node = kernel_name + " '" + (s->node() ? s->node()->str() : "") + "'";
-    auto ids = [&](const flatbuffers::Vector<int32_t>* v, std::vector<rt::Tensor*>& out) -> Status {
-      if (!v) return Status::Ok();
-      for (int32_t id : *v) {
-        if (id == -1) out.push_back(nullptr);
-        else if (id < 0 || size_t(id) >= tensors.size()) return InvalidArgument(a.node + ": tensor id out of range");
-        else out.push_back(&tensors[size_t(id)]);
-      }
-      return Status::Ok();
-    };
-    PRECIS_RETURN_IF_ERROR(ids(s->inputs(), a.inputs));
-    PRECIS_RETURN_IF_ERROR(ids(s->outputs(), a.outputs));
-    a.attrs = rt::Attributes(s->attrs());
+    PRECIS_ASSIGN_OR_RETURN(rt::KernelArgs a, StepArgs(s));
     rt::KernelFactory factory = registry.Find(kernel_name);
     if (!factory) return Unimplemented(a.node + ": the CPU backend has no kernel '" + kernel_name + "'");
     PRECIS_ASSIGN_OR_RETURN(auto chosen, ChooseKernel(factory, registry.FindFast(kernel_name), a));
@@ -166,13 +200,17 @@ Status Session::Impl::LoadSteps() {
 
 Status Session::Impl::Load(const uint8_t* data, size_t size) {
   PRECIS_ASSIGN_OR_RETURN(view, plan::ValidatePlan(data, size));
-  if (view.meta->target() && view.meta->target()->str() != "cpu")
-    return Unimplemented("plan targets '" + view.meta->target()->str() + "', this session runs on the CPU");
+  // Plans for "cuda" hold only steps with CUDA kernels; they run on the CPU too (the reference).
+  std::string target = view.meta->target() ? view.meta->target()->str() : "cpu";
+  if (target != "cpu" && target != "cuda") return Unimplemented("plan targets '" + target + "', which this runtime does not know");
   precision = view.meta->precision() ? view.meta->precision()->str() : "fp32";
   ctx.threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   ctx.reference_only = options.reference_kernels;
   PRECIS_RETURN_IF_ERROR(LoadTensors());
-  return LoadSteps();
+  Status s = options.device == Device::kCuda ? LoadCuda() : LoadSteps();
+  home.reserve(tensors.size());
+  for (const auto& t : tensors) home.push_back(t.data);
+  return s;
 }
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -201,6 +239,27 @@ const std::vector<TensorInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<TensorInfo>& Session::outputs() const { return impl_->outputs; }
 size_t Session::arena_bytes() const { return size_t(impl_->view.meta->arena_bytes()); }
 const std::string& Session::precision() const { return impl_->precision; }
+std::string Session::device_name() const { return impl_->cuda ? "cuda: " + impl_->cuda->device_name() : "cpu"; }
+bool Session::graph_replay() const { return impl_->cuda && impl_->cuda->graph_replay(); }
+
+Status ParseDevice(const std::string& text, Device* device, int* device_id) {
+  *device_id = 0;
+  if (text == "cpu") {
+    *device = Device::kCpu;
+    return Status::Ok();
+  }
+  if (text == "cuda" || text.rfind("cuda:", 0) == 0) {
+    *device = Device::kCuda;
+    if (text != "cuda") {
+      std::string n = text.substr(5);
+      if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos)
+        return InvalidArgument("bad device '" + text + "' (expected cpu, cuda or cuda:N)");
+      *device_id = std::stoi(n);
+    }
+    return Status::Ok();
+  }
+  return InvalidArgument("unknown device '" + text + "' (expected cpu, cuda or cuda:N)");
+}
 
 static std::string Names(const std::vector<TensorInfo>& infos) {
   std::string s;
@@ -243,6 +302,7 @@ Status Session::BindOutput(const std::string& name, void* data, size_t bytes) {
 
 Status Session::Run() {
   Impl& m = *impl_;
+  if (m.cuda) return m.cuda->Run(m.tensors, m.profile.empty() ? nullptr : &m.profile, m.observer);
   bool timed = !m.profile.empty();
   for (size_t i = 0; i < m.kernels.size(); ++i) {
     auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();

@@ -11,6 +11,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kUnimplemented: return "Unimplemented";
     case StatusCode::kOutOfRange: return "OutOfRange";
     case StatusCode::kInternal: return "Internal";
+    case StatusCode::kUnavailable: return "Unavailable";
   }
   return "Unknown";
 }
@@ -36,5 +37,6 @@ Status OutOfRange(std::string message) {
   return Status(StatusCode::kOutOfRange, std::move(message));
 }
 Status Internal(std::string message) { return Status(StatusCode::kInternal, std::move(message)); }
+Status Unavailable(std::string message) { return Status(StatusCode::kUnavailable, std::move(message)); }
 
 }  // namespace precis

@@ -6,6 +6,9 @@
 // read from / write to caller memory instead (which must stay valid, with the exact byte size,
 // until unbound or the session ends). Output() points into the session (or at the bound memory)
 // and stays valid until the next Run. A Session is not thread-safe; use one per thread.
+// On CUDA (SessionOptions::device), inputs and outputs stay host memory: SetInput fills pinned
+// staging that Run uploads, Output() points at pinned staging that Run fills, and bound memory is
+// copied through the staging; activations and weights live on the device for the session.
 #pragma once
 
 #include <functional>
@@ -18,11 +21,21 @@
 
 namespace precis {
 
+enum class Device { kCpu, kCuda };
+
 struct SessionOptions {
-  int threads = 0;                 // 0: all hardware threads
-  bool reference_kernels = false;  // force the plain reference kernels (the test oracle)
+  int threads = 0;                 // 0: all hardware threads (CPU kernels)
+  bool reference_kernels = false;  // force the plain reference kernels (the test oracle; CPU)
   bool profile = false;            // time every step of Run() (see Session::profile())
+  Device device = Device::kCpu;    // kCuda: run every step on an NVIDIA GPU (an error if the
+                                   // build has no CUDA backend, no device is usable, or a step
+                                   // has no CUDA kernel; never a silent CPU fallback)
+  int device_id = 0;               // which CUDA device
+  bool cuda_graphs = true;         // capture Run() into a CUDA graph once and replay it
 };
+
+// "cpu", "cuda" or "cuda:N" -> device and device id; an error names the accepted forms.
+Status ParseDevice(const std::string& text, Device* device, int* device_id);
 
 // Accumulated wall time of one plan step over all profiled runs.
 struct StepProfile {
@@ -48,6 +61,9 @@ class Session {
   const std::vector<TensorInfo>& outputs() const;
   size_t arena_bytes() const;
   const std::string& precision() const;
+  // "cpu", or the CUDA device's name ("cuda: NVIDIA H200"); and whether Run() replays a CUDA graph.
+  std::string device_name() const;
+  bool graph_replay() const;
 
   // Errors: unknown name, dtype or shape different from the plan's, wrong byte size.
   Status SetInput(const std::string& name, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes);

@@ -20,6 +20,7 @@ enum class StatusCode {
   kUnimplemented,    // valid input that Precis does not support (yet)
   kOutOfRange,       // offsets, lengths or sizes outside what the data allows
   kInternal,         // a failure of the environment (I/O, allocation)
+  kUnavailable,      // a resource the call needs is absent (no CUDA device)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -48,6 +49,7 @@ Status NotFound(std::string message);
 Status Unimplemented(std::string message);
 Status OutOfRange(std::string message);
 Status Internal(std::string message);
+Status Unavailable(std::string message);
 
 template <typename T>
 class [[nodiscard]] StatusOr {
