@@ -36,7 +36,22 @@ class PhaseTimer {
 Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& result) {
   PhaseTimer timer(result);
   result.nodes_before = model.graph->nodes().size();
-  PRECIS_RETURN_IF_ERROR(SpecializeInputs(model, options.shapes, options.input_values));
+  std::map<std::string, std::vector<int64_t>> shapes = options.shapes;
+  if (options.batch > 0) {
+    // --batch N: the leading dim of every tensor input not given by --shape; the rest must be static.
+    for (const ir::Value* v : model.graph->inputs()) {
+      const ir::Type& t = v->type();
+      if (shapes.count(v->name()) || !t.is_tensor() || !t.shape().has_rank() || t.shape().dims().empty()) continue;
+      std::vector<int64_t> dims{options.batch};
+      for (size_t i = 1; i < t.shape().dims().size(); ++i) {
+        const ir::Dim& d = t.shape().dims()[i];
+        if (!d.is_static()) return InvalidArgument("--batch: input '" + v->name() + "' has a symbolic dim " + std::to_string(i) + "; give its shape with --shape");
+        dims.push_back(d.value());
+      }
+      shapes[v->name()] = dims;
+    }
+  }
+  PRECIS_RETURN_IF_ERROR(SpecializeInputs(model, shapes, options.input_values));
   InlineConstantIf(*model.graph);
   InferOptions infer;
   infer.fold_constants = options.fold_constants;
@@ -59,6 +74,8 @@ StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options)
 
   emit::EmitOptions emit;
   emit.precision = options.precision;
+  emit.target = options.target;
+  emit.strip_weights = options.strip_weights;
   emit.source_hash = options.source_hash;
   emit::ReportInputs report;
   report.precision = options.precision;

@@ -20,6 +20,9 @@ struct CompileOptions {
   // Inputs compiled in as constants: a plan specialized to these values (they stop being inputs).
   std::map<std::string, ir::Tensor> input_values;
   std::string precision = "fp32";  // fp32 | fp16 | bf16
+  int64_t batch = 0;               // > 0: the leading dim of every input not in `shapes`
+  std::string target = "cpu";      // cpu | cuda (every step must have a CUDA kernel)
+  bool strip_weights = false;      // benchmark plans without their weights (EmitOptions)
   PrecisionOptions precision_options;  // `low` is set from `precision`
   bool fold_constants = true;
   uint64_t source_hash = 0;

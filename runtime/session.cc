@@ -8,6 +8,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "runtime/base/half.h"
 #include "runtime/base/mapped_file.h"
 #include "runtime/cpu/kernel.h"
 #include "runtime/cpu/widen_kernel.h"
@@ -49,6 +50,8 @@ struct Session::Impl {
   Status LoadTensors();
   Status LoadSteps();
   Status LoadCuda();
+  std::vector<AlignedBuffer> synthetic;  // weights of a --strip-weights plan
+  StatusOr<uint8_t*> SyntheticWeight(const rt::Tensor& t);
   StatusOr<rt::KernelArgs> StepArgs(const plan::Step* s);
   // The kernel for one step and its variant label ("", " (fast)", " (widened)", " (fast, widened)").
   StatusOr<std::pair<std::unique_ptr<rt::Kernel>, const char*>> ChooseKernel(rt::KernelFactory reference, rt::KernelFactory fast,
@@ -112,6 +115,14 @@ Status Session::Impl::LoadTensors() {
     t.bytes = size_t(n) * DataTypeSize(t.dtype);
     if (d->bytes() != t.bytes) return InvalidArgument("plan tensor '" + t.name + "' byte size does not match its shape");
     bool constant = d->placement() == plan::Placement_Constant;
+    if (constant && d->synthetic()) {
+      if (!options.synthetic_weights)
+        return InvalidArgument("plan tensor '" + t.name + "' was left out (the plan was compiled with --strip-weights, for " +
+                               "benchmarks): open it with synthetic weights (precis bench/precis_plan_bench)");
+      PRECIS_ASSIGN_OR_RETURN(t.data, SyntheticWeight(t));
+      t.is_constant = true;
+      continue;
+    }
     uint64_t limit = constant ? view.constants_size : p->arena_bytes();
     if (d->offset() > limit || t.bytes > limit - d->offset()) return InvalidArgument("plan tensor '" + t.name + "' lies outside its section");
     t.is_constant = constant;
@@ -128,6 +139,25 @@ Status Session::Impl::LoadTensors() {
   };
   PRECIS_RETURN_IF_ERROR(io(p->inputs(), inputs, input_ids));
   return io(p->outputs(), outputs, output_ids);
+}
+
+// Deterministic pseudo-random values for a stripped weight: uniform in [-1/16, 1/16] (small enough
+// that deep nets stay finite in FP16), the same for every session.
+StatusOr<uint8_t*> Session::Impl::SyntheticWeight(const rt::Tensor& t) {
+  AlignedBuffer buf = AllocateAligned(t.bytes);
+  if (!buf) return Internal("cannot allocate synthetic weight '" + t.name + "'");
+  uint64_t state = 0x9E3779B97F4A7C15ull ^ t.bytes;
+  for (char c : t.name) state = (state ^ uint8_t(c)) * 0x100000001B3ull;
+  for (int64_t i = 0; i < t.numel; ++i) {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    float v = (float((state >> 40) & 0xFFFFFF) / float(1 << 24) - 0.5f) * 0.125f;
+    uint8_t* p = buf.get() + size_t(i) * DataTypeSize(t.dtype);
+    if (t.dtype == DataType::kF32) std::memcpy(p, &v, 4);
+    else if (t.dtype == DataType::kF64) { double d = v; std::memcpy(p, &d, 8); }
+    else { uint16_t h = t.dtype == DataType::kF16 ? FloatToHalf(v) : FloatToBf16(v); std::memcpy(p, &h, 2); }
+  }
+  synthetic.push_back(std::move(buf));
+  return synthetic.back().get();
 }
 
 // The steps' arguments and kernel names, then the CUDA backend, which places every tensor on the

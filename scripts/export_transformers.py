@@ -8,6 +8,8 @@ Run with the system interpreter, which has Debian's python3-torch:
 
 encoder: torch.nn.TransformerEncoder, 4 layers, d_model 256, 4 heads, feed-forward 1024, GELU,
          input "input" float32 [batch, seq, 256] (example 2x64).
+bert_base: the same module at BERT-base size (12 layers, d_model 768, 12 heads, feed-forward 3072,
+         GELU), input [batch, 128, 768]: the GPU benchmark's encoder (bench/gpu/).
 decoder: a small causal (GPT-style) decoder written out in torch: token and position
          embeddings, 2 blocks of masked multi-head self-attention (d_model 128, 4 heads) and a
          GELU MLP, final LayerNorm and a language-model head over 1000 tokens; input "tokens"
@@ -80,9 +82,14 @@ def build(name):
                                            activation="gelu", batch_first=True)
         model = nn.TransformerEncoder(layer, num_layers=4, enable_nested_tensor=False)
         return model.eval(), torch.randn(2, 64, 256), "input", "output", {0: "batch", 1: "seq"}
+    if name == "bert_base":
+        layer = nn.TransformerEncoderLayer(d_model=768, nhead=12, dim_feedforward=3072, dropout=0.0,
+                                           activation="gelu", batch_first=True)
+        model = nn.TransformerEncoder(layer, num_layers=12, enable_nested_tensor=False)
+        return model.eval(), torch.randn(1, 128, 768), "input", "output", {0: "batch", 1: "seq"}
     if name == "decoder":
         return CausalDecoder().eval(), torch.randint(0, 1000, (2, 32)), "tokens", "logits", {0: "batch", 1: "seq"}
-    sys.exit(f"export_transformers: unknown model '{name}' (encoder, decoder)")
+    sys.exit(f"export_transformers: unknown model '{name}' (encoder, bert_base, decoder)")
 
 
 def main():

@@ -11,6 +11,7 @@
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
 #include "runtime/base/hash.h"
+#include "runtime/cuda/kernel_list.h"
 #include "runtime/plan/plan_format.h"
 
 namespace precis::emit {
@@ -22,6 +23,7 @@ struct TensorEntry {
   size_t bytes;
   bool constant;
   size_t offset = 0;
+  bool synthetic = false;  // a stripped weight (EmitOptions::strip_weights)
 };
 
 StatusOr<std::vector<int64_t>> StaticShapeOf(const ir::Value& v) {
@@ -137,6 +139,14 @@ class Emitter {
     size_t offset = 0;
     for (auto& t : tensors_) {
       if (!t.constant) continue;
+      // Stripped weights: float constants of 1 KiB and more (shape and index constants stay).
+      ir::DType d = t.value->type().dtype();
+      t.synthetic = options_.strip_weights && t.bytes >= 1024 &&
+                    (d == ir::DType::kF32 || d == ir::DType::kF16 || d == ir::DType::kBF16 || d == ir::DType::kF64);
+      if (t.synthetic) {
+        t.offset = 0;
+        continue;
+      }
       t.offset = offset;
       offset = (offset + t.bytes + plan::kConstantAlignment - 1) / plan::kConstantAlignment * plan::kConstantAlignment;
     }
@@ -171,7 +181,20 @@ StatusOr<EmittedPlan> Emitter::Write() {
     auto name = b.CreateString(t.value->name());
     auto dims = b.CreateVector(t.dims);
     tensors.push_back(plan::CreateTensorDesc(b, name, uint8_t(ir::DTypeToOnnx(t.value->type().dtype())), dims,
-                                             t.constant ? plan::Placement_Constant : plan::Placement_Arena, t.offset, t.bytes));
+                                             t.constant ? plan::Placement_Constant : plan::Placement_Arena, t.offset, t.bytes,
+                                             t.synthetic));
+  }
+  // A plan for the GPU holds only steps with CUDA kernels: list every one without, at once.
+  if (options_.target == "cuda") {
+    std::string missing;
+    for (const Step& s : steps_) {
+      const ir::Node& n = *s.node;
+      std::string kernel = s.def->kernel.empty() ? (n.domain().empty() ? n.op_type() : n.domain() + "::" + n.op_type()) : s.def->kernel;
+      if (!rt::HasCudaKernel(kernel)) missing += (missing.empty() ? "" : ", ") + kernel + " '" + n.name() + "'";
+    }
+    if (!missing.empty()) return Unimplemented("the CUDA backend has no kernel for: " + missing);
+  } else if (options_.target != "cpu") {
+    return InvalidArgument("unknown target '" + options_.target + "' (cpu or cuda)");
   }
   std::vector<flatbuffers::Offset<plan::Step>> steps;
   for (const Step& s : steps_) {
@@ -211,7 +234,7 @@ StatusOr<EmittedPlan> Emitter::Write() {
   out.assign(size_t(h.file_size), 0);
   std::memcpy(out.data() + h.meta_offset, b.GetBufferPointer(), b.GetSize());
   for (const auto& t : tensors_)
-    if (t.constant && t.bytes) std::memcpy(out.data() + h.const_offset + t.offset, t.value->data()->buffer().data(), t.bytes);
+    if (t.constant && !t.synthetic && t.bytes) std::memcpy(out.data() + h.const_offset + t.offset, t.value->data()->buffer().data(), t.bytes);
   h.checksum = HashBytes(out.data() + sizeof h, out.size() - sizeof h);
   std::memcpy(out.data(), &h, sizeof h);
   result_.steps = steps_.size();

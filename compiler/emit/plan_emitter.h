@@ -13,6 +13,7 @@ namespace precis::emit {
 
 struct EmitOptions {
   std::string target = "cpu";
+  bool strip_weights = false;  // leave large float constants out (benchmark plans; see plan.fbs)
   std::string precision = "fp32";
   uint64_t source_hash = 0;
   std::string report_json, report_text;  // embedded precision report (may be empty)

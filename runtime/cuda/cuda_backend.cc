@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runtime/cuda/cuda_kernel.h"
+#include "runtime/cuda/widen_kernel.h"
 
 namespace precis::rt {
 namespace {
@@ -122,9 +123,16 @@ Status CudaBackendImpl::Init(const plan::PlanView& view, std::vector<Tensor>& te
   PRECIS_ASSIGN_OR_RETURN(constants_, DeviceAlloc(view.constants_size, "the constants"));
   if (view.constants_size)
     PRECIS_CUDA_OR_RETURN(cudaMemcpy(constants_.get(), view.constants, view.constants_size, cudaMemcpyHostToDevice), "uploading the constants");
+  ctx_.tables = &tables_;
   device_tensors_ = tensors;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const plan::TensorDesc* d = view.meta->tensors()->Get(flatbuffers::uoffset_t(i));
+    if (d->placement() == plan::Placement_Constant && d->synthetic()) {
+      // A stripped weight (benchmark plans): the session made it on the host; upload it alone.
+      PRECIS_ASSIGN_OR_RETURN(void* p, cuda::UploadTable(ctx_, tensors[i].data, tensors[i].bytes, "synthetic weight '" + tensors[i].name + "'"));
+      device_tensors_[i].data = static_cast<uint8_t*>(p);
+      continue;
+    }
     uint8_t* base = static_cast<uint8_t*>(d->placement() == plan::Placement_Constant ? constants_.get() : arena_.get());
     device_tensors_[i].data = base + d->offset();
   }
@@ -147,13 +155,22 @@ Status CudaBackendImpl::Init(const plan::PlanView& view, std::vector<Tensor>& te
   ctx_.lt = lt_;
   ctx_.dnn = dnn_;
   ctx_.prop = &prop_;
-  ctx_.tables = &tables_;
   size_t scratch_bytes = 0, workspace_bytes = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     KernelArgs h = remap(steps[i], host, tensors);
-    std::unique_ptr<cuda::Kernel> k = registry.Find(names[i])();
+    // The kernel on the step's own dtypes, else (16-bit tensors it does not take) widened.
+    cuda::KernelFactory factory = registry.Find(names[i]);
+    std::unique_ptr<cuda::Kernel> k = factory();
     ctx_.error = static_cast<int*>(errors_.get()) + i;
-    PRECIS_RETURN_IF_ERROR(k->Init(h, ctx_));
+    Status s = k->Init(h, ctx_);
+    if (!s.ok() && s.code() == StatusCode::kUnimplemented && cuda::WidenKernel::HasHalfTensors(h)) {
+      auto w = std::make_unique<cuda::WidenKernel>(factory());
+      if (w->Init(h, ctx_).ok()) {
+        k = std::move(w);
+        s = Status::Ok();
+      }
+    }
+    PRECIS_RETURN_IF_ERROR(s);
     scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
     workspace_bytes = std::max(workspace_bytes, k->WorkspaceBytes());
     capturable_ = capturable_ && k->Capturable();

@@ -18,13 +18,16 @@
 // listed but only errors (a plan that fails to compile or run where FP32 works) fail the run.
 //
 // usage: conformance_runner [--filter TEXT] [--verbose] [--expect FILE] [--min-pass N]
-//                           [--precision fp32|fp16|bf16] [--report FILE] LABEL=DIR ...
+//                           [--precision fp32|fp16|bf16] [--report FILE] [--export DIR] LABEL=DIR ...
+// --export DIR compiles every case for CUDA (every operator must have a CUDA kernel) and writes
+// each passing one there, with its inputs and the CPU backend's outputs: a GPU test bundle.
 // --expect FILE lists cases that must pass (one per line); any that does not fails the run, as
 // does any mismatch or error, or fewer than --min-pass passing cases.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <set>
@@ -111,6 +114,23 @@ std::string Compare(const tools::HostTensor& want, const TensorData& got, double
 // as constants (a plan specialized to those values), for operators whose output shape depends
 // on an input's value (Reshape's shape, Slice's starts, TopK's k, ...).
 std::string g_precision = "fp32";
+// --export DIR: every passing case is compiled for CUDA and written there with its inputs and the
+// CPU backend's outputs, as a cuda_plan_check bundle (tests/cuda/plan_check.cc).
+std::string g_export;
+std::ofstream g_cases;
+std::string g_case_id;
+
+bool WriteBytes(const fs::path& path, const void* data, size_t size) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(static_cast<const char*>(data), std::streamsize(size));
+  return bool(f);
+}
+
+std::string FileSafe(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  return s;
+}
 
 Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs,
                const std::vector<tools::HostTensor>& outputs, bool specialize) {
@@ -124,6 +144,9 @@ Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs
     return {Outcome::kError, "test has " + std::to_string(inputs.size()) + " inputs, model " + std::to_string(graph_inputs.size())};
   passes::CompileOptions options;
   options.precision = g_precision;
+  if (!g_export.empty()) options.target = "cuda";
+  std::set<std::string> op_types;
+  for (const auto& n : (*model)->graph->nodes()) op_types.insert(n->op_type());
   // Single-operator models: with the interface kept FP32 most operators would stay FP32 (their
   // only consumer is the FP32 model output), so mixed mode lowers the interface too.
   options.precision_options.keep_io_types = false;
@@ -150,6 +173,7 @@ Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs
   auto session = Session::FromBuffer(compiled->plan.bytes.data(), compiled->plan.bytes.size());
   if (!session.ok())
     return {session.status().code() == StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kError, session.status().ToString()};
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> set_inputs;  // for --export
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (frozen[i]) continue;
     if (inputs[i].dtype == DataType::kU16 && (*session)->inputs().size() > 0) {
@@ -171,10 +195,13 @@ Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs
       }
       Status s = (*session)->SetInput(input_names[i], plan_dtype, inputs[i].dims, low.data(), n * 2);
       if (!s.ok()) return {Outcome::kError, s.ToString()};
+      if (!g_export.empty())
+        set_inputs.push_back({input_names[i], std::vector<uint8_t>(reinterpret_cast<uint8_t*>(low.data()), reinterpret_cast<uint8_t*>(low.data()) + n * 2)});
       continue;
     }
     Status s = (*session)->SetInput(input_names[i], inputs[i].dtype, inputs[i].dims, inputs[i].data.data(), inputs[i].data.size());
     if (!s.ok()) return {Outcome::kError, s.ToString()};
+    if (!g_export.empty()) set_inputs.push_back({input_names[i], inputs[i].data});
   }
   Status s = (*session)->Run();
   if (!s.ok()) return {Outcome::kError, "run: " + s.ToString()};
@@ -197,6 +224,28 @@ Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs
       diff = Compare(outputs[i], *got, tol, tol * scale);
     }
     if (!diff.empty()) return {Outcome::kMismatch, "output '" + output_names[i] + "': " + diff};
+  }
+  if (!g_export.empty()) {
+    // The plan, the inputs as the plan takes them, and the CPU backend's outputs.
+    std::string base = FileSafe(g_case_id);
+    fs::path dir_out(g_export);
+    if (!WriteBytes(dir_out / (base + ".plan"), compiled->plan.bytes.data(), compiled->plan.bytes.size()))
+      return {Outcome::kError, "cannot write the export"};
+    std::string ins, outs, ops;
+    for (const std::string& op : op_types) ops += (ops.empty() ? "" : ",") + op;
+    for (size_t i = 0; i < set_inputs.size(); ++i) {
+      std::string file = base + ".in" + std::to_string(i) + ".bin";
+      if (!WriteBytes(dir_out / file, set_inputs[i].second.data(), set_inputs[i].second.size())) return {Outcome::kError, "cannot write the export"};
+      ins += (ins.empty() ? "" : ",") + set_inputs[i].first + "=" + file;
+    }
+    for (size_t i = 0; i < output_names.size(); ++i) {
+      auto got = (*session)->Output(output_names[i]);
+      std::string file = base + ".out" + std::to_string(i) + ".bin";
+      if (!got.ok() || !WriteBytes(dir_out / file, got->data, got->info.ByteSize())) return {Outcome::kError, "cannot write the export"};
+      outs += (outs.empty() ? "" : ",") + output_names[i] + "=" + file;
+    }
+    g_cases << "op\t" << g_case_id << "\t" << g_precision << "\t" << ops << "\t" << base << ".plan\t" << (ins.empty() ? "-" : ins) << "\t"
+            << (outs.empty() ? "-" : outs) << "\n";
   }
   return {Outcome::kPass, ""};
 }
@@ -244,9 +293,10 @@ int main(int argc, char** argv) {
     else if (a == "--min-pass" && i + 1 < argc) min_pass = std::atoi(argv[++i]);
     else if (a == "--verbose") verbose = true;
     else if (a == "--precision" && i + 1 < argc) g_precision = argv[++i];
+    else if (a == "--export" && i + 1 < argc) g_export = argv[++i];
     else if (a.find('=') != std::string::npos) corpora.push_back({a.substr(0, a.find('=')), a.substr(a.find('=') + 1)});
     else {
-      std::fprintf(stderr, "usage: %s [--filter TEXT] [--verbose] [--expect FILE] [--min-pass N] [--report FILE] LABEL=DIR...\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--filter TEXT] [--verbose] [--expect FILE] [--min-pass N] [--report FILE] [--export DIR] LABEL=DIR...\n", argv[0]);
       return 2;
     }
   }
@@ -265,6 +315,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--precision must be fp32, fp16 or bf16\n");
     return 2;
   }
+  if (!g_export.empty()) {
+    std::error_code ec;
+    fs::create_directories(g_export, ec);
+    g_cases.open(fs::path(g_export) / "cases.txt");
+    if (ec || !g_cases) {
+      std::fprintf(stderr, "cannot create the export folder %s\n", g_export.c_str());
+      return 2;
+    }
+  }
   std::printf("precision %s\n", g_precision.c_str());
   std::printf("%-16s %6s %6s %12s %9s %12s %6s %9s\n", "corpus", "cases", "pass", "(specialized)", "mismatch", "unsupported", "error", "bad-case");
   for (const auto& [label, dir] : corpora) {
@@ -277,6 +336,7 @@ int main(int argc, char** argv) {
     std::sort(cases.begin(), cases.end());
     for (const auto& c : cases) {
       std::string id = label + "/" + c.filename().string();
+      g_case_id = id;
       bool specialized = false;
       Result r = RunCase(c, &specialized);
       counts[r.outcome]++;

@@ -114,6 +114,27 @@ printf 'graph "x" {\n' >"$tmp/bad.pir"
 expect_usage_error opt_bad_text "bad.pir" opt "$tmp/bad.pir" --passes precision
 expect_usage_error opt_unknown_pass "nopass" opt "$tmp/bad.pir" --passes nopass
 
+expect_usage_error bad_device "unknown device" run "$relu" --device gpu --random --shape x=3x4x5
+expect_usage_error bad_device_id "cuda:N" run "$relu" --device cuda:x --random --shape x=3x4x5
+expect_usage_error compile_bad_device "--device" compile "$relu" -o "$tmp/x.plan" --device tpu --shape x=3x4x5
+expect_usage_error compile_bad_batch "--batch" compile "$relu" -o "$tmp/x.plan" --batch 0
+
+# --device cuda where no GPU can run it: a clear error naming the reason, never a CPU fallback.
+if ! nvidia-smi >/dev/null 2>&1; then
+  run cuda_no_gpu run "$relu" --device cuda --random --shape x=3x4x5
+  check_failed cuda_no_gpu
+  if grep -q -E "no usable CUDA device|no CUDA backend" "$tmp/cuda_no_gpu.err"; then echo "ok   cuda_no_gpu"
+  else fail "cuda_no_gpu: stderr does not give the reason: $(head -c 300 "$tmp/cuda_no_gpu.err")"; fi
+else
+  echo "skip cuda_no_gpu: this machine has a GPU"
+fi
+
+# A stripped (benchmark) plan refuses to run without synthetic weights, and runs under bench.
+run strip compile /usr/share/libonnx-testdata/data/node/test_matmul_2d/model.onnx -o "$tmp/strip.plan" --strip-weights --quiet
+run strip_run run "$tmp/strip.plan" --random
+check_failed strip_run
+if grep -q "strip-weights" "$tmp/strip_run.err"; then echo "ok   strip_run"; else fail "strip_run: $(head -c 300 "$tmp/strip_run.err")"; fi
+
 # A good model: --json must print one valid JSON document.
 run inspect_json inspect --json "$relu"
 if [ "$rc" -ne 0 ]; then

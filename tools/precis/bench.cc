@@ -16,9 +16,18 @@ namespace precis::tools {
 namespace {
 
 constexpr const char* kBenchUsage =
-    "usage: precis bench MODEL.plan|MODEL.onnx [--device cpu] [--iterations N] [--warmup N] [--threads N]\n"
-    "                    [--shape NAME=DIMS ...] [--reference] [--json] [--profile]\n"
-    "                    [--precision fp32|fp16|bf16] (for .onnx models)\n";
+    "usage: precis bench MODEL.plan|MODEL.onnx [--device cpu|cuda|cuda:N] [--iterations N] [--warmup N]\n"
+    "                    [--threads N] [--reference] [--json] [--profile] [--no-graphs]\n"
+    "                    [--batch N] [--shape NAME=DIMS ...] [--precision fp32|fp16|bf16] (for .onnx models)\n"
+    "Prints the median latency, throughput and achieved TFLOP/s (from the plan's FLOP count).\n";
+
+// The plan's FLOP count, from the summary of its embedded report (0 when it has none).
+double PlanFlops(const std::string& report) {
+  size_t low = report.find("\"low_precision_flops\"");
+  if (low == std::string::npos) return 0;
+  size_t key = report.rfind("\"flops\":", low);
+  return key == std::string::npos ? 0 : std::atof(report.c_str() + key + 8);
+}
 
 // Time per kernel (summed over steps) and the slowest steps, per run.
 void PrintProfile(const std::vector<StepProfile>& steps, int runs) {
@@ -47,10 +56,12 @@ void PrintProfile(const std::vector<StepProfile>& steps, int runs) {
 }  // namespace
 
 int BenchCommand(const std::vector<std::string>& args) {
-  std::string model, device = "cpu";
+  std::string model;
   int iterations = 20, warmup = 3;
+  int64_t batch_option = 0;
   bool json = false;
   SessionOptions session_options;
+  session_options.synthetic_weights = true;  // benchmark plans may be compiled with --strip-weights
   passes::CompileOptions compile_options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -59,7 +70,15 @@ int BenchCommand(const std::vector<std::string>& args) {
     if (a == "--iterations" && (v = value())) iterations = std::max(1, std::atoi(v->c_str()));
     else if (a == "--warmup" && (v = value())) warmup = std::max(0, std::atoi(v->c_str()));
     else if (a == "--threads" && (v = value())) session_options.threads = std::atoi(v->c_str());
-    else if (a == "--device" && (v = value())) device = *v;
+    else if (a == "--device" && (v = value())) {
+      Status s = ParseDevice(*v, &session_options.device, &session_options.device_id);
+      if (!s.ok()) return UsageError("bench", s.message(), kBenchUsage);
+      compile_options.target = session_options.device == Device::kCuda ? "cuda" : "cpu";
+    } else if (a == "--batch" && (v = value())) {
+      batch_option = std::atoll(v->c_str());
+      if (batch_option <= 0) return UsageError("bench", "--batch needs a positive number", kBenchUsage);
+      compile_options.batch = batch_option;
+    } else if (a == "--no-graphs") session_options.cuda_graphs = false;
     else if (a == "--shape" && (v = value())) {
       Status s = ParseShapeOption(*v, compile_options.shapes);
       if (!s.ok()) return UsageError("bench", s.message(), kBenchUsage);
@@ -75,7 +94,6 @@ int BenchCommand(const std::vector<std::string>& args) {
     else return UsageError("bench", "more than one model given", kBenchUsage);
   }
   if (model.empty()) return UsageError("bench", "a plan or model is required", kBenchUsage);
-  if (device != "cpu") return ReportError("bench", Unimplemented("device '" + device + "' is not available in this build (cpu only)"));
   StatusOr<std::unique_ptr<Session>> session = Status(StatusCode::kInternal, "unset");
   double compile_ms = 0;
   if (model.size() > 5 && model.compare(model.size() - 5, 5, ".onnx") == 0) {
@@ -87,6 +105,7 @@ int BenchCommand(const std::vector<std::string>& args) {
   } else {
     if (compile_options.precision != "fp32" || !compile_options.shapes.empty())
       return UsageError("bench", "--precision and --shape apply to .onnx models; a plan's are fixed", kBenchUsage);
+    compile_options.batch = 0;
     session = Session::Open(model, session_options);
   }
   if (!session.ok()) return ReportError("bench", session.status());
@@ -116,15 +135,22 @@ int BenchCommand(const std::vector<std::string>& args) {
   std::sort(ms.begin(), ms.end());
   double median = ms[ms.size() / 2];
   int64_t batch = s.inputs().empty() || s.inputs()[0].dims.empty() ? 1 : s.inputs()[0].dims[0];
+  if (batch_option > 0 && batch != batch_option)
+    return ReportError("bench", InvalidArgument("the plan was compiled for batch " + std::to_string(batch) + ", not " +
+                                                std::to_string(batch_option) + " (compile the model with that batch)"));
+  double flops = PlanFlops(s.report(true));
+  double tflops = flops > 0 ? flops / (median * 1e-3) / 1e12 : 0;
   if (json) {
     std::printf("{\"model\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f, \"iterations\": %d, "
-                "\"batch\": %lld, \"throughput_per_s\": %.2f, \"arena_bytes\": %zu, \"compile_ms\": %.1f}\n",
+                "\"batch\": %lld, \"throughput_per_s\": %.2f, \"arena_bytes\": %zu, \"compile_ms\": %.1f, \"flops\": %.6g, "
+                "\"tflops_per_s\": %.4f, \"device\": \"%s\", \"graph_replay\": %s, \"precision\": \"%s\"}\n",
                 model.c_str(), median, ms.front(), ms.back(), iterations, static_cast<long long>(batch),
-                1000.0 * double(batch) / median, s.arena_bytes(), compile_ms);
+                1000.0 * double(batch) / median, s.arena_bytes(), compile_ms, flops, tflops, s.device_name().c_str(),
+                s.graph_replay() ? "true" : "false", s.precision().c_str());
   } else {
-    std::printf("%s: median %.3f ms (min %.3f, max %.3f) over %d runs; %.1f samples/s at batch %lld; arena %s\n", model.c_str(),
-                median, ms.front(), ms.back(), iterations, 1000.0 * double(batch) / median, static_cast<long long>(batch),
-                FormatBytes(s.arena_bytes()).c_str());
+    std::printf("%s: median %.3f ms (min %.3f, max %.3f) over %d runs; %.1f samples/s at batch %lld; %.3f TFLOP/s; arena %s; %s%s\n",
+                model.c_str(), median, ms.front(), ms.back(), iterations, 1000.0 * double(batch) / median, static_cast<long long>(batch),
+                tflops, FormatBytes(s.arena_bytes()).c_str(), s.device_name().c_str(), s.graph_replay() ? " (CUDA graph)" : "");
   }
   if (session_options.profile) PrintProfile(s.profile(), warmup + iterations);
   return 0;

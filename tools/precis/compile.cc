@@ -17,7 +17,8 @@ namespace {
 
 constexpr const char* kCompileUsage =
     "usage: precis compile MODEL.onnx -o MODEL.plan [--shape NAME=1x3x224x224 ...]\n"
-    "                      [--precision fp32|fp16|bf16] [--report FILE.json] [--report-text]\n"
+    "                      [--precision fp32|fp16|bf16] [--device cpu|cuda] [--batch N] [--strip-weights]\n"
+    "                      [--report FILE.json] [--report-text]\n"
     "                      [--calibrate random:N|DIR|FILE.npz] [--overflow-limit X] [--error-budget X]\n"
     "                      [--keep-fp32 OP[,OP]] [--keep-fp32-nodes REGEX] [--force-low REGEX]\n"
     "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--quiet]\n";
@@ -59,6 +60,16 @@ int CompileCommand(const std::vector<std::string>& args) {
       const std::string* v = value();
       if (!v) return UsageError("compile", "--precision needs fp32, fp16 or bf16", kCompileUsage);
       options.precision = *v;
+    } else if (a == "--strip-weights") {
+      options.strip_weights = true;
+    } else if (a == "--batch") {
+      const std::string* v = value();
+      options.batch = v ? std::atoll(v->c_str()) : 0;
+      if (options.batch <= 0) return UsageError("compile", "--batch needs a positive number", kCompileUsage);
+    } else if (a == "--device") {
+      const std::string* v = value();
+      if (!v || (*v != "cpu" && *v != "cuda")) return UsageError("compile", "--device needs cpu or cuda", kCompileUsage);
+      options.target = *v;
     } else if (a == "--report" || a == "--calibrate" || a == "--keep-fp32" || a == "--keep-fp32-nodes" || a == "--force-low" ||
                a == "--overflow-limit" || a == "--error-budget") {
       const std::string* v = value();

@@ -20,6 +20,7 @@ namespace {
 constexpr const char* kRunUsage =
     "usage: precis run MODEL.plan|MODEL.onnx [--input NAME=FILE.npy|FILE.pb ...] [--random] [--seed N]\n"
     "                  [--output-dir DIR] [--compare DIR] [--shape NAME=DIMS ...] [--threads N] [--reference]\n"
+    "                  [--device cpu|cuda|cuda:N]\n"
     "                  [--precision fp32|fp16|bf16] (for .onnx models)\n"
     "--compare DIR: compare each output with DIR/OUTPUT.npy (max abs error, relative L2 error)\n";
 
@@ -134,6 +135,11 @@ int RunCommand(const std::vector<std::string>& args) {
       session_options.threads = std::atoi(v->c_str());
     } else if (a == "--reference") {
       session_options.reference_kernels = true;
+    } else if (a == "--device") {
+      const std::string* v = value();
+      Status s = v ? ParseDevice(*v, &session_options.device, &session_options.device_id) : InvalidArgument("--device needs cpu, cuda or cuda:N");
+      if (!s.ok()) return UsageError("run", s.message(), kRunUsage);
+      compile_options.target = session_options.device == Device::kCuda ? "cuda" : "cpu";
     } else if (a == "--precision") {
       const std::string* v = value();
       if (!v) return UsageError("run", "--precision needs fp32, fp16 or bf16", kRunUsage);
@@ -188,7 +194,8 @@ int RunCommand(const std::vector<std::string>& args) {
   Status st = s.Run();
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!st.ok()) return ReportError("run", st);
-  std::printf("ran %s in %.2f ms (%s plan, arena %s)\n", model.c_str(), ms, s.precision().c_str(), FormatBytes(s.arena_bytes()).c_str());
+  std::printf("ran %s in %.2f ms (%s plan, arena %s, %s)\n", model.c_str(), ms, s.precision().c_str(), FormatBytes(s.arena_bytes()).c_str(),
+              s.device_name().c_str());
   if (!output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(output_dir, ec);

@@ -32,6 +32,8 @@ struct SessionOptions {
                                    // has no CUDA kernel; never a silent CPU fallback)
   int device_id = 0;               // which CUDA device
   bool cuda_graphs = true;         // capture Run() into a CUDA graph once and replay it
+  bool synthetic_weights = false;  // accept plans compiled with --strip-weights (benchmarks):
+                                   // their weights get deterministic pseudo-random values
 };
 
 // "cpu", "cuda" or "cuda:N" -> device and device id; an error names the accepted forms.

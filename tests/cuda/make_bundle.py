@@ -1,0 +1,158 @@
+"""Prepares GPU test bundles on a development machine (no GPU needed) for tests/cuda/gpu_check.sh.
+
+usage: make_bundle.py BUILD_DIR OUT_DIR [--ops] [--models NAME,...|all] [--precisions fp32,fp16,bf16]
+                      [--cache DIR] [--max-part-mb 60]
+
+Writes under OUT_DIR:
+  support/        FlatBuffers headers and the generated plan header: the runtime-only build on a
+                  GPU machine needs nothing else but the CUDA toolkit and cuDNN.
+  ops-PREC/       --ops: every ONNX backend node test (onnx wheel) that passes on the CPU, compiled for
+                  CUDA in PREC, with its inputs and the CPU backend's outputs (conformance_runner --export).
+  model-NAME-PREC/ each model test (scripts/make_model_tests.py's cache) compiled for CUDA in PREC, its
+                  inputs, and the CPU backend's outputs (precis run).
+  parts.txt       the folders grouped into parts of at most --max-part-mb MiB (a GPU machine takes an
+                  upload of 64 MiB at a time); folders larger than that alone are listed as not
+                  transferable.
+Each folder has a cases.txt that cuda_plan_check reads (format: tests/cuda/plan_check.cc).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "models"))
+from run_model_tests import MIXED_OPTIONS  # noqa: E402  (the same compile options as the model tests)
+
+
+def dir_bytes(path):
+    return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(path) for f in fs)
+
+
+def safe(name):
+    return "".join("_" if c in "/\\: " else c for c in name) or "output"
+
+
+def export_ops(build, out, precisions):
+    import onnx
+    wheel = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
+    for p in precisions:
+        dest = os.path.join(out, f"ops-{p}")
+        shutil.rmtree(dest, ignore_errors=True)
+        print(f"ops {p}: exporting the passing node tests to {dest}", flush=True)
+        r = subprocess.run([os.path.join(build, "bin", "conformance_runner"), "--precision", p, "--export", dest,
+                            f"wheel-node={wheel}"], capture_output=True, text=True)
+        summary = [l for l in r.stdout.splitlines() if l.startswith("wheel-node") or "passed" in l]
+        print("  " + "\n  ".join(summary), flush=True)
+        if not os.path.exists(os.path.join(dest, "cases.txt")):
+            sys.exit(f"conformance_runner wrote no bundle for {p}: {r.stderr[-2000:]}")
+
+
+def export_model(precis, cache, name, precision, out):
+    d = os.path.join(cache, name)
+    meta = json.load(open(os.path.join(d, "meta.json")))
+    dest = os.path.join(out, f"model-{name}-{precision}")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest)
+    shapes, run_inputs, ins = [], [], []
+    for k, inp in enumerate(meta["inputs"]):
+        shapes += ["--shape", inp["name"] + "=" + "x".join(map(str, inp["shape"]))]
+        src = os.path.join(d, f"input_{k}.npy")
+        run_inputs += ["--input", f"{inp['name']}={src}"]
+        np.ascontiguousarray(np.load(src)).tofile(os.path.join(dest, f"in{k}.bin"))
+        ins.append(f"{inp['name']}=in{k}.bin")
+    extra = MIXED_OPTIONS.get((name, precision), ([],))[0] if precision != "fp32" else []
+    plan = os.path.join(dest, "model.plan")
+    r = subprocess.run([precis, "compile", os.path.join(d, "model.onnx"), "-o", plan, "--precision", precision, "--device", "cuda",
+                        "--quiet"] + shapes + extra, capture_output=True, text=True)
+    if r.returncode != 0:
+        shutil.rmtree(dest)
+        return f"compile failed: {r.stderr.strip()[-500:]}"
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([precis, "run", plan, "--output-dir", tmp] + run_inputs, capture_output=True, text=True)
+        if r.returncode != 0:
+            shutil.rmtree(dest)
+            return f"CPU run failed: {r.stderr.strip()[-500:]}"
+        outs = []
+        for k, oname in enumerate(meta["outputs"]):
+            arr = np.load(os.path.join(tmp, safe(oname) + ".npy"))
+            np.ascontiguousarray(arr).tofile(os.path.join(dest, f"out{k}.bin"))
+            outs.append(f"{oname}=out{k}.bin")
+    with open(os.path.join(dest, "cases.txt"), "w") as f:
+        f.write("\t".join(["model", name, precision, "-", "model.plan", ",".join(ins), ",".join(outs)]) + "\n")
+    return None
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 2:
+        sys.exit(__doc__)
+    build, out = os.path.abspath(args[0]), os.path.abspath(args[1])
+    opts = {"--models": "", "--precisions": "fp32,fp16,bf16", "--cache": os.path.join(HERE, "..", "..", ".cache", "model-tests"),
+            "--max-part-mb": "60"}
+    ops = False
+    i = 2
+    while i < len(args):
+        if args[i] == "--ops":
+            ops = True
+            i += 1
+        elif args[i] in opts and i + 1 < len(args):
+            opts[args[i]] = args[i + 1]
+            i += 2
+        else:
+            sys.exit(f"unknown option {args[i]}\n" + __doc__)
+    precisions = opts["--precisions"].split(",")
+    os.makedirs(out, exist_ok=True)
+    precis = os.path.join(build, "bin", "precis")
+
+    # The runtime-only build's inputs: FlatBuffers headers and the generated plan header.
+    support = os.path.join(out, "support")
+    shutil.rmtree(support, ignore_errors=True)
+    os.makedirs(support)
+    shutil.copytree("/usr/include/flatbuffers", os.path.join(support, "flatbuffers"))
+    shutil.copy(os.path.join(build, "generated", "runtime", "plan", "plan_generated.h"), support)
+
+    if ops:
+        export_ops(build, out, precisions)
+    cache = os.path.abspath(opts["--cache"])
+    names = []
+    if opts["--models"] == "all":
+        names = sorted(n for n in os.listdir(cache) if os.path.exists(os.path.join(cache, n, "meta.json")))
+    elif opts["--models"]:
+        names = opts["--models"].split(",")
+    for name in names:
+        for p in precisions:
+            why = export_model(precis, cache, name, p, out)
+            print(f"model {name} {p}: {'ok' if why is None else why}", flush=True)
+
+    # Parts of at most --max-part-mb MiB each, support/ in every part's first folder list.
+    limit = float(opts["--max-part-mb"]) * 2**20
+    folders = sorted((dir_bytes(os.path.join(out, f)), f) for f in os.listdir(out)
+                     if os.path.isdir(os.path.join(out, f)) and f != "support")
+    base = dir_bytes(support)
+    parts, too_big = [], []
+    for size, f in folders:
+        if size + base > limit:
+            too_big.append((f, size))
+            continue
+        for part in parts:
+            if part[0] + size <= limit:
+                part[0] += size
+                part[1].append(f)
+                break
+        else:
+            parts.append([base + size, [f]])
+    with open(os.path.join(out, "parts.txt"), "w") as fp:
+        for k, (size, fs) in enumerate(parts, 1):
+            fp.write(f"part{k}\t{size / 2**20:.1f}MiB\tsupport {' '.join(fs)}\n")
+        for f, size in too_big:
+            fp.write(f"not-transferable\t{size / 2**20:.1f}MiB\t{f}\n")
+    print(open(os.path.join(out, "parts.txt")).read(), end="")
+
+
+if __name__ == "__main__":
+    main()
