@@ -3,10 +3,10 @@
 // paths are the scalar integer formulas written eight lanes wide.
 #include "runtime/base/half_array.h"
 
+#include "runtime/base/cpu_features.h"
 #include "runtime/base/half.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
 #include <immintrin.h>
 #define PRECIS_X86_SIMD 1
 #endif
@@ -15,13 +15,9 @@ namespace precis {
 namespace {
 
 #ifdef PRECIS_X86_SIMD
-// F16C is CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c").
+// The SIMD loops below use F16C and AVX2 (clang's __builtin_cpu_supports does not know "f16c").
 bool HasF16c() {
-  static const bool has = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-    return (c & (1u << 29)) != 0 && __builtin_cpu_supports("avx2");
-  }();
+  static const bool has = HostCpuFeatures().f16c && HostCpuFeatures().avx2;
   return has;
 }
 

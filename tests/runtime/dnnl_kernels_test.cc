@@ -5,6 +5,8 @@
 // constant (reordered at load) and non-constant weights. The fast kernel must take each of these
 // steps (Init OK, not Unimplemented), and must decline what it does not support (f64) so the
 // session falls back. Scratch and outputs start as NaN so that reading stale memory shows.
+// BF16 steps (MatMul, Gemm, Conv; see "BF16 steps" below, with their own tolerance) run
+// natively where the CPU has AVX512_BF16 or AMX-BF16, are declined elsewhere and run widened.
 //
 // Tolerance: the kernels accumulate in f32 in an order that differs from the loop here (and
 // from the reference kernel): |y - exact| <= 1e-5 * sum|terms| + 1e-6, where sum|terms| is the
@@ -13,12 +15,16 @@
 // reduction lengths here (<= 600) and far below any indexing error (an O(1) relative error).
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <random>
 
 #include <gtest/gtest.h>
 
+#include "runtime/base/cpu_features.h"
+#include "runtime/base/half.h"
 #include "runtime/cpu/kernel.h"
+#include "runtime/cpu/widen_kernel.h"
 #include "tests/runtime/kernel_test_util.h"
 
 namespace precis::rt {
@@ -37,28 +43,40 @@ Buffer Nans(std::vector<int64_t> dims) {
   return b;
 }
 
-// Runs one kernel (reference or fast) on the inputs; returns Init's status or Run's.
-Status RunKernel(KernelFactory factory, const std::vector<Buffer*>& inputs, Buffer* y, Attributes attrs, int threads = 2) {
+// Fills an output with NaNs of its type (f32 or bf16), so that elements left unwritten show.
+void Poison(Tensor& y) {
+  if (y.dtype == DataType::kBF16) std::fill(y.As<uint16_t>(), y.As<uint16_t>() + y.numel, uint16_t(0x7fc0));
+  else std::fill(y.As<float>(), y.As<float>() + y.numel, kNaN);
+}
+
+// Runs `kernel` on the tensors; returns Init's status or Run's.
+Status RunKernelOn(std::unique_ptr<Kernel> kernel, const std::vector<Tensor*>& inputs, Tensor* y, Attributes attrs, int threads = 2) {
   KernelArgs args;
-  for (Buffer* b : inputs) args.inputs.push_back(b ? &b->t : nullptr);
-  args.outputs.push_back(&y->t);
+  args.inputs = inputs;
+  args.outputs.push_back(y);
   args.attrs = attrs;
   args.node = "test";
   CpuContext ctx;
   ctx.threads = threads;
-  std::unique_ptr<Kernel> kernel = factory();
   PRECIS_RETURN_IF_ERROR(kernel->Init(args, ctx));
   std::vector<float> scratch(kernel->ScratchBytes() / sizeof(float) + 16, kNaN);
   // 64-byte aligned, as the session's scratch is.
   auto addr = reinterpret_cast<uintptr_t>(scratch.data());
   ctx.scratch = reinterpret_cast<uint8_t*>((addr + 63) / 64 * 64);
-  std::fill(y->data.begin(), y->data.end(), kNaN);
+  Poison(*y);
   PRECIS_RETURN_IF_ERROR(kernel->Run(args, ctx));
   // Again with the scratch and output poisoned after the first run: other steps share the
   // scratch, so nothing may rely on what an earlier run (or binding) left there.
   std::fill(scratch.begin(), scratch.end(), kNaN);
-  std::fill(y->data.begin(), y->data.end(), kNaN);
+  Poison(*y);
   return kernel->Run(args, ctx);
+}
+
+// Runs one kernel (reference or fast) on the inputs; returns Init's status or Run's.
+Status RunKernel(KernelFactory factory, const std::vector<Buffer*>& inputs, Buffer* y, Attributes attrs, int threads = 2) {
+  std::vector<Tensor*> tensors;
+  for (Buffer* b : inputs) tensors.push_back(b ? &b->t : nullptr);
+  return RunKernelOn(factory(), tensors, &y->t, attrs, threads);
 }
 
 // The exact value of each output element and the sum of |terms| that made it.
@@ -66,13 +84,16 @@ struct Expected {
   std::vector<double> value, magnitude;
 };
 
-void ExpectClose(const Buffer& y, const Expected& e, const std::string& what) {
-  ASSERT_EQ(y.data.size(), e.value.size()) << what;
+// The tolerance of element i is rel * sum|terms| + abs + out_rel * |exact| (the last for the
+// rounding to a 16-bit output); the defaults are the f32 tolerance above.
+void ExpectClose(const std::vector<float>& y, const Expected& e, const std::string& what, double rel = 1e-5, double abs = 1e-6,
+                 double out_rel = 0.0) {
+  ASSERT_EQ(y.size(), e.value.size()) << what;
   int bad = 0;
   for (size_t i = 0; i < e.value.size() && bad < 5; ++i) {
-    double tol = 1e-5 * e.magnitude[i] + 1e-6;
-    if (!(std::fabs(double(y.data[i]) - e.value[i]) <= tol)) {
-      ADD_FAILURE() << what << ": element " << i << " is " << y.data[i] << ", expected " << e.value[i] << " (tol " << tol << ")";
+    double tol = rel * e.magnitude[i] + abs + out_rel * std::fabs(e.value[i]);
+    if (!(std::fabs(double(y[i]) - e.value[i]) <= tol)) {
+      ADD_FAILURE() << what << ": element " << i << " is " << y[i] << ", expected " << e.value[i] << " (tol " << tol << ")";
       ++bad;
     }
   }
@@ -89,13 +110,13 @@ void CheckBoth(const std::string& name, const std::vector<Buffer*>& inputs, std:
     Buffer y = Nans(out_dims);
     Status s = RunKernel(fast, inputs, &y, a, threads);
     ASSERT_TRUE(s.ok()) << name << " fast: " << s.ToString();
-    ExpectClose(y, e, name + " fast, " + std::to_string(threads) + " threads");
+    ExpectClose(y.data, e, name + " fast, " + std::to_string(threads) + " threads");
   }
   if (!ref) return;  // reference not written yet: the double loop above is the check
   Buffer y = Nans(out_dims);
   Status s = RunKernel(ref, inputs, &y, a);
   ASSERT_TRUE(s.ok()) << name << " reference: " << s.ToString();
-  ExpectClose(y, e, name + " reference");
+  ExpectClose(y.data, e, name + " reference");
 }
 
 // ---- MatMul and Gemm ----
@@ -172,12 +193,11 @@ struct GemmCase {
   std::vector<int64_t> c_dims;  // {-1}: no C
 };
 
-void CheckGemm(const GemmCase& g, bool b_constant) {
-  const int64_t M = 7, K = 13, N = 5;
-  Buffer a = Random(g.trans_a ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, 3);
-  Buffer b = Random(g.trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 4, b_constant);
-  bool has_c = !(g.c_dims.size() == 1 && g.c_dims[0] == -1);
-  Buffer c = Random(has_c ? g.c_dims : std::vector<int64_t>{}, 5);
+bool HasC(const GemmCase& g) { return !(g.c_dims.size() == 1 && g.c_dims[0] == -1); }
+
+// Gemm in double: alpha * A' x B' + beta * C, with C broadcast from g.c_dims to M x N.
+Expected GemmLoop(const GemmCase& g, int64_t M, int64_t K, int64_t N, const Buffer& a, const Buffer& b, const Buffer& c) {
+  bool has_c = HasC(g);
   Expected e;
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
@@ -198,14 +218,25 @@ void CheckGemm(const GemmCase& g, bool b_constant) {
       e.value.push_back(v);
       e.magnitude.push_back(mag);
     }
+  return e;
+}
+
+AttrList& GemmAttrs(AttrList& attrs, const GemmCase& g) {
+  return attrs.Float("alpha", g.alpha).Float("beta", g.beta).Int("transA", g.trans_a).Int("transB", g.trans_b);
+}
+
+void CheckGemm(const GemmCase& g, bool b_constant) {
+  const int64_t M = 7, K = 13, N = 5;
+  Buffer a = Random(g.trans_a ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, 3);
+  Buffer b = Random(g.trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 4, b_constant);
+  Buffer c = Random(HasC(g) ? g.c_dims : std::vector<int64_t>{}, 5);
   AttrList attrs;
-  attrs.Float("alpha", g.alpha).Float("beta", g.beta).Int("transA", g.trans_a).Int("transB", g.trans_b);
   std::vector<Buffer*> inputs = {&a, &b};
-  if (has_c) inputs.push_back(&c);
+  if (HasC(g)) inputs.push_back(&c);
   SCOPED_TRACE("Gemm transA=" + std::to_string(g.trans_a) + " transB=" + std::to_string(g.trans_b) + " alpha=" +
                std::to_string(g.alpha) + " beta=" + std::to_string(g.beta) + " C rank " + std::to_string(g.c_dims.size()) +
                " b_constant=" + std::to_string(b_constant));
-  CheckBoth("Gemm", inputs, {M, N}, attrs, e);
+  CheckBoth("Gemm", inputs, {M, N}, GemmAttrs(attrs, g), GemmLoop(g, M, K, N, a, b, c));
 }
 
 TEST(DnnlGemm, TransposesScalesAndC) {
@@ -251,9 +282,14 @@ std::array<int64_t, 3> Pad3(const std::vector<int64_t>& v, int64_t fill) {
   return r;
 }
 
-void CheckConv(const ConvCase& c) {
+// W's and Y's dims for `c`, and the begin pad of each spatial dim.
+struct ConvShape {
+  std::vector<int64_t> w, y, pad_begin;
+};
+
+ConvShape ShapeOf(const ConvCase& c) {
   size_t n = c.kernel.size();
-  int64_t N = c.x[0], C = c.x[1], M = c.m, G = c.group, Cg = C / G, Mg = M / G;
+  int64_t N = c.x[0], M = c.m, Cg = c.x[1] / c.group;
   std::vector<int64_t> in(c.x.begin() + 2, c.x.end()), s = Or(c.strides, n, 1), d = Or(c.dilations, n, 1),
       p = Or(c.pads, 2 * n, 0), out(n), pb(n);
   for (size_t i = 0; i < n; ++i) {  // ONNX output size and begin pad, written out independently
@@ -273,8 +309,17 @@ void CheckConv(const ConvCase& c) {
   std::vector<int64_t> wd = {M, Cg}, yd = {N, M};
   wd.insert(wd.end(), c.kernel.begin(), c.kernel.end());
   yd.insert(yd.end(), out.begin(), out.end());
-  Buffer x = Random(c.x, 6), w = Random(wd, 7, c.w_constant), b = Random({M}, 8);
-  auto I = Pad3(in, 1), O = Pad3(out, 1), K = Pad3(c.kernel, 1), S = Pad3(s, 1), D = Pad3(d, 1), P = Pad3(pb, 0);
+  return {wd, yd, pb};
+}
+
+// Conv in double (the bias is read only when c.bias).
+Expected ConvLoop(const ConvCase& c, const Buffer& x, const Buffer& w, const Buffer& b) {
+  size_t n = c.kernel.size();
+  int64_t N = c.x[0], C = c.x[1], M = c.m, G = c.group, Cg = C / G, Mg = M / G;
+  ConvShape shape = ShapeOf(c);
+  std::vector<int64_t> in(c.x.begin() + 2, c.x.end()), out(shape.y.begin() + 2, shape.y.end());
+  auto I = Pad3(in, 1), O = Pad3(out, 1), K = Pad3(c.kernel, 1), S = Pad3(Or(c.strides, n, 1), 1),
+       D = Pad3(Or(c.dilations, n, 1), 1), P = Pad3(shape.pad_begin, 0);
   int64_t isz = I[0] * I[1] * I[2], ksz = K[0] * K[1] * K[2];
   Expected e;
   for (int64_t ni = 0; ni < N; ++ni)
@@ -298,12 +343,18 @@ void CheckConv(const ConvCase& c) {
             e.value.push_back(v);
             e.magnitude.push_back(mag);
           }
+  return e;
+}
+
+void CheckConv(const ConvCase& c) {
+  ConvShape shape = ShapeOf(c);
+  Buffer x = Random(c.x, 6), w = Random(shape.w, 7, c.w_constant), b = Random({c.m}, 8);
   AttrList attrs;
   std::vector<Buffer*> inputs = {&x, &w};
   if (c.bias) inputs.push_back(&b);
-  SCOPED_TRACE("Conv x rank " + std::to_string(c.x.size()) + " C " + std::to_string(C) + " M " + std::to_string(M) + " group " +
-               std::to_string(G) + " auto_pad '" + c.auto_pad + "' w_constant " + std::to_string(c.w_constant));
-  CheckBoth("Conv", inputs, yd, ConvAttrs(attrs, c), e);
+  SCOPED_TRACE("Conv x rank " + std::to_string(c.x.size()) + " C " + std::to_string(c.x[1]) + " M " + std::to_string(c.m) +
+               " group " + std::to_string(c.group) + " auto_pad '" + c.auto_pad + "' w_constant " + std::to_string(c.w_constant));
+  CheckBoth("Conv", inputs, shape.y, ConvAttrs(attrs, c), ConvLoop(c, x, w, b));
 }
 
 TEST(DnnlConv, TwoD) {
@@ -406,6 +457,207 @@ TEST(DnnlConv, DeclinesOtherTypes) {
   attrs.Ints("kernel_shape", {3, 3});
   Status s = RunKernel(KernelRegistry::Cpu().FindFast("Conv"), {&x, &w}, &y, attrs.Finish());
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.ToString();
+}
+
+
+// ---- BF16 steps ----
+//
+// The precision pass gives compute ops BF16 operands (A and B, X and W) and BF16 or F32 bias/C
+// and outputs. Where the CPU has native BF16 (AVX512_BF16 or AMX-BF16, see
+// runtime/base/cpu_features.h) the oneDNN kernels take such steps as they are; elsewhere, or
+// with PRECIS_CPU_BF16=0, their Init declines (Unimplemented) and the session runs the f32
+// kernel widened (WidenKernel), which these tests run too.
+//
+// The reference is the double loop above on the BF16 values themselves (random data rounded to
+// BF16 first), so the rounding of the inputs is not counted as error. Tolerances:
+// - native: |y - exact| <= 2^-8 * sum|terms| (+ 2^-8 * |exact| for a BF16 output). Products of
+//   BF16 values are exact in f32 and oneDNN accumulates in f32, which alone stays near
+//   K * 2^-24 * sum|terms|; 2^-8 * sum|terms| is one BF16 rounding of a partial result (how a
+//   BF16 kernel converts the bias or keeps partial sums is oneDNN's choice) and still far below
+//   an indexing or conversion error, which is O(1) relative to sum|terms|. Rounding the result
+//   to a BF16 output (8 significant bits, to nearest) moves it by at most 2^-8 * |y|.
+// - widened: the f32 tolerance (the f32 kernel on exact widenings), plus the same output
+//   rounding 2^-8 * |exact|.
+
+// A step tensor, f32 or BF16, of random data (never zero; outputs are poisoned before each run).
+struct TypedBuffer {
+  Buffer wide;                 // the values as f32, exactly (what the double loops read)
+  std::vector<uint16_t> bits;  // the BF16 storage
+  Tensor t;                    // the step's tensor: over wide.data (f32) or bits (BF16)
+};
+
+// Random values rounded to `dtype` (moving a TypedBuffer keeps t.data valid; copying does not).
+TypedBuffer RandomTyped(DataType dtype, std::vector<int64_t> dims, uint32_t seed, bool constant = false) {
+  TypedBuffer b;
+  b.wide = Random(std::move(dims), seed, constant);
+  b.t = b.wide.t;
+  if (dtype == DataType::kBF16) {
+    b.bits.resize(b.wide.data.size());
+    for (size_t i = 0; i < b.bits.size(); ++i) {
+      b.bits[i] = FloatToBf16(b.wide.data[i]);
+      b.wide.data[i] = Bf16ToFloat(b.bits[i]);
+    }
+    b.t.dtype = DataType::kBF16;
+    b.t.bytes = b.bits.size() * sizeof(uint16_t);
+    b.t.data = reinterpret_cast<uint8_t*>(b.bits.data());
+  }
+  return b;
+}
+
+// The output's values as f32 (BF16 widened exactly).
+std::vector<float> Values(const TypedBuffer& y) {
+  if (y.t.dtype != DataType::kBF16) return y.wide.data;
+  std::vector<float> v(y.bits.size());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = Bf16ToFloat(y.bits[i]);
+  return v;
+}
+
+// Runs the fast kernel on a BF16 step: as it is when `native` (it must take the step) or else
+// expecting Unimplemented; then widened to f32 (it must take the step). Both against `e`.
+void CheckBf16Step(const std::string& name, const std::vector<TypedBuffer*>& inputs, TypedBuffer* y, Attributes a, const Expected& e,
+                   bool native) {
+  KernelFactory fast = KernelRegistry::Cpu().FindFast(name);
+  ASSERT_NE(fast, nullptr) << name << " has no fast kernel";
+  std::vector<Tensor*> tensors;
+  for (TypedBuffer* b : inputs) tensors.push_back(b ? &b->t : nullptr);
+  double out_rel = y->t.dtype == DataType::kBF16 ? 0x1p-8 : 0.0;
+  if (native) {
+    for (int threads : {1, 2}) {
+      Status s = RunKernelOn(fast(), tensors, &y->t, a, threads);
+      ASSERT_TRUE(s.ok()) << name << ": the native BF16 kernel must take this step: " << s.ToString();
+      ExpectClose(Values(*y), e, name + " native bf16, " + std::to_string(threads) + " threads", 0x1p-8, 0.0, out_rel);
+    }
+  } else {
+    // Declined by the CPU check itself (its message), not only because oneDNN has no BF16
+    // implementation on this CPU: on AVX-512 CPUs without BF16 oneDNN may emulate it.
+    Status s = RunKernelOn(fast(), tensors, &y->t, a);
+    EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << name << ": BF16 must be declined here (the widened path runs): " << s.ToString();
+    if (!NativeBf16Enabled()) {
+      EXPECT_NE(s.message().find("AVX512_BF16"), std::string::npos) << s.ToString();
+    }
+  }
+  Status s = RunKernelOn(std::make_unique<WidenKernel>(fast()), tensors, &y->t, a);
+  ASSERT_TRUE(s.ok()) << name << " widened: " << s.ToString();
+  ExpectClose(Values(*y), e, name + " widened", 1e-5, 1e-6, out_rel);
+}
+
+std::string TypeName(DataType t) { return t == DataType::kBF16 ? "bf16" : "f32"; }
+
+// MatMul, Gemm (with bias, and with C through alpha/beta) and Conv (with bias, strides, groups,
+// depthwise, 1x1) in BF16; `native`: whether the fast kernels should take them as they are.
+void CheckBf16Cases(bool native) {
+  constexpr DataType kB = DataType::kBF16, kF = DataType::kF32;
+  struct MatMulCase {
+    std::vector<int64_t> a, b, y;
+    bool b_constant;
+    DataType out;
+  };
+  for (const MatMulCase& c : std::vector<MatMulCase>{{{33, 70}, {70, 65}, {33, 65}, false, kB},
+                                                     {{33, 70}, {70, 65}, {33, 65}, true, kF},
+                                                     {{3, 7, 13}, {3, 13, 5}, {3, 7, 5}, false, kB},  // batched
+                                                     {{2, 3, 7, 13}, {13, 5}, {2, 3, 7, 5}, true, kB}}) {  // folded into M
+    TypedBuffer a = RandomTyped(kB, c.a, 21), b = RandomTyped(kB, c.b, 22, c.b_constant), y = RandomTyped(c.out, c.y, 0);
+    AttrList attrs;
+    SCOPED_TRACE("BF16 MatMul, output " + TypeName(c.out) + ", b_constant " + std::to_string(c.b_constant));
+    CheckBf16Step("MatMul", {&a, &b}, &y, attrs.Finish(), MatMulLoop(a.wide, c.a, b.wide, c.b), native);
+  }
+
+  struct Bf16GemmCase {
+    GemmCase g;
+    DataType c_type, out;
+    bool b_constant;
+    bool takes;  // whether a native kernel takes it
+  };
+  const int64_t M = 9, K = 37, N = 21;
+  for (const Bf16GemmCase& c : std::vector<Bf16GemmCase>{
+           {{false, true, 1.0f, 1.0f, {N}}, kB, kB, true, true},         // bias (per column)
+           {{false, true, 1.0f, 1.0f, {1, N}}, kF, kF, false, true},     // f32 bias
+           {{false, false, 1.0f, 1.0f, {M, 1}}, kB, kB, true, true},     // C per row
+           {{false, false, 0.5f, -0.25f, {M, N}}, kB, kF, false, true},  // C widened into Y, sum post-op
+           // f32 C into a BF16 Y through the sum post-op would round C first: declined everywhere.
+           {{false, false, 0.5f, -0.25f, {M, N}}, kF, kB, false, false}}) {
+    const GemmCase& g = c.g;
+    TypedBuffer a = RandomTyped(kB, {M, K}, 23), b = RandomTyped(kB, g.trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 24, c.b_constant),
+                cb = RandomTyped(c.c_type, g.c_dims, 25), y = RandomTyped(c.out, {M, N}, 0);
+    AttrList attrs;
+    SCOPED_TRACE("BF16 Gemm, C " + TypeName(c.c_type) + " rank " + std::to_string(g.c_dims.size()) + ", output " + TypeName(c.out) +
+                 ", alpha " + std::to_string(g.alpha) + ", beta " + std::to_string(g.beta));
+    CheckBf16Step("Gemm", {&a, &b, &cb}, &y, GemmAttrs(attrs, g).Finish(), GemmLoop(g, M, K, N, a.wide, b.wide, cb.wide),
+                  native && c.takes);
+  }
+
+  struct Bf16ConvCase {
+    ConvCase c;
+    DataType bias, out;
+  };
+  for (const Bf16ConvCase& c : std::vector<Bf16ConvCase>{
+           {{{2, 6, 11, 9}, 8, {3, 3}, 2, {2, 2}, {}, {1, 0, 2, 1}, "", true, true}, kB, kB},    // 2 groups, stride 2
+           {{{1, 8, 10, 7}, 8, {3, 3}, 8, {2, 2}, {}, {1, 1, 1, 1}, "", true, false}, kF, kF},   // depthwise, stride 2
+           {{{1, 32, 14, 14}, 24, {1, 1}, 1, {}, {}, {}, "", true, true}, kB, kF},               // 1x1
+           {{{1, 16, 13, 13}, 32, {3, 3}, 1, {1, 2}, {}, {1, 1, 1, 1}, "", false, true}, kB, kB},  // no bias
+           {{{2, 5, 17}, 4, {4}, 1, {3}, {2}, {2, 1}, "", true, false}, kF, kB}}) {              // 1-D, dilation 2
+    ConvShape shape = ShapeOf(c.c);
+    TypedBuffer x = RandomTyped(kB, c.c.x, 26), w = RandomTyped(kB, shape.w, 27, c.c.w_constant),
+                b = RandomTyped(c.bias, {c.c.m}, 28, true), y = RandomTyped(c.out, shape.y, 0);
+    AttrList attrs;
+    SCOPED_TRACE("BF16 Conv x rank " + std::to_string(c.c.x.size()) + " group " + std::to_string(c.c.group) + ", bias " +
+                 (c.c.bias ? TypeName(c.bias) : "none") + ", output " + TypeName(c.out));
+    std::vector<TypedBuffer*> inputs = {&x, &w};
+    if (c.c.bias) inputs.push_back(&b);
+    CheckBf16Step("Conv", inputs, &y, ConvAttrs(attrs, c.c).Finish(), ConvLoop(c.c, x.wide, w.wide, b.wide), native);
+  }
+}
+
+// Sets an environment variable for the scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+std::string Bf16Support() {
+  const CpuFeatures& f = HostCpuFeatures();
+  auto yes = [](bool b) { return b ? "yes" : "no"; };
+  return std::string("AVX512_BF16 ") + yes(f.avx512_bf16) + ", AMX-BF16 " + yes(f.amx_bf16) + ", OS AVX-512 state " +
+         yes(f.avx512_state) + ", PRECIS_CPU_BF16=" + (std::getenv("PRECIS_CPU_BF16") ? std::getenv("PRECIS_CPU_BF16") : "(unset)");
+}
+
+TEST(DnnlBf16, NativeKernelsMatchReference) {
+  if (!NativeBf16Enabled())
+    GTEST_SKIP() << "no native BF16 on this CPU or it is turned off (" << Bf16Support()
+                 << "): the oneDNN BF16 path cannot be checked here; DnnlBf16.DeclinedWithoutNativeBf16 checks the widened path";
+  CheckBf16Cases(true);
+}
+
+TEST(DnnlBf16, DeclinedWithoutNativeBf16) {
+  if (NativeBf16Enabled())
+    GTEST_SKIP() << "this CPU has native BF16 (" << Bf16Support() << "): declining is checked by DnnlBf16.OverrideTurnsNativeOff";
+  CheckBf16Cases(false);
+}
+
+TEST(DnnlBf16, OverrideTurnsNativeOff) {
+  {
+    ScopedEnv off("PRECIS_CPU_BF16", "0");
+    EXPECT_FALSE(NativeBf16Enabled());
+    CheckBf16Cases(false);
+  }
+  ScopedEnv on("PRECIS_CPU_BF16", "1");  // any value but 0 leaves the hardware's answer
+  EXPECT_EQ(NativeBf16Enabled(), HostCpuFeatures().native_bf16()) << Bf16Support();
 }
 
 }  // namespace

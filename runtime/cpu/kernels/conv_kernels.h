@@ -9,7 +9,8 @@
 //   per image, Y[n] (M x HW) = W (M x C) * X[n] (C x HW) + B, on the plain layouts (no activation
 //   reorders): a register-tiled AVX2 kernel with the bias folded in (fast_pointwise.cc), or
 //   oneDNN's matmul with the bias as a post-op (dnnl_conv.cc).
-// - oneDNN: any f32 Conv with 1 to 3 spatial dims, channel-blocked (dnnl_conv.cc).
+// - oneDNN: any f32 Conv with 1 to 3 spatial dims, channel-blocked (dnnl_conv.cc); also BF16
+//   X and W (BF16/F32 B and Y) on CPUs with native BF16, the only variant that takes BF16.
 //
 // Which variant is faster depends on the shape, not only on whether it applies:
 // PreferConvVariant says whether the fast Conv should try `variant` for the step (measured

@@ -1,15 +1,17 @@
-// oneDNN Conv and ConvTranspose (f32, 1 to 3 spatial dims, groups incl. depthwise, strides,
-// dilations, explicit or auto_pad padding, optional bias). oneDNN picks the activation and weight
-// layouts (format_tag::any, usually channel-blocked): X is reordered into a temporary in the
-// step's scratch and the result reordered back into Y when oneDNN's choice differs from plain
-// NC..., and constant weights are reordered once at load. Padding follows ONNX exactly (SAME_*
-// computed from the shapes as the reference kernels do); any geometry that does not reproduce
-// the planned output shape is left to the reference kernel.
+// oneDNN Conv and ConvTranspose (1 to 3 spatial dims, groups incl. depthwise, strides,
+// dilations, explicit or auto_pad padding, optional bias; f32, and for Conv also BF16 X and W
+// with BF16/F32 B and Y on CPUs with native BF16, see dnnl_kernel.h). oneDNN picks the
+// activation and weight layouts (format_tag::any, usually channel-blocked): X is reordered into
+// a temporary in the step's scratch and the result reordered back into Y when oneDNN's choice
+// differs from plain NC..., and constant weights are reordered once at load. Padding follows
+// ONNX exactly (SAME_* computed from the shapes as the reference kernels do); any geometry that
+// does not reproduce the planned output shape is left to the reference kernel.
 //
 // The registered fast Conv first tries variants that work on the plain layouts (conv_kernels.h,
 // chosen by shape in PreferConvVariant): a direct depthwise loop, a direct 1x1 GEMM kernel and
 // a 1x1 convolution through oneDNN's matmul. Mobilenet-style networks are almost all such steps,
-// and there the reorders around oneDNN's convolution cost as much as the convolutions did.
+// and there the reorders around oneDNN's convolution cost as much as the convolutions did. These
+// variants take f32 only: a BF16 step goes to oneDNN's convolution (native BF16) or is widened.
 #include <algorithm>
 #include <string>
 
@@ -102,11 +104,17 @@ Status TransposeGeometry(const KernelArgs& args, const dnnl::memory::dims& in, c
   return Status::Ok();
 }
 
-// Checks the shapes shared by both kernels and returns the spatial dims of X and W.
-Status CheckOperands(const KernelArgs& args, dnnl::memory::dims* in, dnnl::memory::dims* kernel) {
+// Checks the types and shapes shared by the kernels and returns the spatial dims of X and W.
+// Only the convolution takes BF16 (`allow_bf16`); the others take f32 steps only.
+Status CheckOperands(const KernelArgs& args, bool allow_bf16, dnnl::memory::dims* in, dnnl::memory::dims* kernel) {
   const Tensor *x = args.in(0), *w = args.in(1), *b = args.in(2), *y = args.out(0);
   if (!x || !w || !y) return Unimplemented("needs X, W and Y");
-  if (!AllF32({x, w, b, y})) return Unimplemented("oneDNN convolution: f32 only");
+  if (allow_bf16) {
+    PRECIS_RETURN_IF_ERROR(CheckDnnlTypes("oneDNN convolution", {x, w}, {b, y}));
+  } else {
+    for (const Tensor* t : {x, w, b, y})
+      if (t && t->dtype != DataType::kF32) return Unimplemented("oneDNN convolution: f32 only for this kernel");
+  }
   if (x->rank() < 3 || x->rank() > 5 || w->rank() != x->rank() || y->rank() != x->rank())
     return Unimplemented("oneDNN convolution: 1 to 3 spatial dims");
   if (x->numel == 0 || w->numel == 0 || y->numel == 0) return Unimplemented("empty tensor");
@@ -130,7 +138,7 @@ class DnnlConvBase : public DnnlKernel {
   Status Finish(const KernelArgs& args, const PrimitiveDesc& pd, const md& w_given) {
     if (IsReferenceImpl(pd)) return Unimplemented("oneDNN has only its reference convolution for this step");
     const Tensor &x = *args.in(0), &y = *args.out(0);
-    md x_plain = Plain(x.dims), y_plain = Plain(y.dims);
+    md x_plain = Plain(x.dims, DnnlType(x)), y_plain = Plain(y.dims, DnnlType(y));
     dnnl::memory src = Input(0, x_plain);
     if (pd.src_desc() != x_plain) {
       dnnl::memory blocked = Temporary(pd.src_desc());
@@ -139,7 +147,7 @@ class DnnlConvBase : public DnnlKernel {
     }
     std::vector<std::pair<int, dnnl::memory>> margs = {{DNNL_ARG_SRC, src},
                                                        {DNNL_ARG_WEIGHTS, Arrange(args, 1, w_given, pd.weights_desc())}};
-    if (args.in(2)) margs.push_back({DNNL_ARG_BIAS, Input(2, Plain(args.in(2)->dims))});
+    if (args.in(2)) margs.push_back({DNNL_ARG_BIAS, Input(2, Plain(args.in(2)->dims, DnnlType(*args.in(2))))});
     dnnl::memory dst = Output(0, y_plain);
     bool reorder_dst = pd.dst_desc() != y_plain;
     dnnl::memory computed = reorder_dst ? Temporary(pd.dst_desc()) : dst;
@@ -154,7 +162,7 @@ class DnnlConvKernel : public DnnlConvBase<dnnl::convolution_forward::primitive_
  protected:
   Status Setup(const KernelArgs& args) override {
     dims in, kernel;
-    PRECIS_RETURN_IF_ERROR(CheckOperands(args, &in, &kernel));
+    PRECIS_RETURN_IF_ERROR(CheckOperands(args, true, &in, &kernel));
     const Tensor &x = *args.in(0), &w = *args.in(1), &y = *args.out(0);
     int64_t group = args.attrs.Int("group", 1), N = x.dims[0], C = x.dims[1], M = w.dims[0];
     if (group <= 0 || C % group != 0 || M % group != 0 || w.dims[1] * group != C) return Unimplemented("channels do not match group");
@@ -164,10 +172,12 @@ class DnnlConvKernel : public DnnlConvBase<dnnl::convolution_forward::primitive_
     if (y.dims != Concat({N, M}, g.out)) return Unimplemented("planned output shape differs from the convolution's");
     // Grouped weights are [group, M/group, C/group, k...]: the same bytes as ONNX's [M, C/group, k...].
     dims w_dims = group == 1 ? w.dims : Concat({group, M / group, C / group}, kernel);
-    md bias = args.in(2) ? Plain({M}) : md();
-    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, Any(x.dims),
-                                         Any(w_dims), bias, Any(y.dims), g.strides, g.dilations, g.pad_l, g.pad_r);
-    return Finish(args, dnnl::convolution_forward::primitive_desc(desc, Attr(), Engine()), Plain(w_dims));
+    dt in_type = DnnlType(x);
+    md bias = args.in(2) ? Plain({M}, DnnlType(*args.in(2))) : md();
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                         Any(x.dims, in_type), Any(w_dims, in_type), bias, Any(y.dims, DnnlType(y)), g.strides,
+                                         g.dilations, g.pad_l, g.pad_r);
+    return Finish(args, dnnl::convolution_forward::primitive_desc(desc, Attr(), Engine()), Plain(w_dims, in_type));
   }
 };
 
@@ -175,7 +185,7 @@ class DnnlConvTransposeKernel : public DnnlConvBase<dnnl::deconvolution_forward:
  protected:
   Status Setup(const KernelArgs& args) override {
     dims in, kernel;
-    PRECIS_RETURN_IF_ERROR(CheckOperands(args, &in, &kernel));
+    PRECIS_RETURN_IF_ERROR(CheckOperands(args, false, &in, &kernel));
     const Tensor &x = *args.in(0), &w = *args.in(1), &y = *args.out(0);
     int64_t group = args.attrs.Int("group", 1), N = x.dims[0], C = x.dims[1], Mg = w.dims[1], M = Mg * group;
     if (group <= 0 || w.dims[0] != C || C % group != 0) return Unimplemented("channels do not match group");
@@ -205,7 +215,7 @@ class DnnlPointwiseConvKernel : public DnnlKernel {
  protected:
   Status Setup(const KernelArgs& args) override {
     dims in, kernel;
-    PRECIS_RETURN_IF_ERROR(CheckOperands(args, &in, &kernel));
+    PRECIS_RETURN_IF_ERROR(CheckOperands(args, false, &in, &kernel));
     const Tensor &x = *args.in(0), &w = *args.in(1), &y = *args.out(0);
     int64_t N = x.dims[0], C = x.dims[1], M = w.dims[0], HW = 1;
     if (args.attrs.Int("group", 1) != 1 || w.dims[1] != C) return Unimplemented("pointwise conv: group 1 only");
@@ -268,6 +278,7 @@ class FastConvKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext& ctx) override {
     if (!args.in(0) || !args.out(0)) return Unimplemented("Conv needs X and Y");
+    std::string last;  // why the oneDNN convolution, tried last, declined
     for (KernelFactory make : {MakeDepthwiseConvKernel, MakeDirectPointwiseConvKernel, MakePointwiseConvKernel, MakeDnnlConvKernel}) {
       if (!PreferConvVariant(args, make)) continue;
       std::unique_ptr<Kernel> k = make();
@@ -277,8 +288,9 @@ class FastConvKernel : public Kernel {
         return s;
       }
       if (s.code() != StatusCode::kUnimplemented) return s;
+      last = s.message();
     }
-    return Unimplemented("no fast convolution takes this step");
+    return Unimplemented("no fast convolution takes this step (" + last + ")");
   }
   Status Run(const KernelArgs& args, CpuContext& ctx) override { return chosen_->Run(args, ctx); }
   size_t ScratchBytes() const override { return chosen_ ? chosen_->ScratchBytes() : 0; }

@@ -9,6 +9,11 @@
 // execute path still builds a small argument map). Primitives use a user scratchpad in the step's
 // scratch. Threads: oneDNN here runs on OpenMP; Init and Run set the calling thread's OpenMP
 // thread count to CpuContext::threads for their duration and restore it afterwards.
+//
+// Types: a step runs here in f32, or, on CPUs with native BF16 (AVX512_BF16 or AMX-BF16, see
+// runtime/base/cpu_features.h), with BF16 operands, f32 accumulation (oneDNN's only kind for
+// bf16) and BF16 or F32 bias and outputs as the step says (CheckDnnlTypes). Elsewhere BF16 steps
+// are declined and the session runs them widened to FP32; FP16 steps always run widened.
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -43,6 +48,7 @@ class DnnlKernel : public Kernel {
  protected:
   using dims = dnnl::memory::dims;
   using md = dnnl::memory::desc;
+  using dt = dnnl::memory::data_type;
 
   // Describes the step; returns Unimplemented when the fast path does not apply.
   virtual Status Setup(const KernelArgs& args) = 0;
@@ -50,10 +56,10 @@ class DnnlKernel : public Kernel {
   virtual void BeforeExecute(const KernelArgs& args) { (void)args; }
 
   static const dnnl::engine& Engine();
-  // Row-major f32 descriptor of `d`; `strides` overrides the element strides.
-  static md Plain(const dims& d);
-  static md Strided(const dims& d, const dims& strides);
-  static md Any(const dims& d);
+  // Row-major descriptor of `d`; `strides` overrides the element strides.
+  static md Plain(const dims& d, dt type = dt::f32);
+  static md Strided(const dims& d, const dims& strides, dt type = dt::f32);
+  static md Any(const dims& d, dt type = dt::f32);
   // oneDNN's own reference implementation (plain loops) was the best it had for `pd`: such
   // steps are left to our reference kernel.
   static bool IsReferenceImpl(const dnnl::primitive_desc_base& pd);
@@ -92,12 +98,13 @@ class DnnlKernel : public Kernel {
   size_t temporary_bytes_ = 0, scratchpad_bytes_ = 0;
 };
 
-// True when every given tensor (nullptr: omitted) is f32, the only type these kernels take.
-inline bool AllF32(std::initializer_list<const Tensor*> ts) {
-  for (const Tensor* t : ts)
-    if (t && t->dtype != DataType::kF32) return false;
-  return true;
-}
+// Whether oneDNN runs a step with these tensors (nullptr: omitted) as they are: all f32; or the
+// `operands` (matrix/convolution inputs) BF16 and the `others` (bias, C, outputs) BF16 or F32,
+// where NativeBf16Enabled(). Unimplemented otherwise (the session widens the step); `kernel`
+// names the kernel in the message.
+Status CheckDnnlTypes(const char* kernel, std::initializer_list<const Tensor*> operands, std::initializer_list<const Tensor*> others);
+// The oneDNN type of a tensor that CheckDnnlTypes accepted (f32 or bf16).
+dnnl::memory::data_type DnnlType(const Tensor& t);
 
 // Registration helpers of the two oneDNN kernel files (called by RegisterDnnlKernels).
 void AddDnnlMatMulKernels(KernelRegistry& r);

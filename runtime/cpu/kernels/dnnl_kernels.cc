@@ -1,12 +1,14 @@
 // oneDNN fast kernels: the shared DnnlKernel machinery (memory bindings, scratch layout, error
 // mapping, OpenMP threads) and the registration of the fast MatMul, Gemm, Conv and
 // ConvTranspose. The reference kernels stay the oracle; these only take steps they can run
-// exactly as specified (f32 for now) and answer Unimplemented otherwise.
+// exactly as specified (f32, or BF16 operands on CPUs with native BF16) and answer
+// Unimplemented otherwise.
 #include <omp.h>
 
 #include <algorithm>
 #include <string>
 
+#include "runtime/base/cpu_features.h"
 #include "runtime/cpu/kernels/dnnl_kernel.h"
 #include "runtime/cpu/kernels/register.h"
 
@@ -31,15 +33,41 @@ const dnnl::engine& DnnlKernel::Engine() {
   return engine;
 }
 
-DnnlKernel::md DnnlKernel::Plain(const dims& d) {
-  dims strides(d.size(), 1);
-  for (size_t i = d.size(); i-- > 1;) strides[i - 1] = strides[i] * d[i];
-  return md(d, dnnl::memory::data_type::f32, strides);
+Status CheckDnnlTypes(const char* kernel, std::initializer_list<const Tensor*> operands, std::initializer_list<const Tensor*> others) {
+  bool f32 = true, bf16 = true;
+  for (const Tensor* t : operands) {
+    if (!t) continue;
+    f32 = f32 && t->dtype == DataType::kF32;
+    bf16 = bf16 && t->dtype == DataType::kBF16;
+  }
+  for (const Tensor* t : others) {
+    if (!t) continue;
+    f32 = f32 && t->dtype == DataType::kF32;
+    bf16 = bf16 && (t->dtype == DataType::kBF16 || t->dtype == DataType::kF32);
+  }
+  if (f32) return Status::Ok();
+  if (!bf16) return Unimplemented(std::string(kernel) + ": f32, or bf16 operands with bf16/f32 bias and outputs, only");
+  // oneDNN 2.6 has no bf16 matmul or convolution below AVX-512 (primitive creation fails with
+  // unimplemented; seen on an AVX2 CPU) and emulates the BF16 instructions on AVX-512 CPUs that
+  // lack them; on those the step runs widened to f32 instead.
+  if (!NativeBf16Enabled())
+    return Unimplemented(std::string(kernel) + ": bf16 needs a CPU with AVX512_BF16 or AMX-BF16, and PRECIS_CPU_BF16 not 0");
+  return Status::Ok();
 }
 
-DnnlKernel::md DnnlKernel::Strided(const dims& d, const dims& strides) { return md(d, dnnl::memory::data_type::f32, strides); }
+dnnl::memory::data_type DnnlType(const Tensor& t) {
+  return t.dtype == DataType::kBF16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+}
 
-DnnlKernel::md DnnlKernel::Any(const dims& d) { return md(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any); }
+DnnlKernel::md DnnlKernel::Plain(const dims& d, dt type) {
+  dims strides(d.size(), 1);
+  for (size_t i = d.size(); i-- > 1;) strides[i - 1] = strides[i] * d[i];
+  return md(d, type, strides);
+}
+
+DnnlKernel::md DnnlKernel::Strided(const dims& d, const dims& strides, dt type) { return md(d, type, strides); }
+
+DnnlKernel::md DnnlKernel::Any(const dims& d, dt type) { return md(d, type, dnnl::memory::format_tag::any); }
 
 bool DnnlKernel::IsReferenceImpl(const dnnl::primitive_desc_base& pd) {
   return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;

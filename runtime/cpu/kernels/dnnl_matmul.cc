@@ -1,4 +1,5 @@
-// oneDNN MatMul and Gemm (f32). MatMul folds the batch into M when B has no batch (the common
+// oneDNN MatMul and Gemm (f32, or BF16 operands with BF16/F32 C and output on CPUs with native
+// BF16: see dnnl_kernel.h). MatMul folds the batch into M when B has no batch (the common
 // activation x weight case: one large GEMM), else uses oneDNN's batched matmul with broadcast
 // batch dims of 1; 1-D operands are promoted as numpy does (the output bytes are the same).
 // Gemm maps transA/transB onto transposed strides, alpha onto the output scale, and C either
@@ -6,8 +7,9 @@
 // scale beta after broadcasting C into Y (a copy loop, no allocation). Constant B is reordered
 // once into the layout oneDNN prefers.
 #include <algorithm>
-#include <cstring>
+#include <cstdint>
 
+#include "runtime/base/half_array.h"
 #include "runtime/cpu/kernels/dnnl_kernel.h"
 
 namespace precis::rt {
@@ -18,7 +20,7 @@ class DnnlMatMulKernel : public DnnlKernel {
   Status Setup(const KernelArgs& args) override {
     const Tensor *a = args.in(0), *b = args.in(1), *y = args.out(0);
     if (!a || !b || !y) return Unimplemented("MatMul needs two inputs and one output");
-    if (!AllF32({a, b, y})) return Unimplemented("oneDNN MatMul: f32 only");
+    PRECIS_RETURN_IF_ERROR(CheckDnnlTypes("oneDNN MatMul", {a, b}, {y}));
     if (a->numel == 0 || b->numel == 0 || y->numel == 0 || a->rank() == 0 || b->rank() == 0)
       return Unimplemented("oneDNN MatMul: empty or scalar operand");
     dims ad = a->dims, bd = b->dims;
@@ -53,13 +55,15 @@ class DnnlMatMulKernel : public DnnlKernel {
       dst.push_back(M);
       dst.push_back(N);
     }
-    md wei_given = Plain(wei);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(Plain(src), b->is_constant ? Any(wei) : wei_given, Plain(dst)), Attr(),
-                                    Engine());
+    dt in_type = DnnlType(*a), out_type = DnnlType(*y);
+    md wei_given = Plain(wei, in_type);
+    dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(Plain(src, in_type), b->is_constant ? Any(wei, in_type) : wei_given, Plain(dst, out_type)), Attr(),
+        Engine());
     if (IsReferenceImpl(pd)) return Unimplemented("oneDNN has only its reference matmul for this step");
-    dnnl::memory src_m = Input(0, Plain(src));
+    dnnl::memory src_m = Input(0, Plain(src, in_type));
     dnnl::memory wei_m = Arrange(args, 1, wei_given, pd.weights_desc());
-    dnnl::memory dst_m = Output(0, Plain(dst));
+    dnnl::memory dst_m = Output(0, Plain(dst, out_type));
     Append(dnnl::matmul(pd), {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, wei_m}, {DNNL_ARG_DST, dst_m}}, pd.scratchpad_desc());
     return Status::Ok();
   }
@@ -70,7 +74,7 @@ class DnnlGemmKernel : public DnnlKernel {
   Status Setup(const KernelArgs& args) override {
     const Tensor *a = args.in(0), *b = args.in(1), *c = args.in(2), *y = args.out(0);
     if (!a || !b || !y) return Unimplemented("Gemm needs inputs A and B and an output");
-    if (!AllF32({a, b, c, y})) return Unimplemented("oneDNN Gemm: f32 only");
+    PRECIS_RETURN_IF_ERROR(CheckDnnlTypes("oneDNN Gemm", {a, b}, {c, y}));
     if (a->rank() != 2 || b->rank() != 2 || y->rank() != 2) return Unimplemented("Gemm operands must be matrices");
     if (a->numel == 0 || b->numel == 0 || y->numel == 0) return Unimplemented("oneDNN Gemm: empty operand");
     bool trans_a = args.attrs.Int("transA", 0) != 0, trans_b = args.attrs.Int("transB", 0) != 0;
@@ -88,17 +92,19 @@ class DnnlGemmKernel : public DnnlKernel {
       if ((cm_ != 1 && cm_ != M_) || (cn_ != 1 && cn_ != N_)) return Unimplemented("Gemm C does not broadcast to MxN");
     }
 
-    md src = trans_a ? Strided({M_, K}, {1, M_}) : Plain({M_, K});
-    md wei_given = trans_b ? Strided({K, N_}, {1, K}) : Plain({K, N_});
-    md wei = b->is_constant ? Any({K, N_}) : wei_given;
-    md dst = Plain({M_, N_});
+    dt in_type = DnnlType(*a), out_type = DnnlType(*y);
+    md src = trans_a ? Strided({M_, K}, {1, M_}, in_type) : Plain({M_, K}, in_type);
+    md wei_given = trans_b ? Strided({K, N_}, {1, K}, in_type) : Plain({K, N_}, in_type);
+    md wei = b->is_constant ? Any({K, N_}, in_type) : wei_given;
+    md dst = Plain({M_, N_}, out_type);
+    md c_desc = use_c ? Plain({cm_, cn_}, DnnlType(*c)) : md();
     dnnl::matmul::primitive_desc pd;
     bool bias = use_c && alpha == 1.0f && beta == 1.0f;
     if (bias) {
       // Y = A x B + C with C broadcast from [cm, cn]: oneDNN's bias broadcasts the same way, but
       // only a per-column bias ([1, N]) has an optimized implementation (2.6, gemm:jit).
       try {
-        pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, Plain({cm_, cn_}), dst), Attr(), Engine());
+        pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, c_desc, dst), Attr(), Engine());
         bias = !IsReferenceImpl(pd);
       } catch (const dnnl::error& e) {
         if (e.status != dnnl_unimplemented) throw;
@@ -107,7 +113,10 @@ class DnnlGemmKernel : public DnnlKernel {
     }
     if (!bias) {
       // Y = alpha * (A x B) + beta * Y, with Y holding C broadcast (BeforeExecute): the output
-      // scale is applied before the sum post-op.
+      // scale is applied before the sum post-op. An f32 C copied into a bf16 Y would be rounded
+      // before the sum: such steps run widened (one rounding, at the end).
+      if (use_c && c->dtype == DataType::kF32 && y->dtype == DataType::kBF16)
+        return Unimplemented("oneDNN Gemm: f32 C with a bf16 output needs the bias form (alpha = beta = 1)");
       dnnl::primitive_attr attr = Attr();
       if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
       if (use_c) {
@@ -122,24 +131,40 @@ class DnnlGemmKernel : public DnnlKernel {
     std::vector<std::pair<int, dnnl::memory>> margs = {{DNNL_ARG_SRC, Input(0, src)},
                                                        {DNNL_ARG_WEIGHTS, Arrange(args, 1, wei_given, pd.weights_desc())},
                                                        {DNNL_ARG_DST, Output(0, dst)}};
-    if (bias) margs.push_back({DNNL_ARG_BIAS, Input(2, Plain({cm_, cn_}))});
+    if (bias) margs.push_back({DNNL_ARG_BIAS, Input(2, c_desc)});
     Append(dnnl::matmul(pd), margs, pd.scratchpad_desc());
     return Status::Ok();
   }
 
+  // Broadcasts C into Y: a copy when their types are equal, else (bf16 C, f32 Y) an exact widening.
   void BeforeExecute(const KernelArgs& args) override {
     if (!copy_c_) return;
-    const float* c = args.in(2)->As<float>();
-    float* y = args.out(0)->As<float>();
-    for (int64_t m = 0; m < M_; ++m) {
-      const float* row = c + (cm_ == 1 ? 0 : m * cn_);
-      float* out = y + m * N_;
-      if (cn_ == N_) std::memcpy(out, row, size_t(N_) * sizeof(float));
-      else std::fill(out, out + N_, row[0]);
-    }
+    const Tensor& c = *args.in(2);
+    Tensor& y = *args.out(0);
+    auto copy = [](const auto* from, auto* to, int64_t n) { std::copy(from, from + n, to); };
+    auto widen = [](const uint16_t* from, float* to, int64_t n) { Bf16ToFloatArray(from, to, size_t(n)); };
+    if (c.dtype == DataType::kBF16 && y.dtype == DataType::kF32) BroadcastC(c.As<uint16_t>(), y.As<float>(), widen);
+    else if (c.dtype == DataType::kBF16) BroadcastC(c.As<uint16_t>(), y.As<uint16_t>(), copy);
+    else BroadcastC(c.As<float>(), y.As<float>(), copy);
   }
 
  private:
+  // Writes row m of C (or its only row) into row m of Y through `convert`, or its only column
+  // repeated.
+  template <typename From, typename To, typename Convert>
+  void BroadcastC(const From* c, To* y, Convert convert) const {
+    for (int64_t m = 0; m < M_; ++m) {
+      const From* row = c + (cm_ == 1 ? 0 : m * cn_);
+      To* out = y + m * N_;
+      if (cn_ == N_) {
+        convert(row, out, N_);
+      } else {
+        convert(row, out, 1);
+        std::fill(out + 1, out + N_, out[0]);
+      }
+    }
+  }
+
   int64_t M_ = 0, N_ = 0, cm_ = 1, cn_ = 1;
   bool copy_c_ = false;
 };
