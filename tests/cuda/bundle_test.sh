@@ -14,7 +14,7 @@ if [ "$mode" = replay ]; then
   rm -rf "$dir"
   # Operators from every kernel family: elementwise, data movement, reductions/softmax/norms, products and pools.
   for f in test_add_bcast test_gelu test_cast_FLOAT_to_FLOAT16 test_transpose test_gather_ test_slice test_resize_upsample \
-           test_softmax_axis test_layer_normalization_2d test_reduce_mean test_topk test_matmul_ test_gemm_ test_conv_with \
+           test_softmax_axis test_layer_normalization_2d test_reduce_mean test_top_k test_matmul_ test_gemm_ test_conv_with \
            test_maxpool_2d_pads test_averagepool_2d_pads; do
     for p in fp32 fp16 bf16; do
       "$runner" --precision "$p" --filter "$f" --export "$dir/$p-$f" wheel-node="$node" > "$dir.log" 2>&1

@@ -130,10 +130,14 @@ else
 fi
 
 # A stripped (benchmark) plan refuses to run without synthetic weights, and runs under bench.
-run strip compile /usr/share/libonnx-testdata/data/node/test_matmul_2d/model.onnx -o "$tmp/strip.plan" --strip-weights --quiet
+example=$(cd "$(dirname "$0")/../.." && pwd)/examples/tiny_convnet.onnx
+run strip compile "$example" -o "$tmp/strip.plan" --shape image=1x3x32x32 --strip-weights --quiet
+if [ "$rc" -ne 0 ]; then fail "strip: compile failed: $(cat "$tmp/strip.err")"; fi
 run strip_run run "$tmp/strip.plan" --random
 check_failed strip_run
 if grep -q "strip-weights" "$tmp/strip_run.err"; then echo "ok   strip_run"; else fail "strip_run: $(head -c 300 "$tmp/strip_run.err")"; fi
+run strip_bench bench "$tmp/strip.plan" --iterations 2 --warmup 0
+if [ "$rc" -ne 0 ]; then fail "strip_bench: exit $rc: $(head -c 300 "$tmp/strip_bench.err")"; else echo "ok   strip_bench"; fi
 
 # A good model: --json must print one valid JSON document.
 run inspect_json inspect --json "$relu"

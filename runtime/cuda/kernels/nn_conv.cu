@@ -1,0 +1,457 @@
+// Conv and ConvTranspose on CUDA, with the CPU reference kernels' geometry (ReadWindow of
+// nn_window.h for Conv; ReadTransposeWindow below mirrors nn_conv.cc's). cuDNN (CudnnConv) runs
+// them with 1-D convolutions as 2-D ones of height 1: Conv pads the input into scratch when its
+// pads are asymmetric (cuDNN pads symmetrically), ConvTranspose is cuDNN's backward-data
+// convolution, computed in full and cropped when its begin and end pads do not fit cuDNN's
+// symmetric form. The bias is written into Y first and the convolution added to it (beta = 1),
+// so a 16-bit Y is rounded once, as on the CPU; a fused Relu is a pass after (it commutes with
+// the rounding). Whatever cuDNN refuses runs a direct kernel: one thread per output element,
+// FP32 accumulation (f64 in double).
+#include <algorithm>
+#include <vector>
+
+#include "runtime/cpu/kernels/nn_window.h"
+#include "runtime/cuda/kernels/nn_device.cuh"
+
+namespace precis::rt::cuda {
+namespace {
+
+// Window in device form: 3 right-aligned spatial slots (leading ones of size 1).
+struct ConvWindow {
+  int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad[3];
+};
+
+ConvWindow DeviceWindow(const Window& w) {
+  ConvWindow d;
+  for (int i = 0; i < 3; ++i) {
+    d.in[i] = w.in[size_t(i)];
+    d.out[i] = w.out[size_t(i)];
+    d.kernel[i] = w.kernel[size_t(i)];
+    d.stride[i] = w.stride[size_t(i)];
+    d.dilation[i] = w.dilation[size_t(i)];
+    d.pad[i] = w.pad_begin[size_t(i)];
+  }
+  return d;
+}
+
+struct DirectConvParams {
+  int64_t C = 0, M = 0, Cg = 0, Mg = 0;  // input and output channels, and per group
+  ConvWindow w;
+  int activation = 0;
+};
+
+// Y[n, m, o] = act(sum_{c in group, k} X[n, c, o * s - pad + k * d] W[m, c, k] + B[m]).
+template <typename T> struct DirectConv {
+  DirectConvParams p;
+  const T *x, *w, *b;
+  T* y;
+  PRECIS_NN_HD void operator()(int64_t i) const {
+    using A = FloatAcc<T>;
+    const ConvWindow& g = p.w;
+    int64_t ow = i % g.out[2], t = i / g.out[2];
+    int64_t oh = t % g.out[1];
+    t /= g.out[1];
+    int64_t od = t % g.out[0];
+    t /= g.out[0];
+    int64_t m = t % p.M, n = t / p.M;
+    int64_t in_size = g.in[0] * g.in[1] * g.in[2], ks = g.kernel[0] * g.kernel[1] * g.kernel[2];
+    const T* xg = x + (n * p.C + m / p.Mg * p.Cg) * in_size;
+    const T* wm = w + m * p.Cg * ks;
+    A acc = 0;
+    for (int64_t c = 0; c < p.Cg; ++c) {
+      const T* xc = xg + c * in_size;
+      const T* wc = wm + c * ks;
+      for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+        int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dilation[0];
+        if (id < 0 || id >= g.in[0]) continue;
+        for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+          int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilation[1];
+          if (ih < 0 || ih >= g.in[1]) continue;
+          for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+            int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dilation[2];
+            if (iw < 0 || iw >= g.in[2]) continue;
+            acc += A(LoadN(xc[(id * g.in[1] + ih) * g.in[2] + iw])) * A(LoadN(wc[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]));
+          }
+        }
+      }
+    }
+    if (b) acc += A(LoadN(b[m]));
+    y[i] = StoreN<T>(ApplyActivation(acc, p.activation));
+  }
+};
+
+// ConvTranspose: Y[n, m, o] = act(sum_{c in group, k: o = i * s - pad + k * d} X[n, c, i] W[c, m % Mg, k] + B[m]),
+// here with w.in the spatial dims of X and w.out those of Y.
+template <typename T> struct DirectConvTranspose {
+  DirectConvParams p;
+  const T *x, *w, *b;
+  T* y;
+  PRECIS_NN_HD void operator()(int64_t i) const {
+    using A = FloatAcc<T>;
+    const ConvWindow& g = p.w;
+    int64_t ow = i % g.out[2], t = i / g.out[2];
+    int64_t oh = t % g.out[1];
+    t /= g.out[1];
+    int64_t od = t % g.out[0];
+    t /= g.out[0];
+    int64_t m = t % p.M, n = t / p.M, grp = m / p.Mg, mm = m % p.Mg;
+    int64_t in_size = g.in[0] * g.in[1] * g.in[2], ks = g.kernel[0] * g.kernel[1] * g.kernel[2];
+    A acc = 0;
+    for (int64_t c = 0; c < p.Cg; ++c) {
+      int64_t ci = grp * p.Cg + c;
+      const T* xc = x + (n * p.C + ci) * in_size;
+      const T* wc = w + (ci * p.Mg + mm) * ks;
+      for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+        int64_t td = od + g.pad[0] - kd * g.dilation[0];
+        if (td < 0 || td % g.stride[0] != 0 || td / g.stride[0] >= g.in[0]) continue;
+        for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+          int64_t th = oh + g.pad[1] - kh * g.dilation[1];
+          if (th < 0 || th % g.stride[1] != 0 || th / g.stride[1] >= g.in[1]) continue;
+          for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+            int64_t tw = ow + g.pad[2] - kw * g.dilation[2];
+            if (tw < 0 || tw % g.stride[2] != 0 || tw / g.stride[2] >= g.in[2]) continue;
+            int64_t at = (td / g.stride[0] * g.in[1] + th / g.stride[1]) * g.in[2] + tw / g.stride[2];
+            acc += A(LoadN(xc[at])) * A(LoadN(wc[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]));
+          }
+        }
+      }
+    }
+    if (b) acc += A(LoadN(b[m]));
+    y[i] = StoreN<T>(ApplyActivation(acc, p.activation));
+  }
+};
+
+// Planes of `in` placed into planes of `out` (3 spatial slots) with `before` positions ahead of
+// each dim (negative: cropped); positions outside `in` read as zero. Explicit padding, cropping.
+struct Reframe {
+  int64_t in[3], out[3], before[3];
+
+  // The element of `in` under output element i, or -1 outside; *plane gets i's plane.
+  PRECIS_NN_HD int64_t Source(int64_t i, int64_t* plane) const {
+    int64_t w = i % out[2], t = i / out[2];
+    int64_t h = t % out[1];
+    t /= out[1];
+    int64_t d = t % out[0];
+    *plane = t / out[0];
+    int64_t sd = d - before[0], sh = h - before[1], sw = w - before[2];
+    if (sd < 0 || sd >= in[0] || sh < 0 || sh >= in[1] || sw < 0 || sw >= in[2]) return -1;
+    return ((*plane * in[0] + sd) * in[1] + sh) * in[2] + sw;
+  }
+};
+
+template <typename U> struct ReframeCopy {
+  Reframe r;
+  const U* src;
+  U* dst;
+  PRECIS_NN_HD void operator()(int64_t i) const {
+    int64_t plane, at = r.Source(i, &plane);
+    dst[i] = at >= 0 ? src[at] : U(0);
+  }
+};
+
+// Y[i] = B[(i / plane) % M]: the bias broadcast over each output plane.
+template <typename U> struct FillBias {
+  const U* b;
+  U* y;
+  int64_t plane, M;
+  PRECIS_NN_HD void operator()(int64_t i) const { y[i] = b[i / plane % M]; }
+};
+
+// Y[n, m, o] = act(full[n, m, o - before] + B[m]), zero where that falls outside `full`.
+template <typename T> struct CropBiasActivate {
+  Reframe r;
+  const T *full, *b;
+  T* y;
+  int64_t M;
+  int activation;
+  PRECIS_NN_HD void operator()(int64_t i) const {
+    using A = FloatAcc<T>;
+    int64_t plane, at = r.Source(i, &plane);
+    A v = at >= 0 ? A(LoadN(full[at])) : A(0);
+    if (b) v += A(LoadN(b[plane % M]));
+    y[i] = StoreN<T>(ApplyActivation(v, activation));
+  }
+};
+
+// Shared validation of X, W, B, Y (as the CPU's CheckConvTypes).
+Status CheckConvTypes(const KernelArgs& args) {
+  Tensor *x = args.in(0), *w = args.in(1), *b = args.in(2), *y = args.out(0);
+  if (!x || !w || !y) return args.Error("needs inputs X and W and output Y");
+  if (!DispatchFloat(x->dtype, [](auto) {})) return args.Error(std::string("unsupported dtype ") + DataTypeName(x->dtype));
+  if (w->dtype != x->dtype || y->dtype != x->dtype || (b && b->dtype != x->dtype)) return DtypeRefusal(args, "X, W, B and Y dtypes differ");
+  if (x->rank() < 3 || x->rank() > 5 || w->rank() != x->rank())
+    return args.Error("X and W must both have rank 3 to 5 (N, C and 1 to 3 spatial dims)");
+  return Status::Ok();
+}
+
+// ConvTranspose geometry, as the CPU reference reads it (nn_conv.cc): output_shape (or in *
+// stride for SAME_*) fixes the output size and SAME_* splits the total padding (the odd unit at
+// the end for SAME_UPPER); otherwise pads are taken as given.
+Status ReadTransposeWindow(const KernelArgs& args, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel, Window* w) {
+  size_t n = in.size();
+  auto strides = args.attrs.Ints("strides", std::vector<int64_t>(n, 1));
+  auto dilations = args.attrs.Ints("dilations", std::vector<int64_t>(n, 1));
+  auto pads = args.attrs.Ints("pads", std::vector<int64_t>(2 * n, 0));
+  auto output_padding = args.attrs.Ints("output_padding", std::vector<int64_t>(n, 0));
+  auto output_shape = args.attrs.Ints("output_shape");
+  std::string auto_pad = args.attrs.String("auto_pad", "NOTSET");
+  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (auto_pad == "VALID") pads.assign(2 * n, 0);
+  if (strides.size() != n || dilations.size() != n || pads.size() != 2 * n || output_padding.size() != n ||
+      (!output_shape.empty() && output_shape.size() != n && output_shape.size() != n + 2))
+    return args.Error("strides, dilations, pads, output_padding or output_shape do not match " + std::to_string(n) + " spatial dims");
+  *w = Window();
+  w->spatial = int(n);
+  size_t off = Window::kMaxSpatial - n;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t s = strides[i], d = dilations[i], k = kernel[i];
+    if (s <= 0 || d <= 0 || k <= 0) return args.Error("kernel, strides and dilations must be positive");
+    int64_t full = s * (in[i] - 1) + output_padding[i] + (k - 1) * d + 1;
+    int64_t out, pb = pads[i];
+    if (!output_shape.empty()) out = output_shape[output_shape.size() - n + i];
+    else if (same) out = in[i] * s;
+    else out = full - pads[i] - pads[i + n];
+    if (same) {
+      int64_t total = full - out;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division
+      pb = auto_pad == "SAME_UPPER" ? half : total - half;
+    }
+    if (out <= 0) return args.Error("output spatial dim " + std::to_string(i) + " would be " + std::to_string(out));
+    w->in[off + i] = in[i];
+    w->out[off + i] = out;
+    w->kernel[off + i] = k;
+    w->stride[off + i] = s;
+    w->dilation[off + i] = d;
+    w->pad_begin[off + i] = pb;
+  }
+  return Status::Ok();
+}
+
+int64_t Product(const int64_t (&v)[3]) { return v[0] * v[1] * v[2]; }
+
+// What Conv and ConvTranspose share: dtype, the direct kernel's parameters, the cuDNN plan.
+class ConvBase : public Kernel {
+ public:
+  size_t ScratchBytes() const override { return scratch_; }
+  size_t WorkspaceBytes() const override { return use_cudnn_ ? cudnn_.WorkspaceBytes() : 0; }
+
+ protected:
+  // Plans cuDNN; on Unimplemented the direct kernel stays in charge.
+  Status PlanCudnn(const KernelArgs& args, CudaContext& ctx, CudnnConv::Direction direction, const ConvShape& shape) {
+    Status s = cudnn_.Init(args, ctx, direction, dtype_, shape);
+    if (!s.ok() && s.code() == StatusCode::kUnimplemented) return Status::Ok();
+    PRECIS_RETURN_IF_ERROR(s);
+    use_cudnn_ = true;
+    return Status::Ok();
+  }
+
+  Status BiasThenActivate(const KernelArgs& args, CudaContext& ctx, bool after) {
+    Tensor& y = *args.out(0);
+    if (!after && args.in(2)) {
+      int64_t plane = total_ / (y.dims[0] * y.dims[1]);
+      cudaError_t e = cudaErrorInvalidValue;
+      DispatchBySize(DataTypeSize(dtype_), [&](auto tag) {
+        using U = decltype(tag);
+        e = NnLaunch(total_, ctx.stream, FillBias<U>{reinterpret_cast<const U*>(args.in(2)->data), reinterpret_cast<U*>(y.data), plane, y.dims[1]});
+      });
+      PRECIS_CUDA_CHECK(args, e);
+    }
+    if (after && activation_ != Activation::kNone) PRECIS_CUDA_CHECK(args, ActivateInPlace(dtype_, y.data, total_, activation_, ctx.stream));
+    return Status::Ok();
+  }
+
+  DataType dtype_ = DataType::kUndefined;
+  int64_t total_ = 0;
+  Activation activation_ = Activation::kNone;
+  DirectConvParams direct_;
+  CudnnConv cudnn_;
+  bool use_cudnn_ = false;
+  size_t scratch_ = 0;
+};
+
+class ConvKernel : public ConvBase {
+ public:
+  Status Init(const KernelArgs& args, CudaContext& ctx) override {
+    PRECIS_RETURN_IF_ERROR(CheckConvTypes(args));
+    const Tensor &x = *args.in(0), &w = *args.in(1), &y = *args.out(0);
+    const Tensor* b = args.in(2);
+    int64_t group = args.attrs.Int("group", 1), N = x.dims[0], C = x.dims[1], M = w.dims[0];
+    if (group <= 0 || C % group != 0 || M % group != 0 || w.dims[1] * group != C)
+      return args.Error("channels (X " + std::to_string(C) + ", W " + std::to_string(M) + "x" + std::to_string(w.dims[1]) +
+                        ") do not match group " + std::to_string(group));
+    if (b && (b->rank() != 1 || b->dims[0] != M)) return args.Error("bias must have " + std::to_string(M) + " values");
+    std::vector<int64_t> in(x.dims.begin() + 2, x.dims.end()), kernel(w.dims.begin() + 2, w.dims.end());
+    if (args.attrs.Ints("kernel_shape", kernel) != kernel) return args.Error("kernel_shape differs from W's spatial dims");
+    Window win;
+    PRECIS_RETURN_IF_ERROR(ReadWindow(args, in, kernel, false, &win));
+    PRECIS_RETURN_IF_ERROR(CheckWindowOutput(args, y, N, M, win, "output Y"));
+    PRECIS_RETURN_IF_ERROR(ReadActivation(args, false, &activation_));
+    dtype_ = x.dtype;
+    direct_ = {C, M, C / group, M / group, DeviceWindow(win), int(activation_)};
+    total_ = y.numel;
+    if (total_ == 0) return Status::Ok();
+
+    // cuDNN pads symmetrically: the symmetric part goes to cuDNN, the rest is padded into scratch.
+    int nd = std::max(win.spatial, 2), first = Window::kMaxSpatial - nd;
+    ConvShape s;
+    s.in = {N, C};
+    s.filter = {M, C / group};
+    s.out = {N, M};
+    s.group = group;
+    bool pad = false;
+    for (int d = 0; d < 3; ++d) {
+      int64_t pb = win.pad_begin[size_t(d)], pe = win.pad_end[size_t(d)], sym = std::min(pb, pe);
+      pad_.in[d] = win.in[size_t(d)];
+      pad_.before[d] = pb - sym;
+      pad_.out[d] = win.in[size_t(d)] + pb + pe - 2 * sym;
+      pad = pad || pb != pe;
+      if (d < first) continue;
+      s.in.push_back(pad_.out[d]);
+      s.filter.push_back(win.kernel[size_t(d)]);
+      s.out.push_back(win.out[size_t(d)]);
+      s.pads.push_back(sym);
+      s.strides.push_back(win.stride[size_t(d)]);
+      s.dilations.push_back(win.dilation[size_t(d)]);
+    }
+    PRECIS_RETURN_IF_ERROR(PlanCudnn(args, ctx, CudnnConv::Direction::kForward, s));
+    padded_ = use_cudnn_ && pad;
+    padded_total_ = N * C * Product(pad_.out);
+    scratch_ = padded_ ? size_t(padded_total_) * DataTypeSize(dtype_) : 0;
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CudaContext& ctx) override {
+    if (total_ == 0) return Status::Ok();
+    const void* x = args.in(0)->data;
+    const void* w = args.in(1)->data;
+    const void* b = args.in(2) ? args.in(2)->data : nullptr;
+    void* y = args.out(0)->data;
+    cudaError_t e = cudaErrorInvalidValue;
+    if (!use_cudnn_) {
+      DispatchFloat(dtype_, [&](auto tag) {
+        using T = decltype(tag);
+        e = NnLaunch(total_, ctx.stream,
+                     DirectConv<T>{direct_, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b), static_cast<T*>(y)});
+      });
+      PRECIS_CUDA_CHECK(args, e);
+      return Status::Ok();
+    }
+    if (padded_) {
+      DispatchBySize(DataTypeSize(dtype_), [&](auto tag) {
+        using U = decltype(tag);
+        e = NnLaunch(padded_total_, ctx.stream, ReframeCopy<U>{pad_, static_cast<const U*>(x), reinterpret_cast<U*>(ctx.scratch)});
+      });
+      PRECIS_CUDA_CHECK(args, e);
+      x = ctx.scratch;
+    }
+    PRECIS_RETURN_IF_ERROR(BiasThenActivate(args, ctx, false));
+    PRECIS_RETURN_IF_ERROR(cudnn_.Run(args, ctx, x, w, y, b != nullptr));
+    return BiasThenActivate(args, ctx, true);
+  }
+
+ private:
+  Reframe pad_{};  // X into its explicitly padded copy
+  bool padded_ = false;
+  int64_t padded_total_ = 0;
+};
+
+class ConvTransposeKernel : public ConvBase {
+ public:
+  Status Init(const KernelArgs& args, CudaContext& ctx) override {
+    PRECIS_RETURN_IF_ERROR(CheckConvTypes(args));
+    const Tensor &x = *args.in(0), &w = *args.in(1), &y = *args.out(0);
+    const Tensor* b = args.in(2);
+    int64_t group = args.attrs.Int("group", 1), N = x.dims[0], C = x.dims[1], Mg = w.dims[1];
+    if (group <= 0 || w.dims[0] != C || C % group != 0)
+      return args.Error("channels (X " + std::to_string(C) + ", W " + std::to_string(w.dims[0]) + ") do not match group " +
+                        std::to_string(group));
+    int64_t M = Mg * group;
+    if (b && (b->rank() != 1 || b->dims[0] != M)) return args.Error("bias must have " + std::to_string(M) + " values");
+    std::vector<int64_t> in(x.dims.begin() + 2, x.dims.end()), kernel(w.dims.begin() + 2, w.dims.end());
+    if (args.attrs.Ints("kernel_shape", kernel) != kernel) return args.Error("kernel_shape differs from W's spatial dims");
+    Window win;
+    PRECIS_RETURN_IF_ERROR(ReadTransposeWindow(args, in, kernel, &win));
+    PRECIS_RETURN_IF_ERROR(CheckWindowOutput(args, y, N, M, win, "output Y"));
+    PRECIS_RETURN_IF_ERROR(ReadActivation(args, false, &activation_));
+    dtype_ = x.dtype;
+    direct_ = {C, M, C / group, Mg, DeviceWindow(win), int(activation_)};
+    total_ = y.numel;
+    if (total_ == 0) return Status::Ok();
+
+    // cuDNN's backward data takes Y directly when a symmetric pad of pad_begin gives back X's
+    // size; otherwise it computes the uncropped result into scratch, which is then cropped.
+    int nd = std::max(win.spatial, 2), first = Window::kMaxSpatial - nd;
+    bool direct = true;
+    for (int d = first; d < 3; ++d) {
+      int64_t s = win.stride[size_t(d)], eff = (win.kernel[size_t(d)] - 1) * win.dilation[size_t(d)] + 1, pb = win.pad_begin[size_t(d)];
+      int64_t span = win.out[size_t(d)] + 2 * pb - eff;
+      direct = direct && pb >= 0 && span >= 0 && span / s + 1 == win.in[size_t(d)];
+    }
+    ConvShape s;
+    s.in = {N, M};
+    s.filter = {C, Mg};
+    s.out = {N, C};
+    s.group = group;
+    for (int d = 0; d < 3; ++d) {
+      int64_t eff = (win.kernel[size_t(d)] - 1) * win.dilation[size_t(d)] + 1;
+      crop_.in[d] = direct ? win.out[size_t(d)] : win.stride[size_t(d)] * (win.in[size_t(d)] - 1) + eff;
+      crop_.out[d] = win.out[size_t(d)];
+      crop_.before[d] = -win.pad_begin[size_t(d)];
+      if (d < first) continue;
+      s.in.push_back(crop_.in[d]);
+      s.filter.push_back(win.kernel[size_t(d)]);
+      s.out.push_back(win.in[size_t(d)]);
+      s.pads.push_back(direct ? win.pad_begin[size_t(d)] : 0);
+      s.strides.push_back(win.stride[size_t(d)]);
+      s.dilations.push_back(win.dilation[size_t(d)]);
+    }
+    PRECIS_RETURN_IF_ERROR(PlanCudnn(args, ctx, CudnnConv::Direction::kBackwardData, s));
+    cropped_ = use_cudnn_ && !direct;
+    scratch_ = cropped_ ? size_t(N * M * Product(crop_.in)) * DataTypeSize(dtype_) : 0;
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CudaContext& ctx) override {
+    if (total_ == 0) return Status::Ok();
+    const void* x = args.in(0)->data;
+    const void* w = args.in(1)->data;
+    const void* b = args.in(2) ? args.in(2)->data : nullptr;
+    Tensor& y = *args.out(0);
+    cudaError_t e = cudaErrorInvalidValue;
+    if (!use_cudnn_) {
+      DispatchFloat(dtype_, [&](auto tag) {
+        using T = decltype(tag);
+        e = NnLaunch(total_, ctx.stream,
+                     DirectConvTranspose<T>{direct_, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
+                                            reinterpret_cast<T*>(y.data)});
+      });
+      PRECIS_CUDA_CHECK(args, e);
+      return Status::Ok();
+    }
+    if (!cropped_) {
+      PRECIS_RETURN_IF_ERROR(BiasThenActivate(args, ctx, false));
+      PRECIS_RETURN_IF_ERROR(cudnn_.Run(args, ctx, x, w, y.data, b != nullptr));
+      return BiasThenActivate(args, ctx, true);
+    }
+    PRECIS_RETURN_IF_ERROR(cudnn_.Run(args, ctx, x, w, ctx.scratch, false));
+    DispatchFloat(dtype_, [&](auto tag) {
+      using T = decltype(tag);
+      e = NnLaunch(total_, ctx.stream,
+                   CropBiasActivate<T>{crop_, reinterpret_cast<const T*>(ctx.scratch), static_cast<const T*>(b), reinterpret_cast<T*>(y.data),
+                                       y.dims[1], int(activation_)});
+    });
+    PRECIS_CUDA_CHECK(args, e);
+    return Status::Ok();
+  }
+
+ private:
+  Reframe crop_{};  // the uncropped result (in) to Y (out)
+  bool cropped_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> MakeConvKernel() { return std::make_unique<ConvKernel>(); }
+std::unique_ptr<Kernel> MakeConvTransposeKernel() { return std::make_unique<ConvTransposeKernel>(); }
+
+}  // namespace precis::rt::cuda
