@@ -18,8 +18,9 @@
 //   ArgReducer      ArgMax/ArgMin: the CPU's sequential rule per thread (NaN is the extreme,
 //                   ties to the first or, with select_last_index, the last index), combined
 //                   across threads by index, which gives the same answer.
-// The only order-dependent results are float sums, whose double accumulation makes the order
-// invisible after rounding to the output type (up to rare one-ulp differences).
+// Results are the same from run to run. Float sums, products and log-sum-exps associate
+// differently from the CPU's loop; the double accumulator hides that after rounding to the
+// output type (up to rare one-ulp differences).
 #include "runtime/cuda/kernels/reduce_common.cuh"
 #include "runtime/cuda/kernels/register.h"
 
