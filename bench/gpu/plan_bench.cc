@@ -13,17 +13,11 @@
 #include <vector>
 
 #include "precis/session.h"
+#include "runtime/plan/report_flops.h"
 #include "runtime/base/half.h"
 
 using namespace precis;
 
-// The plan's FLOP count, from its embedded report's summary (0 when it has none).
-static double PlanFlops(const std::string& report) {
-  size_t low = report.find("\"low_precision_flops\"");
-  if (low == std::string::npos) return 0;
-  size_t key = report.rfind("\"flops\":", low);
-  return key == std::string::npos ? 0 : std::atof(report.c_str() + key + 8);
-}
 
 int main(int argc, char** argv) {
   SessionOptions options;
@@ -83,7 +77,7 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     double median = ms[ms.size() / 2];
     int64_t batch = s.inputs().empty() || s.inputs()[0].dims.empty() ? 1 : s.inputs()[0].dims[0];
-    double flops = PlanFlops(s.report(true));
+    double flops = plan::ReportFlops(s.report(true));
     std::printf("{\"plan\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\", \"graph_replay\": %s, \"batch\": %lld, "
                 "\"median_ms\": %.4f, \"min_ms\": %.4f, \"throughput_per_s\": %.2f, \"flops\": %.6g, \"tflops_per_s\": %.3f}\n",
                 plan.c_str(), s.precision().c_str(), s.device_name().c_str(), s.graph_replay() ? "true" : "false",

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "precis/session.h"
+#include "runtime/plan/report_flops.h"
 #include "runtime/base/half.h"
 #include "tools/precis/commands.h"
 #include "tools/precis/options.h"
@@ -21,13 +22,6 @@ constexpr const char* kBenchUsage =
     "                    [--batch N] [--shape NAME=DIMS ...] [--precision fp32|fp16|bf16] (for .onnx models)\n"
     "Prints the median latency, throughput and achieved TFLOP/s (from the plan's FLOP count).\n";
 
-// The plan's FLOP count, from the summary of its embedded report (0 when it has none).
-double PlanFlops(const std::string& report) {
-  size_t low = report.find("\"low_precision_flops\"");
-  if (low == std::string::npos) return 0;
-  size_t key = report.rfind("\"flops\":", low);
-  return key == std::string::npos ? 0 : std::atof(report.c_str() + key + 8);
-}
 
 // Time per kernel (summed over steps) and the slowest steps, per run.
 void PrintProfile(const std::vector<StepProfile>& steps, int runs) {
@@ -138,7 +132,7 @@ int BenchCommand(const std::vector<std::string>& args) {
   if (batch_option > 0 && batch != batch_option)
     return ReportError("bench", InvalidArgument("the plan was compiled for batch " + std::to_string(batch) + ", not " +
                                                 std::to_string(batch_option) + " (compile the model with that batch)"));
-  double flops = PlanFlops(s.report(true));
+  double flops = plan::ReportFlops(s.report(true));
   double tflops = flops > 0 ? flops / (median * 1e-3) / 1e12 : 0;
   if (json) {
     std::printf("{\"model\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f, \"iterations\": %d, "
