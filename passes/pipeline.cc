@@ -93,6 +93,12 @@ StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options)
     RemoveDeadCode(*model.graph);
     timer.Mark("precision passes");
   }
+  if (options.target == "cuda") {
+    if (options.layout != "auto" && options.layout != "nchw") return InvalidArgument("unknown layout '" + options.layout + "' (auto or nchw)");
+    if (options.fuse_epilogues) result.epilogues = FuseEpilogues(*model.graph);
+    if (mixed && options.layout == "auto") result.layout = ChooseLayout(*model.graph);
+    timer.Mark("GPU epilogues and layout");
+  }
   Status verified = ir::Verify(model);
   if (!verified.ok()) return verified.WithContext("internal error: the graph fails verification after the passes");
   result.nodes_after = model.graph->nodes().size();

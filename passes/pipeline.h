@@ -1,6 +1,6 @@
 // The compile pipeline: specialize inputs -> inline Ifs with constant conditions -> infer shapes and fold constants -> remove dead
 // code -> [mixed precision: recognize patterns -> assign precision -> fold casts -> fuse casts
-// -> remove dead code] -> verify -> emit the plan with its precision report. This is what
+// -> remove dead code] -> [GPU plans: fuse epilogues -> choose layouts] -> verify -> emit the plan with its precision report. This is what
 // `precis compile` runs.
 #pragma once
 
@@ -11,6 +11,8 @@
 #include "compiler/emit/plan_emitter.h"
 #include "compiler/emit/precision_report.h"
 #include "compiler/ir/graph.h"
+#include "passes/choose_layout.h"
+#include "passes/fuse_epilogues.h"
 #include "passes/precision.h"
 
 namespace precis::passes {
@@ -23,6 +25,10 @@ struct CompileOptions {
   int64_t batch = 0;               // > 0: the leading dim of every input not in `shapes`
   std::string target = "cpu";      // cpu | cuda (every step must have a CUDA kernel)
   bool strip_weights = false;      // benchmark plans without their weights (EmitOptions)
+  // GPU plans (target cuda): fuse bias/activation epilogues; choose NHWC for tensor-core
+  // convolutions ("auto") or keep every convolution NCHW ("nchw").
+  bool fuse_epilogues = true;
+  std::string layout = "auto";
   PrecisionOptions precision_options;  // `low` is set from `precision`
   bool fold_constants = true;
   uint64_t source_hash = 0;
@@ -38,6 +44,8 @@ struct CompileResult {
   size_t nodes_after = 0;
   int folded_nodes = 0;
   PrecisionStats precision;
+  EpilogueStats epilogues;  // GPU plans
+  LayoutStats layout;       // GPU plans in FP16/BF16
   emit::Report report;
   std::vector<emit::LowRegion> low_regions;  // mixed precision: the regions that run in 16 bits
   std::vector<std::pair<std::string, double>> phase_ms;  // wall time of each phase, in order

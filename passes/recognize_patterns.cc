@@ -7,45 +7,21 @@
 #include <cstring>
 #include <optional>
 
+#include "passes/match.h"
+
 namespace precis::passes {
 namespace {
 
 using ir::Node;
 using ir::Value;
-
-bool Is(const Node* n, const char* op) { return n && n->domain().empty() && n->op_type() == op; }
-
-Node* Producer(const Value* v) {
-  return v && v->kind() == Value::Kind::kNodeOutput ? v->producer() : nullptr;
-}
-Node* In(const Node* n, size_t i) { return n && i < n->inputs().size() ? Producer(n->inputs()[i]) : nullptr; }
-Value* InV(const Node* n, size_t i) { return n && i < n->inputs().size() ? n->inputs()[i] : nullptr; }
-
-// Scalar value of a constant float tensor with one element.
-std::optional<double> Scalar(const Value* v) {
-  if (!v || !v->is_constant() || !v->data() || !v->data()->has_data() || v->data()->NumElements() != 1) return std::nullopt;
-  const ir::Tensor& t = *v->data();
-  if (t.dtype() == ir::DType::kF32) {
-    float f;
-    std::memcpy(&f, t.buffer().data(), 4);
-    return f;
-  }
-  if (t.dtype() == ir::DType::kF64) {
-    double d;
-    std::memcpy(&d, t.buffer().data(), 8);
-    return d;
-  }
-  return std::nullopt;
-}
-bool Near(std::optional<double> x, double want, double tol = 1e-3) { return x && std::fabs(*x - want) <= tol * std::fabs(want); }
-
-// The input of a binary node other than `v`, or nullptr when `v` is not an input.
-Value* Other(const Node* n, const Value* v) {
-  if (!n || n->inputs().size() != 2) return nullptr;
-  if (n->inputs()[0] == v) return n->inputs()[1];
-  if (n->inputs()[1] == v) return n->inputs()[0];
-  return nullptr;
-}
+using match::In;
+using match::InV;
+using match::Is;
+using match::Near;
+using match::OnlyUser;
+using match::Other;
+using match::Producer;
+using match::Scalar;
 
 // Pow(d, 2) or Mul(d, d): the square of which value?
 Value* SquareOf(const Node* n) {
@@ -117,11 +93,6 @@ std::optional<Match> MatchRmsNorm(Node* sqrt) {
   return std::nullopt;
 }
 
-// The single consumer of a node's only output, when it has exactly one.
-Node* OnlyUser(const Node* n) {
-  if (!n || n->outputs().size() != 1 || !n->outputs()[0] || n->outputs()[0]->uses().size() != 1) return nullptr;
-  return n->outputs()[0]->uses()[0].node;
-}
 
 // x * 0.5 * (1 + Erf(x / sqrt2)) in either multiplication order, anchored at Erf.
 std::optional<Match> MatchErfGelu(Node* erf) {

@@ -11,6 +11,7 @@
 #include "runtime/base/half.h"
 #include "runtime/base/mapped_file.h"
 #include "runtime/cpu/kernel.h"
+#include "runtime/cpu/step_adapters.h"
 #include "runtime/cpu/widen_kernel.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/plan/plan_format.h"
@@ -211,9 +212,31 @@ Status Session::Impl::LoadSteps() {
     PRECIS_ASSIGN_OR_RETURN(rt::KernelArgs a, StepArgs(s));
     rt::KernelFactory factory = registry.Find(kernel_name);
     if (!factory) return Unimplemented(a.node + ": the CPU backend has no kernel '" + kernel_name + "'");
-    PRECIS_ASSIGN_OR_RETURN(auto chosen, ChooseKernel(factory, registry.FindFast(kernel_name), a));
-    std::unique_ptr<rt::Kernel> kernel = std::move(chosen.first);
-    const char* variant = chosen.second;
+    rt::KernelFactory fast = registry.FindFast(kernel_name);
+    std::unique_ptr<rt::Kernel> kernel;
+    std::string variant;
+    // Steps of GPU plans: NHWC convolutions and fused activations run through adapters around
+    // the ordinary kernels (step_adapters.h).
+    std::string layout = a.attrs.String("layout", "NCHW");
+    if (layout == "NHWC" && kernel_name == "Conv") {
+      kernel = std::make_unique<rt::NhwcConv>([&](const rt::KernelArgs& inner) -> StatusOr<std::unique_ptr<rt::Kernel>> {
+        PRECIS_ASSIGN_OR_RETURN(auto chosen, ChooseKernel(factory, fast, inner));
+        variant = std::string(" (NHWC)") + chosen.second;
+        return std::move(chosen.first);
+      });
+      PRECIS_RETURN_IF_ERROR(kernel->Init(a, ctx));
+    } else if (layout != "NCHW") {
+      return Unimplemented(a.node + ": layout '" + layout + "' (the CPU backend runs NCHW, and NHWC for Conv)");
+    } else {
+      PRECIS_ASSIGN_OR_RETURN(auto chosen, ChooseKernel(factory, fast, a));
+      kernel = std::move(chosen.first);
+      variant = chosen.second;
+    }
+    if (a.attrs.Has("activation")) {
+      kernel = std::make_unique<rt::ActivationEpilogue>(std::move(kernel));
+      PRECIS_RETURN_IF_ERROR(kernel->Init(a, ctx));
+      variant += " (+" + a.attrs.String("activation", "") + ")";
+    }
     if (options.profile)
       profile.push_back({kernel_name + variant, s->node() ? s->node()->str() : "", 0.0, 0});
     scratch_bytes = std::max(scratch_bytes, kernel->ScratchBytes());

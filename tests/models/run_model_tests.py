@@ -1,6 +1,10 @@
 """Model tests: FP32 and mixed-precision plans of real architectures against onnxruntime.
 
-usage: run_model_tests.py PRECIS CACHE_DIR [--precision fp32|fp16|bf16] [NAME ...]
+usage: run_model_tests.py PRECIS CACHE_DIR [--precision fp32|fp16|bf16] [--device cuda] [NAME ...]
+
+--device cuda compiles GPU plans (epilogue fusion; NHWC regions for 16-bit convolutions) and runs
+them on the CPU backend, which executes GPU plans as the reference: the same comparisons then
+check that those rewrites keep each model's results (the GPU itself is tested by tests/cuda/).
 
 Mixed precision (fp16, bf16): the plan is compiled with --report, checked against the
 structural rules of the precision policy (check_report below), run, and each output compared with
@@ -113,7 +117,7 @@ def compare_mixed(got, want, bound):
     return True, "", max_abs, rel_l2
 
 
-def run_one(precis, d, name, precision):
+def run_one(precis, d, name, precision, device="cpu"):
     meta = json.load(open(os.path.join(d, "meta.json")))
     rtol, atol = TOLERANCES.get(name, DEFAULT)[:2]
     bound = MIXED_TOLERANCES.get((name, precision), (MIXED_DEFAULT.get(precision, 0),))[0]
@@ -124,15 +128,15 @@ def run_one(precis, d, name, precision):
             inputs += ["--input", f"{inp['name']}={os.path.join(d, f'input_{k}.npy')}"]
         start = time.monotonic()
         target = os.path.join(d, "model.onnx")
-        if precision != "fp32":
+        if precision != "fp32" or device != "cpu":
             target = os.path.join(out, "model.plan")
             report_path = os.path.join(out, "report.json")
             r = subprocess.run([precis, "compile", os.path.join(d, "model.onnx"), "-o", target, "--precision", precision,
-                                "--report", report_path, "--quiet"] + shapes + MIXED_OPTIONS.get((name, precision), ([],))[0],
-                               capture_output=True, text=True)
+                                "--device", device, "--report", report_path, "--quiet"] + shapes +
+                               MIXED_OPTIONS.get((name, precision), ([],))[0], capture_output=True, text=True)
             if r.returncode != 0:
                 return [(name, "-", False, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}", 0, 0, 0)]
-            problems = check_report(json.load(open(report_path)), precision)
+            problems = check_report(json.load(open(report_path)), precision) if precision != "fp32" else []
             if problems:
                 return [(name, "report", False, f"{len(problems)} rule violations, first: {problems[0]}", 0, 0, 0)]
             shapes = []
@@ -155,9 +159,13 @@ def run_one(precis, d, name, precision):
 
 def main():
     precis, cache, names = sys.argv[1], sys.argv[2], sys.argv[3:]
-    precision = "fp32"
-    if names[:1] == ["--precision"]:
-        precision, names = names[1], names[2:]
+    precision, device = "fp32", "cpu"
+    while names[:1] in (["--precision"], ["--device"]):
+        if names[0] == "--precision":
+            precision = names[1]
+        else:
+            device = names[1]
+        names = names[2:]
     if not names:
         names = sorted(n for n in os.listdir(cache) if os.path.exists(os.path.join(cache, n, "meta.json")))
     failures = 0
@@ -168,10 +176,10 @@ def main():
             print(f"{name:<22} missing: run scripts/make_model_tests.py")
             failures += 1
             continue
-        for (model, oname, ok, why, max_abs, rel_l2, seconds) in run_one(precis, d, name, precision):
+        for (model, oname, ok, why, max_abs, rel_l2, seconds) in run_one(precis, d, name, precision, device):
             failures += 0 if ok else 1
             print(f"{model:<22} {oname[:10]:<10} {max_abs:12.3g} {rel_l2:10.3g} {seconds:7.1f}  {'ok' if ok else 'FAIL ' + why}")
-    print(f"{precision}: {len(names) - failures} passed, {failures} failed")
+    print(f"{precision}{' (' + device + ' plans)' if device != 'cpu' else ''}: {len(names) - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 

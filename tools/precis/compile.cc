@@ -18,6 +18,7 @@ namespace {
 constexpr const char* kCompileUsage =
     "usage: precis compile MODEL.onnx -o MODEL.plan [--shape NAME=1x3x224x224 ...]\n"
     "                      [--precision fp32|fp16|bf16] [--device cpu|cuda] [--batch N] [--strip-weights]\n"
+    "                      [--layout auto|nchw] [--no-epilogue-fusion] (with --device cuda)\n"
     "                      [--report FILE.json] [--report-text]\n"
     "                      [--calibrate random:N|DIR|FILE.npz] [--overflow-limit X] [--error-budget X]\n"
     "                      [--keep-fp32 OP[,OP]] [--keep-fp32-nodes REGEX] [--force-low REGEX]\n"
@@ -62,6 +63,12 @@ int CompileCommand(const std::vector<std::string>& args) {
       options.precision = *v;
     } else if (a == "--strip-weights") {
       options.strip_weights = true;
+    } else if (a == "--no-epilogue-fusion") {
+      options.fuse_epilogues = false;
+    } else if (a == "--layout") {
+      const std::string* v = value();
+      if (!v || (*v != "auto" && *v != "nchw")) return UsageError("compile", "--layout needs auto or nchw", kCompileUsage);
+      options.layout = *v;
     } else if (a == "--batch") {
       const std::string* v = value();
       options.batch = v ? std::atoll(v->c_str()) : 0;
@@ -155,6 +162,12 @@ int CompileCommand(const std::vector<std::string>& args) {
       std::printf("  precision  %d nodes low, %d fp32; %.1f%% of FLOPs low; %d casts (%d inserted), %d constants converted; %d fp32 islands\n",
                   st.low_nodes, st.fp32_nodes, 100.0 * result->report.low_precision_flop_share, result->report.casts,
                   st.casts_inserted, st.constants_converted, result->report.fp32_islands);
+    }
+    if (options.target == "cuda") {
+      const auto& e = result->epilogues;
+      const auto& l = result->layout;
+      std::printf("  gpu        %d bias + %d activation epilogues fused; %d convolutions NHWC, %d NCHW (16-bit); %d ops in NHWC regions, %d transposes\n",
+                  e.bias, e.activations, l.nhwc_convs, l.nchw_convs, l.region_ops, l.transposes);
     }
     std::printf("  time       %.1f ms (", ms);
     for (size_t i = 0; i < result->phase_ms.size(); ++i)

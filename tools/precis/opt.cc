@@ -7,9 +7,11 @@
 
 #include "compiler/ir/text.h"
 #include "compiler/ir/verifier.h"
+#include "passes/choose_layout.h"
 #include "passes/dead_code.h"
 #include "passes/fold_casts.h"
 #include "passes/fuse_casts.h"
+#include "passes/fuse_epilogues.h"
 #include "passes/infer_shapes.h"
 #include "passes/inline_if.h"
 #include "passes/precision.h"
@@ -23,7 +25,8 @@ namespace {
 constexpr const char* kOptUsage =
     "usage: precis opt FILE.pir|- --passes P[,P...] [--precision fp16|bf16] [--keep-fp32 OP[,OP]]\n"
     "                  [--keep-fp32-nodes REGEX] [--force-low REGEX] [--no-keep-io-types] [--print-after-all]\n"
-    "passes: infer (shape inference and folding), inline-if, patterns, precision, fold-casts, fuse-casts, dce\n";
+    "passes: infer (shape inference and folding), inline-if, patterns, precision, fold-casts, fuse-casts,\n"
+    "        fuse-epilogues, layout (GPU plans), dce\n";
 
 std::vector<std::string> Split(const std::string& s) {
   std::vector<std::string> out;
@@ -62,7 +65,8 @@ int OptCommand(const std::vector<std::string>& args) {
   if (precision != "fp16" && precision != "bf16") return UsageError("opt", "--precision must be fp16 or bf16", kOptUsage);
   options.low = precision == "fp16" ? ir::DType::kF16 : ir::DType::kBF16;
   for (const std::string& p : pass_names)
-    if (p != "infer" && p != "inline-if" && p != "patterns" && p != "precision" && p != "fold-casts" && p != "fuse-casts" && p != "dce")
+    if (p != "infer" && p != "inline-if" && p != "patterns" && p != "precision" && p != "fold-casts" && p != "fuse-casts" && p != "fuse-epilogues" &&
+        p != "layout" && p != "dce")
       return UsageError("opt", "unknown pass '" + p + "'", kOptUsage);
   std::stringstream text;
   if (file == "-") text << std::cin.rdbuf();
@@ -82,6 +86,8 @@ int OptCommand(const std::vector<std::string>& args) {
     else if (p == "precision") s = passes::AssignPrecision(g, options).status();
     else if (p == "fold-casts") passes::FoldCasts(g);
     else if (p == "fuse-casts") passes::FuseCasts(g);
+    else if (p == "fuse-epilogues") passes::FuseEpilogues(g);
+    else if (p == "layout") passes::ChooseLayout(g);
     else passes::RemoveDeadCode(g);
     if (!s.ok()) return ReportError("opt", s.WithContext("pass " + p));
     Status verified = ir::Verify(**model);

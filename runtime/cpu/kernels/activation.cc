@@ -145,13 +145,7 @@ struct GeluOp {
     tanh_approx = approximate == "tanh";
     return Status::Ok();
   }
-  template <typename C> C operator()(C x) const {
-    if (tanh_approx) {
-      const C k = C(0.7978845608028654);  // sqrt(2 / pi)
-      return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
-    }
-    return C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476)));  // x / sqrt(2)
-  }
+  template <typename C> C operator()(C x) const { return GeluValue(x, tanh_approx); }
 };
 
 // y = op(x), same dtype. kIntegers: the op also accepts integer tensors.

@@ -2,6 +2,7 @@
 // integer tensors (axes, shapes), and float conversion of 16-bit types.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -35,6 +36,17 @@ template <typename T> inline typename ComputeOf<T>::type Load(const T& v) {
 template <typename T, typename C> inline T Store(C v) {
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return FromFloat<T>(float(v));
   else return T(v);
+}
+
+// GELU in the compute type: the erf form, or the tanh approximation (ONNX Gelu approximate="tanh").
+// Shared by the Gelu kernel and fused activations so both compute the same expression.
+template <typename C>
+inline C GeluValue(C x, bool tanh_approx) {
+  if (tanh_approx) {
+    const C k = C(0.7978845608028654);  // sqrt(2 / pi)
+    return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+  }
+  return C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476)));  // x / sqrt(2)
 }
 
 // Calls fn(T{}) with T the storage type of `t`; returns false for unsupported types.

@@ -122,6 +122,9 @@ struct ConvShape {
   std::vector<int64_t> in, filter, out;
   std::vector<int64_t> pads, strides, dilations;  // one per spatial dim
   int64_t group = 1;
+  // Channels-last data (in/out NHWC, filter [K, R, S, C]); the dims above stay in NCHW order,
+  // as cuDNN's descriptors take them. 2-D convolutions only.
+  bool nhwc = false;
 };
 
 // A cuDNN convolution (legacy API) planned once: descriptors and the heuristic's algorithm are

@@ -250,9 +250,11 @@ class ConvBase : public Kernel {
     if (!after && args.in(2)) {
       int64_t plane = total_ / (y.dims[0] * y.dims[1]);
       cudaError_t e = cudaErrorInvalidValue;
+      int64_t channels = y.dims[1];
+      if (nhwc_) plane = 1, channels = y.dims[3];  // channels last: the bias repeats every M values
       DispatchBySize(DataTypeSize(dtype_), [&](auto tag) {
         using U = decltype(tag);
-        e = NnLaunch(total_, ctx.stream, FillBias<U>{reinterpret_cast<const U*>(args.in(2)->data), reinterpret_cast<U*>(y.data), plane, y.dims[1]});
+        e = NnLaunch(total_, ctx.stream, FillBias<U>{reinterpret_cast<const U*>(args.in(2)->data), reinterpret_cast<U*>(y.data), plane, channels});
       });
       PRECIS_CUDA_CHECK(args, e);
     }
@@ -266,6 +268,7 @@ class ConvBase : public Kernel {
   DirectConvParams direct_;
   CudnnConv cudnn_;
   bool use_cudnn_ = false;
+  bool nhwc_ = false;  // layout = "NHWC" (Conv only): X, Y channels last, W [M, kH, kW, C/group]
   size_t scratch_ = 0;
 };
 
@@ -273,7 +276,17 @@ class ConvKernel : public ConvBase {
  public:
   Status Init(const KernelArgs& args, CudaContext& ctx) override {
     PRECIS_RETURN_IF_ERROR(CheckConvTypes(args));
-    const Tensor &x = *args.in(0), &w = *args.in(1), &y = *args.out(0);
+    std::string layout = args.attrs.String("layout", "NCHW");
+    if (layout != "NCHW" && layout != "NHWC") return args.Error("unknown layout '" + layout + "' (NCHW or NHWC)");
+    nhwc_ = layout == "NHWC";
+    if (nhwc_ && args.in(0)->rank() != 4) return args.Error("layout NHWC needs a 2-D convolution");
+    // The geometry below reads NCHW dims; an NHWC step's tensors are viewed in that order.
+    auto as_nchw = [&](const Tensor& t) {
+      Tensor v = t;
+      if (nhwc_) v.dims = {t.dims[0], t.dims[3], t.dims[1], t.dims[2]};
+      return v;
+    };
+    const Tensor x = as_nchw(*args.in(0)), w = as_nchw(*args.in(1)), y = as_nchw(*args.out(0));
     const Tensor* b = args.in(2);
     int64_t group = args.attrs.Int("group", 1), N = x.dims[0], C = x.dims[1], M = w.dims[0];
     if (group <= 0 || C % group != 0 || M % group != 0 || w.dims[1] * group != C)
@@ -312,6 +325,15 @@ class ConvKernel : public ConvBase {
       s.pads.push_back(sym);
       s.strides.push_back(win.stride[size_t(d)]);
       s.dilations.push_back(win.dilation[size_t(d)]);
+    }
+    if (nhwc_) {
+      // No direct kernel reads channels-last data: cuDNN must take the step as planned.
+      if (pad) return args.Error("layout NHWC needs symmetric pads");
+      s.nhwc = true;
+      Status planned = cudnn_.Init(args, ctx, CudnnConv::Direction::kForward, dtype_, s);
+      if (!planned.ok()) return planned.WithContext("layout NHWC");
+      use_cudnn_ = true;
+      return Status::Ok();
     }
     PRECIS_RETURN_IF_ERROR(PlanCudnn(args, ctx, CudnnConv::Direction::kForward, s));
     padded_ = use_cudnn_ && pad;

@@ -102,9 +102,16 @@ Status CudnnConv::Init(const KernelArgs& args, CudaContext& ctx, Direction direc
   PRECIS_CUDA_CHECK(args, cudnnCreateTensorDescriptor(&out_));
   PRECIS_CUDA_CHECK(args, cudnnCreateFilterDescriptor(&filter_));
   PRECIS_CUDA_CHECK(args, cudnnCreateConvolutionDescriptor(&conv_));
-  PRECIS_CUDNN_PLAN(args, cudnnSetTensorNdDescriptor(in_, data, rank, in.data(), dense(in).data()));
-  PRECIS_CUDNN_PLAN(args, cudnnSetTensorNdDescriptor(out_, data, rank, out.data(), dense(out).data()));
-  PRECIS_CUDNN_PLAN(args, cudnnSetFilterNdDescriptor(filter_, data, CUDNN_TENSOR_NCHW, rank, filter.data()));
+  if (shape.nhwc) {
+    if (rank != 4) return Unimplemented(args.node + ": NHWC convolutions are 2-D");
+    PRECIS_CUDNN_PLAN(args, cudnnSetTensor4dDescriptor(in_, CUDNN_TENSOR_NHWC, data, in[0], in[1], in[2], in[3]));
+    PRECIS_CUDNN_PLAN(args, cudnnSetTensor4dDescriptor(out_, CUDNN_TENSOR_NHWC, data, out[0], out[1], out[2], out[3]));
+    PRECIS_CUDNN_PLAN(args, cudnnSetFilter4dDescriptor(filter_, data, CUDNN_TENSOR_NHWC, filter[0], filter[1], filter[2], filter[3]));
+  } else {
+    PRECIS_CUDNN_PLAN(args, cudnnSetTensorNdDescriptor(in_, data, rank, in.data(), dense(in).data()));
+    PRECIS_CUDNN_PLAN(args, cudnnSetTensorNdDescriptor(out_, data, rank, out.data(), dense(out).data()));
+    PRECIS_CUDNN_PLAN(args, cudnnSetFilterNdDescriptor(filter_, data, CUDNN_TENSOR_NCHW, rank, filter.data()));
+  }
   PRECIS_CUDNN_PLAN(args, cudnnSetConvolutionNdDescriptor(conv_, spatial, pads.data(), strides.data(), dilations.data(),
                                                           CUDNN_CROSS_CORRELATION, compute));
   PRECIS_CUDNN_PLAN(args, cudnnSetConvolutionGroupCount(conv_, int(shape.group)));

@@ -48,7 +48,7 @@ template <typename T> using FloatAcc = std::conditional_t<std::is_same_v<T, doub
 
 template <typename C> PRECIS_NN_HD C ApplyActivation(C v, int activation) {
   switch (activation) {
-    case int(Activation::kRelu): return v < C(0) ? C(0) : v;
+    case int(Activation::kRelu): return v > C(0) ? v : C(0);  // the Relu kernels' rule: NaN gives 0
     case int(Activation::kGelu):
       if constexpr (std::is_same_v<C, double>) return 0.5 * v * (1.0 + erf(v * 0.70710678118654752440));
       else return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));

@@ -19,6 +19,7 @@
 #include "runtime/base/half.h"
 #include "runtime/cpu/kernel.h"
 #include "runtime/cpu/kernels/register.h"
+#include "runtime/cpu/step_adapters.h"
 #include "runtime/cpu/widen_kernel.h"
 #include "runtime/cuda/kernels/nn_common.h"
 #include "tests/runtime/kernel_test_util.h"
@@ -122,7 +123,7 @@ double Activate(double v, const std::string& a) {
 
 // Runs `kernel` through the CPU reference and the CUDA kernel (emulated) on the same inputs.
 void Check(const std::string& name, const std::string& kernel, const std::vector<Spec>& ins, const std::vector<Spec>& outs, AttrList& attrs,
-           cu::KernelFactory make, const std::string& activation = "") {
+           cu::KernelFactory make, const std::string& activation = "", bool nhwc = false) {
   std::vector<Buf> in;
   for (size_t i = 0; i < ins.size(); ++i) {
     in.push_back(Alloc(ins[i]));
@@ -146,6 +147,14 @@ void Check(const std::string& name, const std::string& kernel, const std::vector
   std::unique_ptr<Kernel> ref = cpu.Find(kernel)();
   if (WidenKernel::HasMixedFloatTensors(args)) ref = std::make_unique<WidenKernel>(std::move(ref));
   CpuContext cctx;
+  if (nhwc) {  // the CPU runs NHWC steps through its adapter around the NCHW reference kernel
+    Kernel* inner = ref.release();
+    ref = std::make_unique<NhwcConv>([&cctx, inner](const KernelArgs& a) -> StatusOr<std::unique_ptr<Kernel>> {
+      std::unique_ptr<Kernel> k(inner);
+      PRECIS_RETURN_IF_ERROR(k->Init(a, cctx));
+      return k;
+    });
+  }
   Status s = ref->Init(args, cctx);
   if (!s.ok()) {
     std::printf("SKIP %-44s the CPU refuses: %s\n", name.c_str(), s.message().c_str());
@@ -160,7 +169,7 @@ void Check(const std::string& name, const std::string& kernel, const std::vector
 
   bool any_float = IsFloat(outs[0].dt);
   for (bool refuse : {false, true}) {
-    if (refuse && !any_float) break;
+    if (refuse && (!any_float || nhwc)) break;  // no kernel of ours reads NHWC: cuDNN must take it
     nn_libs_refuse = refuse;
     ++g_cases;
     std::string label = name + (refuse ? " [own kernels]" : "");
@@ -363,6 +372,31 @@ void ConvCases() {
       std::vector<Spec> ins = {{t, c.x}, {t, c.w}};
       if (c.bias) ins.push_back({t, {c.w[0]}});
       Check(Name("Conv", t) + " " + c.name, "Conv", ins, {{t, c.y}}, a, cu::MakeConvKernel);
+    }
+  // layout = "NHWC": X [N, H, W, C], W [M, kH, kW, C], Y [N, H', W', M] (tensor-core layout).
+  struct Nhwc {
+    const char* name;
+    std::vector<int64_t> x, w, y, pads, strides;
+    bool bias;
+    const char* activation;
+  };
+  std::vector<Nhwc> nhwc = {
+      {"NHWC 3x3 bias", {2, 5, 6, 8}, {16, 3, 3, 8}, {2, 5, 6, 16}, {1, 1, 1, 1}, {}, true, ""},
+      {"NHWC 1x1 stride 2 + Relu", {1, 7, 5, 16}, {8, 1, 1, 16}, {1, 4, 3, 8}, {}, {2, 2}, true, "Relu"},
+      {"NHWC 3x3 no bias", {1, 4, 4, 8}, {8, 3, 3, 8}, {1, 2, 2, 8}, {}, {}, false, ""},
+      {"NHWC depthwise + Relu", {2, 5, 5, 16}, {16, 3, 3, 1}, {2, 5, 5, 16}, {1, 1, 1, 1}, {}, true, "Relu"},
+  };
+  for (DataType t : {F32, F16, BF16})
+    for (const Nhwc& c : nhwc) {
+      AttrList a;
+      a.String("layout", "NHWC");
+      if (c.w[3] != c.x[3]) a.Int("group", c.x[3] / c.w[3]);
+      if (!c.pads.empty()) a.Ints("pads", c.pads);
+      if (!c.strides.empty()) a.Ints("strides", c.strides);
+      if (*c.activation) a.String("activation", c.activation);
+      std::vector<Spec> ins = {{t, c.x}, {t, c.w}};
+      if (c.bias) ins.push_back({t, {c.w[0]}});
+      Check(Name("Conv", t) + " " + c.name, "Conv", ins, {{t, c.y}}, a, cu::MakeConvKernel, c.activation, true);
     }
   AttrList a;
   a.String("activation", "Relu").Ints("pads", {1, 1, 1, 1});

@@ -150,8 +150,8 @@ const char* cublasLtGetStatusString(cublasStatus_t) { return "emulated"; }
 // ---- cuDNN --------------------------------------------------------------------------------------
 
 namespace {
-struct TD { std::vector<int> dims; cudnnDataType_t t = CUDNN_DATA_FLOAT; };
-struct FD { std::vector<int> dims; };
+struct TD { std::vector<int> dims; cudnnDataType_t t = CUDNN_DATA_FLOAT; bool nhwc = false; };  // dims in NCHW order
+struct FD { std::vector<int> dims; bool nhwc = false; };
 struct CD { std::vector<int> pad, stride, dil; int group = 1; };
 cudaDataType Cuda(cudnnDataType_t t) { return t == CUDNN_DATA_HALF ? CUDA_R_16F : t == CUDNN_DATA_BFLOAT16 ? CUDA_R_16BF : t == CUDNN_DATA_DOUBLE ? CUDA_R_64F : CUDA_R_32F; }
 }  // namespace
@@ -166,9 +166,18 @@ cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d) 
 cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t d, cudnnDataType_t t, int n, const int* dims, const int* strides) {
   ((TD*)d)->dims.assign(dims, dims + n);
   ((TD*)d)->t = t;
+  ((TD*)d)->nhwc = false;
   int s = 1; for (int i = n - 1; i >= 0; --i) { if (strides[i] != s) return CUDNN_STATUS_BAD_PARAM; s *= dims[i]; }
   return CUDNN_STATUS_SUCCESS; }
-cudnnStatus_t cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t d, cudnnDataType_t, cudnnTensorFormat_t, int n, const int* dims) { ((FD*)d)->dims.assign(dims, dims + n); return CUDNN_STATUS_SUCCESS; }
+cudnnStatus_t cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t d, cudnnDataType_t, cudnnTensorFormat_t f, int n, const int* dims) {
+  if (f != CUDNN_TENSOR_NCHW) return CUDNN_STATUS_NOT_SUPPORTED;
+  ((FD*)d)->dims.assign(dims, dims + n); ((FD*)d)->nhwc = false; return CUDNN_STATUS_SUCCESS; }
+cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t d, cudnnTensorFormat_t f, cudnnDataType_t t, int n, int c, int h, int w) {
+  if (f != CUDNN_TENSOR_NCHW && f != CUDNN_TENSOR_NHWC) return CUDNN_STATUS_NOT_SUPPORTED;
+  TD* x = (TD*)d; x->dims = {n, c, h, w}; x->t = t; x->nhwc = f == CUDNN_TENSOR_NHWC; return CUDNN_STATUS_SUCCESS; }
+cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t d, cudnnDataType_t, cudnnTensorFormat_t f, int k, int c, int h, int w) {
+  if (f != CUDNN_TENSOR_NCHW && f != CUDNN_TENSOR_NHWC) return CUDNN_STATUS_NOT_SUPPORTED;
+  FD* x = (FD*)d; x->dims = {k, c, h, w}; x->nhwc = f == CUDNN_TENSOR_NHWC; return CUDNN_STATUS_SUCCESS; }
 cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t d, int n, const int* p, const int* s, const int* di, cudnnConvolutionMode_t m, cudnnDataType_t) {
   if (m != CUDNN_CROSS_CORRELATION) return CUDNN_STATUS_BAD_PARAM;
   CD* c = (CD*)d; c->pad.assign(p, p + n); c->stride.assign(s, s + n); c->dil.assign(di, di + n); return CUDNN_STATUS_SUCCESS; }
@@ -205,7 +214,10 @@ template <typename F> static void Visit(TD* x, FD* f, CD* c, TD* y, F fn) {
     long mul = 1; for (int i = nd - 1; i >= 0; --i) { int xi = yc[i] * c->stride[i] - c->pad[i] + kc[i] * c->dil[i]; if (xi < 0 || xi >= xs[i]) inside = false; xoff += xi * mul; mul *= xs[i]; }
     if (!inside) continue;
     int ci = k / Kg * Cg + cg;
-    fn(((long)n * C + ci) * xin + xoff, ((long)k * Cg + cg) * kin + ko, ((long)n * K + k) * yin + yo);
+    long xi = x->nhwc ? ((long)n * xin + xoff) * C + ci : ((long)n * C + ci) * xin + xoff;
+    long wi = f->nhwc ? ((long)k * kin + ko) * Cg + cg : ((long)k * Cg + cg) * kin + ko;
+    long yi = y->nhwc ? ((long)n * yin + yo) * K + k : ((long)n * K + k) * yin + yo;
+    fn(xi, wi, yi);
   }
   (void)C;
 }

@@ -1,0 +1,234 @@
+// ChooseLayout (see choose_layout.h): mark the NHWC nodes in graph order (a region grows
+// forward from its convolutions), then rewrite them: transposed weights, NHWC values for their
+// outputs, Transposes at the edges. Exit transposes nobody reads are removed at the end.
+#include "passes/choose_layout.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "passes/match.h"
+
+namespace precis::passes {
+namespace {
+
+using ir::Node;
+using ir::Value;
+using match::Is;
+using match::StaticDims;
+
+constexpr int64_t kChannelMultiple = 8;  // 16 bytes of FP16/BF16: tensor-core operand rows
+
+bool IsHalf(const Value* v) {
+  return v && v->type().is_tensor() && (v->type().dtype() == ir::DType::kF16 || v->type().dtype() == ir::DType::kBF16);
+}
+
+bool IsScalar(const Value* v) {
+  auto d = StaticDims(v);
+  if (!d) return false;
+  int64_t n = 1;
+  for (int64_t x : *d) n *= x;
+  return n == 1;
+}
+
+const ir::Attribute* Attr(const Node* n, const char* name) { return n->FindAttribute(name); }
+
+// Why a 16-bit Conv stays NCHW; empty when it can run NHWC. A grouped convolution gains nothing
+// from tensor cores, so it runs NHWC only to stay inside a region its input is already in
+// (`joining`): then no transposes go around it (MobileNet's depthwise layers).
+std::string NchwReason(const Node* c, bool joining) {
+  if (c->inputs().size() < 2 || c->outputs().size() != 1) return "unexpected operands";
+  auto x = StaticDims(c->inputs()[0]), w = StaticDims(c->inputs()[1]), y = StaticDims(c->outputs()[0]);
+  if (!x || !w || !y || x->size() != 4 || w->size() != 4 || y->size() != 4) return "not a 2-D convolution with static shapes";
+  const ir::Attribute* group = Attr(c, "group");
+  if (group && group->i != 1 && !joining) return "grouped (group " + std::to_string(group->i) + ")";
+  int64_t C = (*x)[1], M = (*w)[0];
+  if (C % kChannelMultiple != 0 || M % kChannelMultiple != 0)
+    return "channels " + std::to_string(C) + " -> " + std::to_string(M) + " are not multiples of " + std::to_string(kChannelMultiple);
+  const Value* wv = c->inputs()[1];
+  if (!wv->is_constant() || !wv->data() || !wv->data()->has_data()) return "W is not a constant";
+  ir::DType dt = c->inputs()[0]->type().dtype();
+  if (wv->type().dtype() != dt) return "W's dtype differs from X's";
+  if (c->outputs()[0]->type().dtype() != dt) return "writes " + std::string(ir::DTypeName(c->outputs()[0]->type().dtype())) + " from 16-bit operands";
+  if (c->inputs().size() > 2 && c->inputs()[2] && c->inputs()[2]->type().dtype() != dt) return "B's dtype differs from X's";
+  const ir::Attribute* auto_pad = Attr(c, "auto_pad");
+  if (auto_pad && auto_pad->s != "NOTSET" && auto_pad->s != "VALID") return "auto_pad " + auto_pad->s;
+  const ir::Attribute* pads = Attr(c, "pads");
+  if (pads && (pads->ints.size() != 4 || pads->ints[0] != pads->ints[2] || pads->ints[1] != pads->ints[3])) return "asymmetric pads";
+  return "";
+}
+
+const std::set<std::string>& UnaryOps() {
+  static const std::set<std::string> ops = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "HardSigmoid", "HardSwish", "Elu",
+                                            "Selu", "Softplus", "Gelu", "Mish", "Abs", "Neg"};
+  return ops;
+}
+const std::set<std::string>& BinaryOps() {
+  static const std::set<std::string> ops = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+  return ops;
+}
+
+// An elementwise node that can run on NHWC operands: one 4-D output, every non-scalar input of
+// the output's shape, at least one of them already NHWC.
+bool JoinsRegion(const Node* n, const std::set<const Value*>& nhwc) {
+  if (!n->domain().empty() || n->outputs().size() != 1 || !n->outputs()[0]) return false;
+  bool unary = UnaryOps().count(n->op_type()) > 0, binary = BinaryOps().count(n->op_type()) > 0;
+  if (!unary && !binary) return false;
+  if (binary && n->inputs().size() != 2) return false;
+  for (const auto& a : n->attributes())
+    if (!a.graphs.empty()) return false;
+  auto y = StaticDims(n->outputs()[0]);
+  if (!y || y->size() != 4) return false;
+  bool any = false;
+  for (size_t i = 0; i < n->inputs().size(); ++i) {
+    const Value* v = n->inputs()[i];
+    if (!v) continue;
+    if (unary && i > 0) {
+      if (!IsScalar(v)) return false;  // Clip's min and max
+      continue;
+    }
+    if (IsScalar(v) && !nhwc.count(v)) continue;
+    if (StaticDims(v) != y) return false;
+    any = any || nhwc.count(v) > 0;
+  }
+  return any;
+}
+
+ir::Type Permuted(const ir::Type& t, const int (&perm)[4]) {
+  const auto& d = t.shape().dims();
+  return ir::Type::Tensor(t.dtype(), ir::Shape(std::vector<ir::Dim>{d[size_t(perm[0])], d[size_t(perm[1])], d[size_t(perm[2])], d[size_t(perm[3])]}));
+}
+
+std::string FreshName(const ir::Graph& g, const std::string& base) {
+  std::string name = base;
+  for (int k = 2; g.Lookup(name); ++k) name = base + "." + std::to_string(k);
+  return name;
+}
+
+void AddEvidence(Node* n, const std::string& text) {
+  auto& rec = n->mutable_precision();
+  rec.evidence += (rec.evidence.empty() ? "" : "; ") + text;
+}
+
+constexpr int kToNhwc[4] = {0, 2, 3, 1};
+constexpr int kToNchw[4] = {0, 3, 1, 2};
+
+std::vector<ir::Attribute> Perm(const int (&perm)[4]) {
+  std::vector<ir::Attribute> attrs(1);
+  attrs[0].name = "perm";
+  attrs[0].kind = ir::Attribute::Kind::kInts;
+  attrs[0].ints.assign(perm, perm + 4);
+  return attrs;
+}
+
+// W [M, C, kH, kW] -> [M, kH, kW, C].
+ir::Tensor TransposedWeight(const ir::Tensor& w) {
+  const auto& d = w.dims();
+  size_t element = size_t(ir::DTypeSize(w.dtype()));
+  int64_t M = d[0], C = d[1], H = d[2], W = d[3];
+  std::vector<uint8_t> out(size_t(w.NumElements()) * element);
+  const uint8_t* src = w.buffer().data();
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t x = 0; x < W; ++x)
+          std::memcpy(&out[size_t(((m * H + h) * W + x) * C + c) * element], src + size_t(((m * C + c) * H + h) * W + x) * element, element);
+  return ir::Tensor(w.dtype(), {M, H, W, C}, ir::Buffer::Own(std::move(out)));
+}
+
+}  // namespace
+
+LayoutStats ChooseLayout(ir::Graph& g) {
+  LayoutStats stats;
+  std::set<const Node*> region;
+  std::set<const Value*> nhwc;  // outputs of region nodes (their NCHW names)
+  for (const auto& up : g.nodes()) {
+    Node* n = up.get();
+    if (Is(n, "Conv") && !n->inputs().empty() && IsHalf(n->inputs()[0])) {
+      std::string reason = NchwReason(n, false);
+      bool joins = !reason.empty() && nhwc.count(n->inputs()[0]) && NchwReason(n, true).empty();
+      if (!reason.empty() && !joins) {
+        AddEvidence(n, "layout NCHW: " + reason);
+        ++stats.nchw_convs;
+        continue;
+      }
+      const auto& d = n->inputs()[0]->type().shape().dims();
+      std::string channels = "channels " + std::to_string(d[1].value()) + " -> " + std::to_string(n->outputs()[0]->type().shape().dims()[1].value());
+      if (joins) AddEvidence(n, "layout NHWC (" + reason + ", inside its input's NHWC region: no transposes around it)");
+      else AddEvidence(n, "layout NHWC (tensor cores: " + std::string(ir::DTypeName(n->inputs()[0]->type().dtype())) + ", " + channels + ")");
+      region.insert(n);
+      nhwc.insert(n->outputs()[0]);
+      ++stats.nhwc_convs;
+    } else if (!region.empty() && JoinsRegion(n, nhwc)) {
+      region.insert(n);
+      nhwc.insert(n->outputs()[0]);
+      ++stats.region_ops;
+    }
+  }
+  if (region.empty()) return stats;
+
+  const ir::PrecisionRecord entry_record{ir::DType::kUndefined, "layout", "NCHW -> NHWC into a tensor-core convolution region"};
+  const ir::PrecisionRecord exit_record{ir::DType::kUndefined, "layout", "NHWC -> NCHW out of a tensor-core convolution region"};
+  std::vector<Node*> original;
+  for (const auto& up : g.nodes()) original.push_back(up.get());
+  std::map<const Value*, Value*> to_nhwc, weights;
+  std::vector<Node*> order, exits;
+  for (Node* n : original) {
+    if (!region.count(n)) {
+      order.push_back(n);
+      continue;
+    }
+    bool conv = Is(n, "Conv");
+    for (size_t i = 0; i < n->inputs().size(); ++i) {
+      Value* in = n->inputs()[i];
+      if (!in || (conv && i == 2)) continue;  // the bias is per output channel in both layouts
+      if (conv && i == 1) {
+        Value*& wt = weights[in];
+        if (!wt) wt = g.AddConstant(FreshName(g, in->name() + ".ohwi"), TransposedWeight(*in->data()));
+        g.SetNodeInput(n, int(i), wt);
+        continue;
+      }
+      if (auto it = to_nhwc.find(in); it != to_nhwc.end()) {
+        g.SetNodeInput(n, int(i), it->second);
+        continue;
+      }
+      if (IsScalar(in)) continue;
+      Value* t = g.NewValue(FreshName(g, in->name() + ".nhwc"));
+      t->set_type(Permuted(in->type(), kToNhwc));
+      Node* tr = g.AddNode("", "Transpose", FreshName(g, in->name() + ".to_nhwc"), {in}, {t}, Perm(kToNhwc));
+      tr->mutable_precision() = entry_record;
+      order.push_back(tr);
+      ++stats.transposes;
+      to_nhwc[in] = t;
+      g.SetNodeInput(n, int(i), t);
+    }
+    order.push_back(n);
+    Value* out = n->outputs()[0];
+    Value* vn = g.NewValue(FreshName(g, out->name() + ".nhwc"));
+    vn->set_type(Permuted(out->type(), kToNhwc));
+    g.SetNodeOutput(n, 0, vn);
+    to_nhwc[out] = vn;
+    Node* exit = g.AddNode("", "Transpose", FreshName(g, out->name() + ".to_nchw"), {vn}, {out}, Perm(kToNchw));
+    exit->mutable_precision() = exit_record;
+    order.push_back(exit);
+    exits.push_back(exit);
+    if (conv) {
+      ir::Attribute layout;
+      layout.name = "layout";
+      layout.kind = ir::Attribute::Kind::kString;
+      layout.s = "NHWC";
+      n->mutable_attributes().push_back(std::move(layout));
+    }
+  }
+  g.SetNodeOrder(order);
+  for (Node* exit : exits) {
+    Value* out = exit->outputs()[0];
+    bool is_output = std::find(g.outputs().begin(), g.outputs().end(), out) != g.outputs().end();
+    if (out->uses().empty() && !is_output) g.RemoveNode(exit);
+    else ++stats.transposes;
+  }
+  return stats;
+}
+
+}  // namespace precis::passes

@@ -1,0 +1,31 @@
+// Data layout for GPU plans. Tensor cores run 16-bit convolutions on channels-last data: cuDNN
+// takes NCHW tensors only by transposing them around each call (or with slower kernels). This
+// pass puts every convolution that can use tensor cores in NHWC, together with the elementwise
+// ops between them, so that the transposes happen once at the edges of each NHWC region:
+//   - a Conv runs NHWC when X is FP16/BF16, it is 2-D, group is 1, C and M are multiples of 8
+//     (16-byte rows for the tensor cores), W is a constant and the pads are symmetric; its W is
+//     stored [M, kH, kW, C] (transposed at compile time) and the node gets layout = "NHWC";
+//   - unary elementwise ops (Relu, Sigmoid, Clip...) and binary ones (Add, Mul...) whose
+//     non-scalar operands all have the output's 4-D shape join the region of an NHWC input;
+//   - a Transpose (perm 0,2,3,1) brings each NCHW input into a region, and one (perm 0,3,1,2)
+//     gives back the NCHW tensor wherever a reader outside the region (or a graph output) needs
+//     it: values outside the regions keep their names, shapes and layout.
+// Every 16-bit Conv's evidence says which layout it got and why, so the report shows the
+// decision; the plan's steps carry the `layout` attribute. Runs for `--device cuda` plans in
+// FP16/BF16 (FP32 convolutions stay NCHW: no tensor cores without TF32, which FP32 plans refuse).
+#pragma once
+
+#include "compiler/ir/graph.h"
+
+namespace precis::passes {
+
+struct LayoutStats {
+  int nhwc_convs = 0;   // convolutions that run NHWC
+  int nchw_convs = 0;   // 16-bit convolutions left NCHW (their evidence says why)
+  int region_ops = 0;   // elementwise ops that run inside NHWC regions
+  int transposes = 0;   // transposes inserted at region edges
+};
+
+LayoutStats ChooseLayout(ir::Graph& graph);
+
+}  // namespace precis::passes

@@ -1,0 +1,73 @@
+// Small graph-matching helpers shared by the passes that recognize node patterns
+// (recognize_patterns.cc, fuse_epilogues.cc, choose_layout.cc). Header-only, no pass logic.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "runtime/base/half.h"
+
+namespace precis::passes::match {
+
+inline bool Is(const ir::Node* n, const char* op) { return n && n->domain().empty() && n->op_type() == op; }
+
+inline ir::Node* Producer(const ir::Value* v) {
+  return v && v->kind() == ir::Value::Kind::kNodeOutput ? v->producer() : nullptr;
+}
+inline ir::Node* In(const ir::Node* n, size_t i) { return n && i < n->inputs().size() ? Producer(n->inputs()[i]) : nullptr; }
+inline ir::Value* InV(const ir::Node* n, size_t i) { return n && i < n->inputs().size() ? n->inputs()[i] : nullptr; }
+
+// Scalar value of a constant float tensor with one element (f64, f32, f16 or bf16: the precision
+// pass stores constants in their run dtype).
+inline std::optional<double> Scalar(const ir::Value* v) {
+  if (!v || !v->is_constant() || !v->data() || !v->data()->has_data() || v->data()->NumElements() != 1) return std::nullopt;
+  const ir::Tensor& t = *v->data();
+  const uint8_t* p = t.buffer().data();
+  switch (t.dtype()) {
+    case ir::DType::kF64: {
+      double d;
+      std::memcpy(&d, p, 8);
+      return d;
+    }
+    case ir::DType::kF32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case ir::DType::kF16:
+    case ir::DType::kBF16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return t.dtype() == ir::DType::kF16 ? HalfToFloat(h) : Bf16ToFloat(h);
+    }
+    default: return std::nullopt;
+  }
+}
+inline bool Near(std::optional<double> x, double want, double tol = 1e-3) { return x && std::fabs(*x - want) <= tol * std::fabs(want); }
+
+// The input of a binary node other than `v`, or nullptr when `v` is not an input.
+inline ir::Value* Other(const ir::Node* n, const ir::Value* v) {
+  if (!n || n->inputs().size() != 2) return nullptr;
+  if (n->inputs()[0] == v) return n->inputs()[1];
+  if (n->inputs()[1] == v) return n->inputs()[0];
+  return nullptr;
+}
+
+// The single consumer of a node's only output, when it has exactly one.
+inline ir::Node* OnlyUser(const ir::Node* n) {
+  if (!n || n->outputs().size() != 1 || !n->outputs()[0] || n->outputs()[0]->uses().size() != 1) return nullptr;
+  return n->outputs()[0]->uses()[0].node;
+}
+
+// The dims of a tensor value whose shape is fully static.
+inline std::optional<std::vector<int64_t>> StaticDims(const ir::Value* v) {
+  if (!v || !v->type().is_tensor() || !v->type().shape().has_rank() || !v->type().shape().is_static()) return std::nullopt;
+  std::vector<int64_t> d;
+  for (const ir::Dim& x : v->type().shape().dims()) d.push_back(x.value());
+  return d;
+}
+
+}  // namespace precis::passes::match
