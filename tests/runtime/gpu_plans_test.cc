@@ -256,6 +256,37 @@ TEST(GpuPlans, MatMulBiasGeluBecomesOneGemm) {
   }
 }
 
+// ---- mixed-dtype steps on the reference kernels ----------------------------------------------
+
+// A Gemm that feeds a Softmax writes FP32 from FP16 operands and an FP16 bias; a Relu with a
+// fused cast reads FP16 and writes FP32. The reference kernels must refuse such steps so that
+// they run widened (they once read the operands in the output's dtype).
+TEST(GpuPlans, MixedDtypeStepsRunWidenedOnReferenceKernels) {
+  std::vector<double> w = RandomValues(8 * 6, 31, 0.5), bias = RandomValues(6, 32);
+  std::string text = std::string(kHeader) + "graph \"mixed\" {\n  input %x: f32[4,8]\n  const %w: f32[6,8] = " + Values(w) +
+                     "\n  const %b: f32[6] = " + Values(bias) +
+                     "\n  %h = Gemm(%x, %w, %b) {transB = 1} name \"gemm\"\n  %y = Softmax(%h) {axis = 1} name \"softmax\"\n  output %y\n}\n";
+  std::vector<double> x = RandomValues(32, 33);
+  for (bool reference : {true, false}) {
+    SCOPED_TRACE(reference ? "reference kernels" : "fast kernels");
+    Compiled out = CompileAndRun(text, "fp16", "cpu", {4, 8}, x, true, "auto", reference);
+    std::vector<double> xr = Round(true, x), wr = Round(true, w), br = Round(true, bias), want;
+    for (int r = 0; r < 4; ++r) {
+      std::vector<double> h(6);
+      double sum = 0, mx = -1e300;
+      for (int j = 0; j < 6; ++j) {
+        h[size_t(j)] = br[size_t(j)];
+        for (int k = 0; k < 8; ++k) h[size_t(j)] += xr[size_t(r * 8 + k)] * wr[size_t(j * 8 + k)];
+        mx = std::max(mx, h[size_t(j)]);
+      }
+      for (double& v : h) sum += (v = std::exp(v - mx));
+      for (double v : h) want.push_back(v / sum);
+    }
+    // FP32 output computed from FP16 operands: only float accumulation and exp remain.
+    EXPECT_LE(NormalizedError(out.output, want), 1e-5);
+  }
+}
+
 // ---- adapter errors --------------------------------------------------------------------------
 
 class NullKernel : public rt::Kernel {

@@ -424,6 +424,11 @@ TEST(NnKernels, BatchNormLrnLpNormMvnMatchReference) {
   auto got = RunNode("BatchNormalization(%x, %s, %b, %m, %v) {epsilon = 1e-3}", {x, sc, bi, mean, var}, {"y"}, "f32", 15);
   ASSERT_EQ(got.size(), 1u);
   ExpectClose(got[0], x.dims, bn, 1e-5);
+  // An empty batch gives an empty output (the kernel once divided by N to find the spatial size).
+  Input empty{"x", {0, 5, 4, 3}, {}};
+  got = RunNode("BatchNormalization(%x, %s, %b, %m, %v) {epsilon = 1e-3}", {empty, sc, bi, mean, var}, {"y"}, "f32", 15);
+  ASSERT_EQ(got.size(), 1u);
+  ExpectClose(got[0], empty.dims, {}, 1e-5);
   got = RunNode("LRN(%x) {size = 4, alpha = 0.5, beta = 0.6, bias = 2.0}", {x}, {"y"});
   ASSERT_EQ(got.size(), 1u);
   ExpectClose(got[0], x.dims, lrn, 1e-5);

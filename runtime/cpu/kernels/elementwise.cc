@@ -64,6 +64,8 @@ class ReluKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext&) override {
     if (!args.in(0) || !args.out(0)) return args.Error("needs one input and one output");
+    // A Relu writing another dtype (a fused cast) runs widened.
+    if (args.out(0)->dtype != args.in(0)->dtype) return args.Error("output dtype differs from the input's");
     if (!DispatchNumeric(args.in(0)->dtype, [](auto) {})) return args.Error("unsupported dtype");
     return Status::Ok();
   }

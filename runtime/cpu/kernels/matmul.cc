@@ -82,6 +82,8 @@ class GemmKernel : public Kernel {
     Tensor *a = args.in(0), *b = args.in(1), *c = args.in(2), *y = args.out(0);
     if (!a || !b || !y) return args.Error("needs inputs A and B and an output");
     if (a->rank() != 2 || b->rank() != 2) return args.Error("A and B must be matrices");
+    // One dtype for every operand (steps that mix 16-bit and FP32 tensors run widened).
+    if (a->dtype != b->dtype || a->dtype != y->dtype || (c && c->dtype != y->dtype)) return args.Error("operand dtypes differ");
     if (!DispatchNumeric(a->dtype, [](auto) {})) return args.Error("unsupported dtype");
     trans_a_ = args.attrs.Int("transA", 0) != 0;
     trans_b_ = args.attrs.Int("transB", 0) != 0;

@@ -71,7 +71,8 @@ class BatchNormKernel : public Kernel {
     C_ = x.dims[1];
     const char* names[] = {"", "scale", "B", "mean", "var"};
     for (size_t i = 1; i < 5; ++i) PRECIS_RETURN_IF_ERROR(CheckVector(args, i, C_, names[i]));
-    inner_ = C_ ? x.numel / (x.dims[0] * C_) : 0;
+    inner_ = 1;  // the spatial size (an empty batch has one too: no division by N)
+    for (size_t d = 2; d < x.dims.size(); ++d) inner_ *= x.dims[d];
     N_ = x.dims[0];
     eps_ = args.attrs.Float("epsilon", 1e-5f);
     for (auto& p : params_) p.resize(size_t(C_));
