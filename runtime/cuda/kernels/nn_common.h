@@ -1,7 +1,8 @@
 // Host-side pieces shared by the CUDA nn family (nn*.cu, nn*.cc): the kernel factories that
 // nn.cu registers, the fused-activation attribute, LtMatmul (one cuBLASLt matrix product:
 // strided batch, any operand strides that cuBLASLt can express; nn_lt.cc) and CudnnConv (one
-// cuDNN convolution; nn_cudnn.cc), both planned at Init and enqueued at Run. Plain C++: no
+// cuDNN convolution; nn_cudnn.cc) and CudnnFusedConv (convolution, bias and Relu as one cuDNN
+// graph; nn_cudnn_graph.cc), all planned at Init and enqueued at Run. Plain C++: no
 // device code, so the library wrappers build as .cc files.
 #pragma once
 
@@ -156,6 +157,34 @@ class CudnnConv {
   cudnnConvolutionBwdDataAlgo_t bwd_algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
   bool f64_ = false;
   size_t workspace_ = 0;
+};
+
+// Convolution, bias and Relu as one cuDNN operation graph (backend API): conv_fprop -> add(bias)
+// -> relu, FP32 compute, FP32 virtual intermediates, one rounding to Y; the legacy API's
+// convolution would need a bias pass before it (beta = 1) and a Relu pass after it. FP16/BF16
+// only (FP32 plans keep the legacy path, whose algorithm choice excludes TF32). Planned at Init:
+// Unimplemented when cuDNN has no engine for the graph (the caller keeps CudnnConv and the
+// separate passes). PRECIS_CUDNN_GRAPH=0 in the environment turns it off, for A/B runs.
+class CudnnFusedConv {
+ public:
+  CudnnFusedConv() = default;
+  CudnnFusedConv(const CudnnFusedConv&) = delete;
+  CudnnFusedConv& operator=(const CudnnFusedConv&) = delete;
+  ~CudnnFusedConv() = default;
+
+  // `bias`: Y gets B[k] added (B is [K]); `relu`: then max(v, 0). At least one of them.
+  // Plans are shared by the steps of one cuDNN handle with the same geometry (building one
+  // may compile kernels), and refusals are remembered.
+  Status Init(const KernelArgs& args, CudaContext& ctx, DataType dtype, const ConvShape& shape, bool bias, bool relu);
+  size_t WorkspaceBytes() const;
+  // Enqueues the graph on the handle's stream; `bias` may be null when Init had bias = false.
+  Status Run(const KernelArgs& args, CudaContext& ctx, const void* x, const void* filter, const void* bias, void* y) const;
+
+  struct Graph;  // the descriptors of one planned graph (nn_cudnn_graph.cc)
+
+ private:
+  std::shared_ptr<const Graph> graph_;
+  bool bias_ = false;
 };
 
 }  // namespace precis::rt::cuda

@@ -5,7 +5,9 @@
 // convolution, computed in full and cropped when its begin and end pads do not fit cuDNN's
 // symmetric form. The bias is written into Y first and the convolution added to it (beta = 1),
 // so a 16-bit Y is rounded once, as on the CPU; a fused Relu is a pass after (it commutes with
-// the rounding). Whatever cuDNN refuses runs a direct kernel: one thread per output element,
+// the rounding). FP16/BF16 Conv steps with a bias or Relu run all three as one cuDNN graph
+// (CudnnFusedConv) where cuDNN has an engine for it. Whatever cuDNN refuses runs a direct
+// kernel: one thread per output element,
 // FP32 accumulation (f64 in double).
 #include <algorithm>
 #include <vector>
@@ -233,7 +235,10 @@ int64_t Product(const int64_t (&v)[3]) { return v[0] * v[1] * v[2]; }
 class ConvBase : public Kernel {
  public:
   size_t ScratchBytes() const override { return scratch_; }
-  size_t WorkspaceBytes() const override { return use_cudnn_ ? cudnn_.WorkspaceBytes() : 0; }
+  size_t WorkspaceBytes() const override {
+    if (!use_cudnn_) return 0;
+    return use_fused_ ? std::max(cudnn_.WorkspaceBytes(), fused_.WorkspaceBytes()) : cudnn_.WorkspaceBytes();
+  }
 
  protected:
   // Plans cuDNN; on Unimplemented the direct kernel stays in charge.
@@ -262,12 +267,20 @@ class ConvBase : public Kernel {
     return Status::Ok();
   }
 
+  // After the legacy plan: FP16/BF16 Conv steps with a bias or a Relu try the fused graph
+  // (convolution, bias and Relu in one cuDNN call) and keep the legacy path where it is refused.
+  void PlanFused(const KernelArgs& args, CudaContext& ctx, const ConvShape& shape) {
+    bool bias = args.in(2) != nullptr, relu = activation_ == Activation::kRelu;
+    use_fused_ = use_cudnn_ && (bias || relu) && fused_.Init(args, ctx, dtype_, shape, bias, relu).ok();
+  }
+
   DataType dtype_ = DataType::kUndefined;
   int64_t total_ = 0;
   Activation activation_ = Activation::kNone;
   DirectConvParams direct_;
   CudnnConv cudnn_;
-  bool use_cudnn_ = false;
+  CudnnFusedConv fused_;
+  bool use_cudnn_ = false, use_fused_ = false;
   bool nhwc_ = false;  // layout = "NHWC" (Conv only): X, Y channels last, W [M, kH, kW, C/group]
   size_t scratch_ = 0;
 };
@@ -333,9 +346,11 @@ class ConvKernel : public ConvBase {
       Status planned = cudnn_.Init(args, ctx, CudnnConv::Direction::kForward, dtype_, s);
       if (!planned.ok()) return planned.WithContext("layout NHWC");
       use_cudnn_ = true;
+      PlanFused(args, ctx, s);
       return Status::Ok();
     }
     PRECIS_RETURN_IF_ERROR(PlanCudnn(args, ctx, CudnnConv::Direction::kForward, s));
+    PlanFused(args, ctx, s);
     padded_ = use_cudnn_ && pad;
     padded_total_ = N * C * Product(pad_.out);
     scratch_ = padded_ ? size_t(padded_total_) * DataTypeSize(dtype_) : 0;
@@ -366,6 +381,7 @@ class ConvKernel : public ConvBase {
       PRECIS_CUDA_CHECK(args, e);
       x = ctx.scratch;
     }
+    if (use_fused_) return fused_.Run(args, ctx, x, w, b, y);
     PRECIS_RETURN_IF_ERROR(BiasThenActivate(args, ctx, false));
     PRECIS_RETURN_IF_ERROR(cudnn_.Run(args, ctx, x, w, y, b != nullptr));
     return BiasThenActivate(args, ctx, true);

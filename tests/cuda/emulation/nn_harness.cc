@@ -11,6 +11,7 @@
 // integers and Indices exactly. Build and run: tests/cuda/emulation/nn_build.sh.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -29,7 +30,8 @@ using namespace precis::rt;
 namespace cu = precis::rt::cuda;
 using testing::AttrList;
 
-extern bool nn_libs_refuse;
+extern bool nn_libs_refuse, nn_graph_refuse;
+extern int nn_graph_runs, nn_graph_plans;
 
 namespace precis::rt {
 void AddEinsumKernels(KernelRegistry& r);
@@ -168,11 +170,18 @@ void Check(const std::string& name, const std::string& kernel, const std::vector
       for (int64_t i = 0; i < b.t.numel; ++i) Set(b.t, i, Activate(Get(b.t, i), activation));
 
   bool any_float = IsFloat(outs[0].dt);
-  for (bool refuse : {false, true}) {
-    if (refuse && (!any_float || nhwc)) break;  // no kernel of ours reads NHWC: cuDNN must take it
-    nn_libs_refuse = refuse;
+  // FP16/BF16 Conv with a bias or Relu runs as one cuDNN graph where cuDNN offers it; mode 1
+  // refuses the graph (the legacy call and the separate passes), mode 2 all libraries.
+  bool fusable = kernel == "Conv" && (outs[0].dt == DataType::kF16 || outs[0].dt == DataType::kBF16) &&
+                 (ins.size() == 3 || activation == "Relu");
+  for (int mode : {0, 1, 2}) {
+    if (mode == 1 && !fusable) continue;
+    if (mode == 2 && (!any_float || nhwc)) break;  // no kernel of ours reads NHWC: cuDNN must take it
+    nn_libs_refuse = mode == 2;
+    nn_graph_refuse = mode == 1;
+    int graph_runs = nn_graph_runs;
     ++g_cases;
-    std::string label = name + (refuse ? " [own kernels]" : "");
+    std::string label = name + (mode == 2 ? " [own kernels]" : mode == 1 ? " [no graph]" : fusable ? " [graph]" : "");
     for (size_t i = 0; i < got.size(); ++i) {
       std::memset(got[i].t.data, 0xAB, got[i].t.bytes);
       args.outputs[i] = &got[i].t;
@@ -182,6 +191,8 @@ void Check(const std::string& name, const std::string& kernel, const std::vector
     cu::CudaContext ctx;
     ctx.tables = &tables;
     ctx.error = &error;
+    // One stand-in handle per mode: fused-graph plans and refusals are remembered per handle.
+    ctx.dnn = reinterpret_cast<cudnnHandle_t>(uintptr_t(0x100 + 0x10 * mode));
     std::unique_ptr<cu::Kernel> k = make();
     s = k->Init(args, ctx);
     if (!s.ok()) {
@@ -213,7 +224,11 @@ void Check(const std::string& name, const std::string& kernel, const std::vector
       if (err > Tolerance(e.dtype)) worst = std::max(worst, err > 0 ? err : 1.0);
       else if (worst == 0) worst = -err;
     }
-    if (worst > 0) {
+    bool graph_used = nn_graph_runs != graph_runs;
+    if (graph_used != (fusable && mode == 0)) {
+      ++g_fail;
+      std::printf("FAIL %-44s the fused cuDNN graph %s\n", label.c_str(), graph_used ? "ran where it should not" : "did not run");
+    } else if (worst > 0) {
       ++g_fail;
       std::printf("FAIL %-44s error %.3g\n", label.c_str(), worst);
     } else {
@@ -221,6 +236,7 @@ void Check(const std::string& name, const std::string& kernel, const std::vector
     }
   }
   nn_libs_refuse = false;
+  nn_graph_refuse = false;
 }
 
 constexpr DataType F32 = DataType::kF32, F16 = DataType::kF16, BF16 = DataType::kBF16, F64 = DataType::kF64, I32 = DataType::kI32,
@@ -384,6 +400,7 @@ void ConvCases() {
       {"NHWC 3x3 bias", {2, 5, 6, 8}, {16, 3, 3, 8}, {2, 5, 6, 16}, {1, 1, 1, 1}, {}, true, ""},
       {"NHWC 1x1 stride 2 + Relu", {1, 7, 5, 16}, {8, 1, 1, 16}, {1, 4, 3, 8}, {}, {2, 2}, true, "Relu"},
       {"NHWC 3x3 no bias", {1, 4, 4, 8}, {8, 3, 3, 8}, {1, 2, 2, 8}, {}, {}, false, ""},
+      {"NHWC 3x3 Relu no bias", {2, 6, 5, 8}, {16, 3, 3, 8}, {2, 6, 5, 16}, {1, 1, 1, 1}, {}, false, "Relu"},
       {"NHWC depthwise + Relu", {2, 5, 5, 16}, {16, 3, 3, 1}, {2, 5, 5, 16}, {1, 1, 1, 1}, {}, true, "Relu"},
   };
   for (DataType t : {F32, F16, BF16})
@@ -398,10 +415,20 @@ void ConvCases() {
       if (c.bias) ins.push_back({t, {c.w[0]}});
       Check(Name("Conv", t) + " " + c.name, "Conv", ins, {{t, c.y}}, a, cu::MakeConvKernel, c.activation, true);
     }
-  AttrList a;
-  a.String("activation", "Relu").Ints("pads", {1, 1, 1, 1});
-  Check("Conv f32 bias + Relu", "Conv", {{F32, {1, 3, 5, 5}}, {F32, {4, 3, 3, 3}}, {F32, {4}}}, {{F32, {1, 4, 5, 5}}}, a, cu::MakeConvKernel,
-        "Relu");
+  for (DataType t : {F32, F16, BF16}) {
+    AttrList a;
+    a.String("activation", "Relu").Ints("pads", {1, 1, 1, 1});
+    Check(Name("Conv", t) + " bias + Relu", "Conv", {{t, {1, 3, 5, 5}}, {t, {4, 3, 3, 3}}, {t, {4}}}, {{t, {1, 4, 5, 5}}}, a,
+          cu::MakeConvKernel, "Relu");
+    AttrList r;
+    r.String("activation", "Relu").Ints("pads", {0, 1, 1, 0}).Ints("strides", {2, 1});
+    Check(Name("Conv", t) + " Relu asymmetric pads", "Conv", {{t, {2, 4, 6, 5}}, {t, {8, 4, 3, 2}}}, {{t, {2, 8, 3, 5}}}, r,
+          cu::MakeConvKernel, "Relu");
+    AttrList d;
+    d.String("activation", "Relu").Ints("pads", {1, 0, 1, 1, 0, 1});
+    Check(Name("Conv", t) + " 3-D bias + Relu", "Conv", {{t, {1, 2, 4, 5, 6}}, {t, {3, 2, 3, 2, 3}}, {t, {3}}}, {{t, {1, 3, 4, 4, 6}}}, d,
+          cu::MakeConvKernel, "Relu");
+  }
 }
 
 void ConvTransposeCases() {
@@ -509,11 +536,62 @@ void PoolCases() {
 
 }  // namespace
 
+// Steps of one handle with the same geometry share one fused-graph plan while one of them lives;
+// a refusal is remembered; PRECIS_CUDNN_GRAPH=0 turns the graphs off.
+void FusedPlanSharing() {
+  Buf x = Alloc({F16, {1, 8, 6, 6}}), w = Alloc({F16, {8, 8, 3, 3}}), b = Alloc({F16, {8}}), y = Alloc({F16, {1, 8, 6, 6}});
+  AttrList a;
+  a.String("activation", "Relu").Ints("pads", {1, 1, 1, 1});
+  KernelArgs args;
+  args.node = "Conv 'sharing'";
+  args.attrs = a.Finish();
+  args.inputs = {&x.t, &w.t, &b.t};
+  args.outputs = {&y.t};
+  std::vector<std::shared_ptr<void>> tables;
+  cu::CudaContext ctx;
+  ctx.tables = &tables;
+  ctx.dnn = reinterpret_cast<cudnnHandle_t>(uintptr_t(0x900));
+  auto init = [&](std::unique_ptr<cu::Kernel>* k) {
+    *k = cu::MakeConvKernel();
+    Status s = (*k)->Init(args, ctx);
+    if (!s.ok()) std::printf("FAIL %-44s Init: %s\n", "fused plan sharing", s.message().c_str()), ++g_fail;
+  };
+  auto expect = [&](const char* what, int got, int want) {
+    ++g_cases;
+    if (got != want) ++g_fail;
+    std::printf("%s %-44s %d plans (expected %d)\n", got == want ? "ok  " : "FAIL", what, got, want);
+  };
+  int before = nn_graph_plans;
+  std::unique_ptr<cu::Kernel> k1, k2, k3;
+  init(&k1);
+  init(&k2);
+  expect("fused plan shared by two live steps", nn_graph_plans - before, 1);
+  k1.reset();
+  k2.reset();
+  init(&k3);
+  expect("fused plan rebuilt after its steps are gone", nn_graph_plans - before, 2);
+  k3.reset();
+  nn_graph_refuse = true;
+  ctx.dnn = reinterpret_cast<cudnnHandle_t>(uintptr_t(0x910));
+  init(&k1);
+  nn_graph_refuse = false;
+  init(&k2);
+  expect("fused graph refusal remembered per handle", nn_graph_plans - before, 2);
+  k1.reset();
+  k2.reset();
+  setenv("PRECIS_CUDNN_GRAPH", "0", 1);
+  ctx.dnn = reinterpret_cast<cudnnHandle_t>(uintptr_t(0x920));
+  init(&k1);
+  unsetenv("PRECIS_CUDNN_GRAPH");
+  expect("PRECIS_CUDNN_GRAPH=0 plans no fused graph", nn_graph_plans - before, 2);
+}
+
 int main() {
   MatMulCases();
   GemmCases();
   EinsumCases();
   ConvCases();
+  FusedPlanSharing();
   ConvTransposeCases();
   PoolCases();
   std::printf("%d cases, %d failed\n", g_cases, g_fail);
