@@ -15,6 +15,8 @@ namespace {
 
 using ir::Node;
 using ir::Value;
+using match::AddEvidence;
+using match::FreshName;
 using match::Is;
 using match::StaticDims;
 
@@ -98,17 +100,6 @@ bool JoinsRegion(const Node* n, const std::set<const Value*>& nhwc) {
 ir::Type Permuted(const ir::Type& t, const int (&perm)[4]) {
   const auto& d = t.shape().dims();
   return ir::Type::Tensor(t.dtype(), ir::Shape(std::vector<ir::Dim>{d[size_t(perm[0])], d[size_t(perm[1])], d[size_t(perm[2])], d[size_t(perm[3])]}));
-}
-
-std::string FreshName(const ir::Graph& g, const std::string& base) {
-  std::string name = base;
-  for (int k = 2; g.Lookup(name); ++k) name = base + "." + std::to_string(k);
-  return name;
-}
-
-void AddEvidence(Node* n, const std::string& text) {
-  auto& rec = n->mutable_precision();
-  rec.evidence += (rec.evidence.empty() ? "" : "; ") + text;
 }
 
 constexpr int kToNhwc[4] = {0, 2, 3, 1};

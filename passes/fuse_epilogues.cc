@@ -16,6 +16,8 @@ namespace {
 
 using ir::Node;
 using ir::Value;
+using match::AddEvidence;
+using match::FreshName;
 using match::Is;
 using match::InV;
 using match::Near;
@@ -96,23 +98,12 @@ std::optional<Activation> ActivationOf(const ir::Graph& g, Value* x) {
   return act;
 }
 
-std::string FreshName(const ir::Graph& g, const std::string& base) {
-  std::string name = base;
-  for (int k = 2; g.Lookup(name); ++k) name = base + "." + std::to_string(k);
-  return name;
-}
-
 ir::Attribute StringAttr(const std::string& name, const std::string& value) {
   ir::Attribute a;
   a.name = name;
   a.kind = ir::Attribute::Kind::kString;
   a.s = value;
   return a;
-}
-
-void AddEvidence(Node* n, const std::string& text) {
-  auto& rec = n->mutable_precision();
-  rec.evidence += (rec.evidence.empty() ? "" : "; ") + text;
 }
 
 std::string Fused(const std::optional<Activation>& act) { return act ? " and " + act->name : ""; }

@@ -3,8 +3,12 @@
 
 #include <unordered_map>
 
+#include "passes/match.h"
+
 namespace precis::passes {
 namespace {
+
+using match::FreshName;
 
 // The condition's value when it is a one-element constant, else -1.
 int ConstantCondition(const ir::Node& n) {
@@ -19,12 +23,6 @@ int ConstantCondition(const ir::Node& n) {
 const ir::Graph* Branch(const ir::Node& n, bool then) {
   const ir::Attribute* a = n.FindAttribute(then ? "then_branch" : "else_branch");
   return a && a->graphs.size() == 1 ? a->graphs[0].get() : nullptr;
-}
-
-std::string FreshName(const ir::Graph& g, const std::string& base) {
-  std::string name = base;
-  for (int k = 2; g.Lookup(name); ++k) name = base + "." + std::to_string(k);
-  return name;
 }
 
 // Copies the branch's constants and nodes into `g` and returns the copies of its outputs.

@@ -1,10 +1,12 @@
 // Small graph-matching helpers shared by the passes that recognize node patterns
-// (recognize_patterns.cc, fuse_epilogues.cc, choose_layout.cc). Header-only, no pass logic.
+// and rewrite the graph (recognize_patterns.cc, fuse_epilogues.cc, choose_layout.cc,
+// fold_batchnorm.cc, inline_if.cc, precision.cc). Header-only, no pass logic.
 #pragma once
 
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -20,12 +22,9 @@ inline ir::Node* Producer(const ir::Value* v) {
 inline ir::Node* In(const ir::Node* n, size_t i) { return n && i < n->inputs().size() ? Producer(n->inputs()[i]) : nullptr; }
 inline ir::Value* InV(const ir::Node* n, size_t i) { return n && i < n->inputs().size() ? n->inputs()[i] : nullptr; }
 
-// Scalar value of a constant float tensor with one element (f64, f32, f16 or bf16: the precision
-// pass stores constants in their run dtype).
-inline std::optional<double> Scalar(const ir::Value* v) {
-  if (!v || !v->is_constant() || !v->data() || !v->data()->has_data() || v->data()->NumElements() != 1) return std::nullopt;
-  const ir::Tensor& t = *v->data();
-  const uint8_t* p = t.buffer().data();
+// Element i of a float tensor with data (f64, f32, f16 or bf16) as a double.
+inline double FloatAt(const ir::Tensor& t, int64_t i) {
+  const uint8_t* p = t.buffer().data() + size_t(i) * ir::DTypeSize(t.dtype());
   switch (t.dtype()) {
     case ir::DType::kF64: {
       double d;
@@ -37,14 +36,32 @@ inline std::optional<double> Scalar(const ir::Value* v) {
       std::memcpy(&f, p, 4);
       return f;
     }
-    case ir::DType::kF16:
-    case ir::DType::kBF16: {
+    default: {
       uint16_t h;
       std::memcpy(&h, p, 2);
       return t.dtype() == ir::DType::kF16 ? HalfToFloat(h) : Bf16ToFloat(h);
     }
-    default: return std::nullopt;
   }
+}
+
+// The values of a constant float tensor (f64, f32, f16 or bf16), in order.
+inline std::optional<std::vector<double>> Floats(const ir::Value* v) {
+  if (!v || !v->is_constant() || !v->data() || !v->data()->has_data()) return std::nullopt;
+  const ir::Tensor& t = *v->data();
+  if (t.dtype() != ir::DType::kF64 && t.dtype() != ir::DType::kF32 && t.dtype() != ir::DType::kF16 && t.dtype() != ir::DType::kBF16)
+    return std::nullopt;
+  std::vector<double> out(size_t(t.NumElements()));
+  for (int64_t i = 0; i < t.NumElements(); ++i) out[size_t(i)] = FloatAt(t, i);
+  return out;
+}
+
+// Scalar value of a constant float tensor with one element (f64, f32, f16 or bf16: the precision
+// pass stores constants in their run dtype).
+inline std::optional<double> Scalar(const ir::Value* v) {
+  if (!v || !v->is_constant() || !v->data() || !v->data()->has_data() || v->data()->NumElements() != 1) return std::nullopt;
+  auto f = Floats(v);
+  if (!f) return std::nullopt;
+  return (*f)[0];
 }
 inline bool Near(std::optional<double> x, double want, double tol = 1e-3) { return x && std::fabs(*x - want) <= tol * std::fabs(want); }
 
@@ -68,6 +85,19 @@ inline std::optional<std::vector<int64_t>> StaticDims(const ir::Value* v) {
   std::vector<int64_t> d;
   for (const ir::Dim& x : v->type().shape().dims()) d.push_back(x.value());
   return d;
+}
+
+// `base`, or `base.2`, `base.3`... : the first name no value of `g` has.
+inline std::string FreshName(const ir::Graph& g, const std::string& base) {
+  std::string name = base;
+  for (int k = 2; g.Lookup(name); ++k) name = base + "." + std::to_string(k);
+  return name;
+}
+
+// Appends to a node's precision evidence (the report's "why"), "; "-separated.
+inline void AddEvidence(ir::Node* n, const std::string& text) {
+  auto& rec = n->mutable_precision();
+  rec.evidence += (rec.evidence.empty() ? "" : "; ") + text;
 }
 
 }  // namespace precis::passes::match

@@ -5,6 +5,7 @@
 
 #include "compiler/ir/verifier.h"
 #include "passes/dead_code.h"
+#include "passes/fold_batchnorm.h"
 #include "passes/fold_casts.h"
 #include "passes/fuse_casts.h"
 #include "passes/infer_shapes.h"
@@ -58,6 +59,7 @@ Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& r
   PRECIS_ASSIGN_OR_RETURN(InferStats stats, InferShapesAndFold(model, infer));
   result.folded_nodes = stats.folded_nodes;
   timer.Mark("infer and fold");
+  if (options.fold_batchnorm) result.folded_batchnorms = FoldBatchNorm(*model.graph);
   RemoveDeadCode(*model.graph);
   return Status::Ok();
 }

@@ -31,6 +31,8 @@ struct CompileOptions {
   std::string layout = "auto";
   PrecisionOptions precision_options;  // `low` is set from `precision`
   bool fold_constants = true;
+  // Conv -> BatchNormalization (inference form) folded into the Conv's W and B (fold_batchnorm.h).
+  bool fold_batchnorm = true;
   uint64_t source_hash = 0;
   std::string model_name;  // for the report
   // Calibration facts for the report (the ranges themselves are in precision_options).
@@ -43,6 +45,7 @@ struct CompileResult {
   size_t nodes_before = 0;
   size_t nodes_after = 0;
   int folded_nodes = 0;
+  int folded_batchnorms = 0;
   PrecisionStats precision;
   EpilogueStats epilogues;  // GPU plans
   LayoutStats layout;       // GPU plans in FP16/BF16
@@ -54,7 +57,7 @@ struct CompileResult {
 StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options);
 
 // The graph after shape inference and folding, before precision assignment (what calibration
-// runs): specialize, infer and fold, remove dead code.
+// runs): specialize, infer and fold, fold BatchNormalization into Conv, remove dead code.
 Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& result);
 
 }  // namespace precis::passes

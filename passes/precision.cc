@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "compiler/ops/op_registry.h"
+#include "passes/match.h"
 #include "runtime/base/half_array.h"
 
 namespace precis::passes {
@@ -269,11 +270,7 @@ void Painter::PaintForward() {
   }
 }
 
-std::string Painter::FreshName(const std::string& base) {
-  std::string name = base;
-  for (int k = 2; g_.Lookup(name); ++k) name = base + "." + std::to_string(k);
-  return name;
-}
+std::string Painter::FreshName(const std::string& base) { return match::FreshName(g_, base); }
 
 // A Cast node from -> to (to's type says the target dtype), recorded as an inserted cast.
 void Painter::AddCast(ir::Value* from, ir::Value* to, const char* evidence) {

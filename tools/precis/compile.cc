@@ -22,7 +22,7 @@ constexpr const char* kCompileUsage =
     "                      [--report FILE.json] [--report-text]\n"
     "                      [--calibrate random:N|DIR|FILE.npz] [--overflow-limit X] [--error-budget X]\n"
     "                      [--keep-fp32 OP[,OP]] [--keep-fp32-nodes REGEX] [--force-low REGEX]\n"
-    "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--quiet]\n";
+    "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--no-fold-batchnorm] [--quiet]\n";
 
 }  // namespace
 
@@ -63,6 +63,8 @@ int CompileCommand(const std::vector<std::string>& args) {
       options.precision = *v;
     } else if (a == "--strip-weights") {
       options.strip_weights = true;
+    } else if (a == "--no-fold-batchnorm") {
+      options.fold_batchnorm = false;
     } else if (a == "--no-epilogue-fusion") {
       options.fuse_epilogues = false;
     } else if (a == "--layout") {
@@ -150,8 +152,8 @@ int CompileCommand(const std::vector<std::string>& args) {
   if (!quiet) {
     const auto& p = result->plan;
     std::printf("compiled %s -> %s (%s)\n", model.c_str(), out.c_str(), options.precision.c_str());
-    std::printf("  nodes      %zu imported, %d folded into constants, %zu remain\n", result->nodes_before, result->folded_nodes,
-                result->nodes_after);
+    std::printf("  nodes      %zu imported, %d folded into constants, %d BatchNormalization folded into Conv, %zu remain\n",
+                result->nodes_before, result->folded_nodes, result->folded_batchnorms, result->nodes_after);
     std::printf("  steps      %zu\n", p.steps);
     std::printf("  arena      %s (lower bound %s, %d in place)\n", FormatBytes(p.arena_bytes).c_str(),
                 FormatBytes(p.arena_lower_bound).c_str(), p.inplace_count);

@@ -24,7 +24,7 @@ constexpr const char* kUsage =
     "  report MODEL.plan [--json]\n"
     "      print the precision report stored in a plan\n"
     "\n"
-    "  opt FILE.pir [--passes infer,patterns,precision,fold-casts,fuse-casts,fuse-epilogues,layout,dce] [--precision fp16|bf16]\n"
+    "  opt FILE.pir [--passes infer,fold-batchnorm,patterns,precision,fold-casts,fuse-casts,fuse-epilogues,layout,dce] [--precision fp16|bf16]\n"
     "      run passes on text IR and print the result (golden tests)\n"
     "\n"
     "  run MODEL.plan|MODEL.onnx [--input NAME=FILE.npy|FILE.pb ...] [--random] [--output-dir DIR]\n"

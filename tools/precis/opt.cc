@@ -11,6 +11,7 @@
 #include "passes/dead_code.h"
 #include "passes/fold_casts.h"
 #include "passes/fuse_casts.h"
+#include "passes/fold_batchnorm.h"
 #include "passes/fuse_epilogues.h"
 #include "passes/infer_shapes.h"
 #include "passes/inline_if.h"
@@ -25,8 +26,8 @@ namespace {
 constexpr const char* kOptUsage =
     "usage: precis opt FILE.pir|- --passes P[,P...] [--precision fp16|bf16] [--keep-fp32 OP[,OP]]\n"
     "                  [--keep-fp32-nodes REGEX] [--force-low REGEX] [--no-keep-io-types] [--print-after-all]\n"
-    "passes: infer (shape inference and folding), inline-if, patterns, precision, fold-casts, fuse-casts,\n"
-    "        fuse-epilogues, layout (GPU plans), dce\n";
+    "passes: infer (shape inference and folding), inline-if, fold-batchnorm, patterns, precision, fold-casts,\n"
+    "        fuse-casts, fuse-epilogues, layout (GPU plans), dce\n";
 
 std::vector<std::string> Split(const std::string& s) {
   std::vector<std::string> out;
@@ -65,7 +66,7 @@ int OptCommand(const std::vector<std::string>& args) {
   if (precision != "fp16" && precision != "bf16") return UsageError("opt", "--precision must be fp16 or bf16", kOptUsage);
   options.low = precision == "fp16" ? ir::DType::kF16 : ir::DType::kBF16;
   for (const std::string& p : pass_names)
-    if (p != "infer" && p != "inline-if" && p != "patterns" && p != "precision" && p != "fold-casts" && p != "fuse-casts" && p != "fuse-epilogues" &&
+    if (p != "infer" && p != "inline-if" && p != "fold-batchnorm" && p != "patterns" && p != "precision" && p != "fold-casts" && p != "fuse-casts" && p != "fuse-epilogues" &&
         p != "layout" && p != "dce")
       return UsageError("opt", "unknown pass '" + p + "'", kOptUsage);
   std::stringstream text;
@@ -82,6 +83,7 @@ int OptCommand(const std::vector<std::string>& args) {
     Status s = Status::Ok();
     if (p == "infer") s = passes::InferShapesAndFold(**model).status();
     else if (p == "inline-if") passes::InlineConstantIf(g);
+    else if (p == "fold-batchnorm") passes::FoldBatchNorm(g);
     else if (p == "patterns") passes::RecognizePatterns(g);
     else if (p == "precision") s = passes::AssignPrecision(g, options).status();
     else if (p == "fold-casts") passes::FoldCasts(g);

@@ -1,0 +1,83 @@
+// BatchNormalization folding into the Conv before it (precis opt --passes fold-batchnorm).
+// Expected constants are worked by hand: s = scale / sqrt(var + epsilon), W' = W * s,
+// B' = (B - mean) * s + beta; the inputs are chosen so that every value is exact in FP32.
+
+// RUN: --passes infer,fold-batchnorm,dce
+// No bias: s = [2 / sqrt(3 + 1), 0.5 / sqrt(15 + 1)] = [1, 0.125]; W' = [1, 0.25];
+// B' = [(0 - 0.5) * 1 + 1, (0 - 1) * 0.125 - 1] = [0.5, -1.125]. The Conv writes %y, the graph
+// output, under its own name; the BatchNormalization is gone.
+// CHECK-LABEL: graph "no_bias"
+// CHECK: const %w.bn: f32[2,1,1,1] = [1.0, 0.25]
+// CHECK-NEXT: const %bn.bias: f32[2] = [0.5, -1.125]
+// CHECK-NEXT: %y: f32[1,2,3,3] = Conv(%x, %w.bn, %bn.bias) {pads = [0, 0, 0, 0]} name "conv" precision {reason = "", evidence = "BatchNormalization 'bn' folded into W and B"}
+// CHECK-NOT: BatchNormalization(
+// CHECK: output %y
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "no_bias" {
+  input %x: f32[1,1,3,3]
+  const %w: f32[2,1,1,1] = [1.0, 2.0]
+  const %scale: f32[2] = [2.0, 0.5]
+  const %beta: f32[2] = [1.0, -1.0]
+  const %mean: f32[2] = [0.5, 1.0]
+  const %var: f32[2] = [3.0, 15.0]
+  %c = Conv(%x, %w) {pads = [0, 0, 0, 0]} name "conv"
+  %y = BatchNormalization(%c, %scale, %beta, %mean, %var) {epsilon = 1.0} name "bn"
+  output %y
+}
+// -----
+// RUN: --passes infer,fold-batchnorm,dce
+// With a bias and a W that another Conv also reads: new constants, the shared W stays for the
+// other Conv. Default epsilon 1e-5 with var = 1 - 1e-5 makes sqrt exact: s = scale = [4, -0.5];
+// W' = [[1, 2] * 4, [3, 4] * -0.5] = [4, 8, -1.5, -2]; B' = [(1 - 2) * 4 + 0.5, (2 + 2) * -0.5 + 0]
+// = [-3.5, -2]. Then the Relu after it is untouched.
+// CHECK-LABEL: graph "bias_shared_w"
+// CHECK-DAG: const %w.bn: f32[2,2,1,1] = [4.0, 8.0, -1.5, -2.0]
+// CHECK-DAG: const %bn.bias: f32[2] = [-3.5, -2.0]
+// CHECK: %z: f32[1,2,2,2] = Conv(%x, %w, %b) name "other"
+// CHECK: %y: f32[1,2,2,2] = Conv(%x, %w.bn, %bn.bias) name "conv"
+// CHECK-NEXT: Relu(%y)
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "bias_shared_w" {
+  input %x: f32[1,2,2,2]
+  const %w: f32[2,2,1,1] = [1.0, 2.0, 3.0, 4.0]
+  const %b: f32[2] = [1.0, 2.0]
+  const %scale: f32[2] = [4.0, -0.5]
+  const %beta: f32[2] = [0.5, 0.0]
+  const %mean: f32[2] = [2.0, -2.0]
+  const %var: f32[2] = [0.99999, 0.99999]
+  %z = Conv(%x, %w, %b) name "other"
+  %c = Conv(%x, %w, %b) name "conv"
+  %y = BatchNormalization(%c, %scale, %beta, %mean, %var) name "bn"
+  %r = Relu(%y) name "relu"
+  output %r
+  output %z
+}
+// -----
+// RUN: --passes infer,fold-batchnorm,dce
+// Not folded: the Conv's output has another reader; the statistics are an input; and folding
+// would give a weight of 2 / sqrt(1e-10 + 1e-5) ~ 632 * 100 = 63246 > 32752 (half of FP16's
+// largest value), so that BatchNormalization stays too.
+// CHECK-LABEL: graph "kept"
+// CHECK-COUNT-3: BatchNormalization(
+// CHECK-NOT: folded
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "kept" {
+  input %x: f32[1,1,2,2]
+  input %m: f32[1]
+  const %w: f32[1,1,1,1] = [1.0]
+  const %big: f32[1,1,1,1] = [100.0]
+  const %one: f32[1] = [1.0]
+  const %zero: f32[1] = [0.0]
+  const %two: f32[1] = [2.0]
+  const %tiny: f32[1] = [1e-10]
+  %c1 = Conv(%x, %w) name "shared"
+  %y1 = BatchNormalization(%c1, %one, %zero, %zero, %one) name "bn_shared"
+  %s1 = Add(%c1, %y1) name "also_reads"
+  %c2 = Conv(%x, %w) name "input_stats"
+  %y2 = BatchNormalization(%c2, %one, %zero, %m, %one) name "bn_input"
+  %c3 = Conv(%x, %big) name "overflow"
+  %y3 = BatchNormalization(%c3, %two, %zero, %zero, %tiny) name "bn_overflow"
+  output %s1
+  output %y2
+  output %y3
+}
