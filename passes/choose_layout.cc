@@ -73,8 +73,18 @@ const std::set<std::string>& BinaryOps() {
 
 // An elementwise node that can run on NHWC operands: one 4-D output, every non-scalar input of
 // the output's shape, at least one of them already NHWC.
+// A Concat joins (its axis renumbered for NHWC) when every input is NHWC: then it moves no more
+// bytes through transposes than staying NCHW would (an NCHW input would need an entry transpose,
+// and DenseNet's growing concatenations would be transposed whole at every layer).
 bool JoinsRegion(const Node* n, const std::set<const Value*>& nhwc) {
   if (!n->domain().empty() || n->outputs().size() != 1 || !n->outputs()[0]) return false;
+  if (Is(n, "Concat")) {
+    auto y = StaticDims(n->outputs()[0]);
+    if (!y || y->size() != 4 || n->inputs().empty()) return false;
+    for (const Value* v : n->inputs())
+      if (!v || !nhwc.count(v)) return false;
+    return true;
+  }
   bool unary = UnaryOps().count(n->op_type()) > 0, binary = BinaryOps().count(n->op_type()) > 0;
   if (!unary && !binary) return false;
   if (binary && n->inputs().size() != 2) return false;
@@ -204,6 +214,9 @@ LayoutStats ChooseLayout(ir::Graph& g) {
     exit->mutable_precision() = exit_record;
     order.push_back(exit);
     exits.push_back(exit);
+    if (Is(n, "Concat"))
+      for (ir::Attribute& a : n->mutable_attributes())
+        if (a.name == "axis") a.i = kToNchw[a.i < 0 ? a.i + 4 : a.i];  // NCHW axis a is NHWC axis kToNchw[a]
     if (conv) {
       ir::Attribute layout;
       layout.name = "layout";

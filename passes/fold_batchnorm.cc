@@ -50,12 +50,20 @@ ir::Tensor Store(ir::DType dtype, const std::vector<int64_t>& dims, const std::v
 
 struct Fold {
   Node* conv;
-  Node* bn;
+  Node* node;                // the BatchNormalization, Mul or Add folded into the Conv
   std::vector<double> w, b;  // folded
+  std::string what;          // for the evidence
 };
 
-std::optional<Fold> Match(const ir::Graph& g, Node* bn) {
-  if (!Is(bn, "BatchNormalization") || bn->inputs().size() != 5 || bn->outputs().empty() || !bn->outputs()[0]) return std::nullopt;
+// y = x * s[m] + t[m] per output channel m, for the node that alone reads the Conv's output.
+struct Affine {
+  std::vector<double> s, t;
+  std::string what;
+};
+
+// Inference-form BatchNormalization: s = scale / sqrt(var + epsilon), t = bias - mean * s.
+std::optional<Affine> BatchNormAffine(const Node* bn, int64_t m) {
+  if (bn->inputs().size() != 5 || bn->outputs().empty()) return std::nullopt;
   for (size_t i = 1; i < bn->outputs().size(); ++i)
     if (bn->outputs()[i]) return std::nullopt;  // training outputs
   const ir::Attribute* mode = bn->FindAttribute("training_mode");
@@ -64,36 +72,72 @@ std::optional<Fold> Match(const ir::Graph& g, Node* bn) {
   if (spatial && spatial->i != 1) return std::nullopt;
   const ir::Attribute* eps_attr = bn->FindAttribute("epsilon");
   double eps = eps_attr ? eps_attr->f : 1e-5;
-
-  Value* x = bn->inputs()[0];
-  Node* conv = match::Producer(x);
-  if (!Is(conv, "Conv") || conv->outputs().size() != 1 || conv->inputs().size() < 2 || x->uses().size() != 1 || IsGraphOutput(g, x) ||
-      conv->FindAttribute("activation"))
-    return std::nullopt;
-  Value* wv = conv->inputs()[1];
-  Value* bv = conv->inputs().size() > 2 ? conv->inputs()[2] : nullptr;
-  auto wd = StaticDims(wv);
-  auto w = Floats(wv);
-  if (!wd || wd->size() < 3 || !w || w->empty()) return std::nullopt;
-  int64_t m = (*wd)[0];
-  std::optional<std::vector<double>> b = bv ? Floats(bv) : std::vector<double>(size_t(m), 0.0);
-  if (!b || int64_t(b->size()) != m || (bv && bv->data()->dtype() != wv->data()->dtype())) return std::nullopt;
   std::vector<double> stats[4];
   for (int i = 0; i < 4; ++i) {
     auto f = Floats(bn->inputs()[size_t(i + 1)]);
     if (!f || int64_t(f->size()) != m) return std::nullopt;
     stats[i] = *f;
   }
-  if (!x->type().is_tensor() || x->type().dtype() != wv->data()->dtype() || bn->outputs()[0]->type().dtype() != x->type().dtype())
-    return std::nullopt;
+  Affine a{std::vector<double>(size_t(m)), std::vector<double>(size_t(m)), "BatchNormalization '" + bn->name() + "'"};
+  for (size_t k = 0; k < size_t(m); ++k) {
+    a.s[k] = stats[0][k] / std::sqrt(stats[3][k] + eps);
+    a.t[k] = stats[1][k] - stats[2][k] * a.s[k];
+  }
+  return a;
+}
 
-  const std::vector<double>&scale = stats[0], &bias = stats[1], &mean = stats[2], &var = stats[3];
-  Fold f{conv, bn, *w, *b};
+// Mul or Add of x (of rank `rank`, channels on axis 1) by a constant that broadcasts per
+// channel: one value, or dims that are 1 everywhere but on the channel axis (right-aligned).
+std::optional<Affine> ChannelAffine(const Node* n, const Value* x, int64_t m, size_t rank) {
+  bool mul = Is(n, "Mul");
+  if ((!mul && !Is(n, "Add")) || n->inputs().size() != 2 || n->outputs().size() != 1) return std::nullopt;
+  const Value* k = n->inputs()[0] == x ? n->inputs()[1] : n->inputs()[0];
+  if (k == x) return std::nullopt;
+  auto kd = StaticDims(k);
+  auto kv = Floats(k);
+  if (!kd || !kv || kd->size() > rank || k->type().dtype() != x->type().dtype()) return std::nullopt;
+  bool per_channel = false;
+  for (size_t i = 0; i < kd->size(); ++i) {
+    size_t axis = rank - kd->size() + i;  // right-aligned
+    int64_t d = (*kd)[i];
+    if (d == 1) continue;
+    if (axis != 1 || d != m) return std::nullopt;
+    per_channel = true;
+  }
+  std::vector<double> v(size_t(m), (*kv)[0]);
+  if (per_channel) v = *kv;
+  Affine a{std::vector<double>(size_t(m), 1.0), std::vector<double>(size_t(m), 0.0),
+           std::string(mul ? "Mul '" : "Add '") + n->name() + (mul ? "' (per-channel scale)" : "' (per-channel shift)")};
+  (mul ? a.s : a.t) = v;
+  return a;
+}
+
+std::optional<Fold> Match(const ir::Graph& g, Node* conv) {
+  if (!Is(conv, "Conv") || conv->outputs().size() != 1 || conv->inputs().size() < 2 || conv->FindAttribute("activation")) return std::nullopt;
+  Value* x = conv->outputs()[0];
+  if (!x || x->uses().size() != 1 || IsGraphOutput(g, x) || !x->type().is_tensor()) return std::nullopt;
+  Node* next = x->uses()[0].node;
+  if (next->outputs().empty() || !next->outputs()[0] || next->outputs()[0]->type() != x->type()) return std::nullopt;
+  Value* wv = conv->inputs()[1];
+  Value* bv = conv->inputs().size() > 2 ? conv->inputs()[2] : nullptr;
+  auto wd = StaticDims(wv);
+  auto w = Floats(wv);
+  auto xd = StaticDims(x);
+  if (!wd || wd->size() < 3 || !w || w->empty() || !xd || xd->size() != wd->size() || x->type().dtype() != wv->data()->dtype())
+    return std::nullopt;
+  int64_t m = (*wd)[0];
+  std::optional<std::vector<double>> b = bv ? Floats(bv) : std::vector<double>(size_t(m), 0.0);
+  if (!b || int64_t(b->size()) != m || (bv && bv->data()->dtype() != wv->data()->dtype())) return std::nullopt;
+  std::optional<Affine> a;
+  if (Is(next, "BatchNormalization") && next->inputs()[0] == x) a = BatchNormAffine(next, m);
+  else a = ChannelAffine(next, x, m, xd->size());
+  if (!a) return std::nullopt;
+
+  Fold f{conv, next, *w, *b, a->what};
   size_t per = w->size() / size_t(m);
   for (size_t k = 0; k < size_t(m); ++k) {
-    double s = scale[k] / std::sqrt(var[k] + eps);
-    for (size_t i = k * per; i < (k + 1) * per; ++i) f.w[i] *= s;
-    f.b[k] = (f.b[k] - mean[k]) * s + bias[k];
+    for (size_t i = k * per; i < (k + 1) * per; ++i) f.w[i] *= a->s[k];
+    f.b[k] = f.b[k] * a->s[k] + a->t[k];
   }
   for (const auto* v : {&f.w, &f.b})
     for (double d : *v)
@@ -101,38 +145,45 @@ std::optional<Fold> Match(const ir::Graph& g, Node* bn) {
   return f;
 }
 
+void Rewrite(ir::Graph& g, Fold& f) {
+  Node *conv = f.conv, *next = f.node;
+  Value* w = conv->inputs()[1];
+  Value* y = next->outputs()[0];
+  ir::DType dtype = w->data()->dtype();
+  int64_t m = w->data()->dims()[0];
+  std::string base = (next->name().empty() ? y->name() : next->name());
+  Value* w2 = g.AddConstant(FreshName(g, w->name() + ".folded"), Store(dtype, w->data()->dims(), f.w));
+  Value* b2 = g.AddConstant(FreshName(g, base + ".bias"), Store(dtype, {m}, f.b));
+  // The Conv is made anew (it may gain a bias input) and writes the folded node's output value.
+  Value* spare = g.NewValue(FreshName(g, y->name() + ".unfolded"));
+  spare->set_type(y->type());
+  g.SetNodeOutput(next, 0, spare);
+  Node* folded = g.AddNode(conv->domain(), "Conv", conv->name(), {conv->inputs()[0], w2, b2}, {y}, std::move(conv->mutable_attributes()));
+  folded->mutable_precision() = conv->precision();
+  AddEvidence(folded, f.what + " folded into W and B");
+  std::vector<Node*> order;
+  for (const auto& up : g.nodes()) {
+    if (up.get() == folded) continue;
+    if (up.get() == next) order.push_back(folded);
+    order.push_back(up.get());
+  }
+  g.SetNodeOrder(order);
+  g.RemoveNode(next);
+  g.RemoveNode(conv);
+}
+
 }  // namespace
 
 int FoldBatchNorm(ir::Graph& g) {
-  std::vector<Fold> folds;
-  for (const auto& up : g.nodes())
-    if (auto f = Match(g, up.get())) folds.push_back(std::move(*f));
-  for (Fold& f : folds) {
-    Node *conv = f.conv, *bn = f.bn;
-    Value* w = conv->inputs()[1];
-    Value* y = bn->outputs()[0];
-    ir::DType dtype = w->data()->dtype();
-    int64_t m = w->data()->dims()[0];
-    Value* w2 = g.AddConstant(FreshName(g, w->name() + ".bn"), Store(dtype, w->data()->dims(), f.w));
-    Value* b2 = g.AddConstant(FreshName(g, bn->name().empty() ? y->name() + ".bias" : bn->name() + ".bias"), Store(dtype, {m}, f.b));
-    // The Conv is made anew (it may gain a bias input) and writes BN's output value.
-    Value* spare = g.NewValue(FreshName(g, y->name() + ".unfolded"));
-    spare->set_type(y->type());
-    g.SetNodeOutput(bn, 0, spare);
-    std::vector<Value*> inputs = {conv->inputs()[0], w2, b2};
-    Node* folded = g.AddNode(conv->domain(), "Conv", conv->name(), inputs, {y}, std::move(conv->mutable_attributes()));
-    AddEvidence(folded, "BatchNormalization '" + bn->name() + "' folded into W and B");
-    std::vector<Node*> order;
-    for (const auto& up : g.nodes()) {
-      if (up.get() == folded) continue;
-      if (up.get() == bn) order.push_back(folded);
-      order.push_back(up.get());
-    }
-    g.SetNodeOrder(order);
-    g.RemoveNode(bn);
-    g.RemoveNode(conv);
+  int total = 0;
+  for (;;) {  // a Mul folded, the Add after it becomes foldable
+    std::vector<Fold> folds;
+    for (const auto& up : g.nodes())
+      if (auto f = Match(g, up.get())) folds.push_back(std::move(*f));
+    if (folds.empty()) return total;
+    for (Fold& f : folds) Rewrite(g, f);
+    total += int(folds.size());
   }
-  return int(folds.size());
 }
 
 }  // namespace precis::passes

@@ -31,7 +31,8 @@ struct CompileOptions {
   std::string layout = "auto";
   PrecisionOptions precision_options;  // `low` is set from `precision`
   bool fold_constants = true;
-  // Conv -> BatchNormalization (inference form) folded into the Conv's W and B (fold_batchnorm.h).
+  // Conv -> BatchNormalization (inference form) or per-channel Mul/Add folded into the Conv's W
+  // and B (fold_batchnorm.h).
   bool fold_batchnorm = true;
   uint64_t source_hash = 0;
   std::string model_name;  // for the report
@@ -45,7 +46,7 @@ struct CompileResult {
   size_t nodes_before = 0;
   size_t nodes_after = 0;
   int folded_nodes = 0;
-  int folded_batchnorms = 0;
+  int folded_batchnorms = 0;  // BatchNormalization, Mul and Add nodes folded into convolutions
   PrecisionStats precision;
   EpilogueStats epilogues;  // GPU plans
   LayoutStats layout;       // GPU plans in FP16/BF16

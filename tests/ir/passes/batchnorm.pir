@@ -7,9 +7,9 @@
 // B' = [(0 - 0.5) * 1 + 1, (0 - 1) * 0.125 - 1] = [0.5, -1.125]. The Conv writes %y, the graph
 // output, under its own name; the BatchNormalization is gone.
 // CHECK-LABEL: graph "no_bias"
-// CHECK: const %w.bn: f32[2,1,1,1] = [1.0, 0.25]
+// CHECK: const %w.folded: f32[2,1,1,1] = [1.0, 0.25]
 // CHECK-NEXT: const %bn.bias: f32[2] = [0.5, -1.125]
-// CHECK-NEXT: %y: f32[1,2,3,3] = Conv(%x, %w.bn, %bn.bias) {pads = [0, 0, 0, 0]} name "conv" precision {reason = "", evidence = "BatchNormalization 'bn' folded into W and B"}
+// CHECK-NEXT: %y: f32[1,2,3,3] = Conv(%x, %w.folded, %bn.bias) {pads = [0, 0, 0, 0]} name "conv" precision {reason = "", evidence = "BatchNormalization 'bn' folded into W and B"}
 // CHECK-NOT: BatchNormalization(
 // CHECK: output %y
 model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
@@ -31,10 +31,10 @@ graph "no_bias" {
 // W' = [[1, 2] * 4, [3, 4] * -0.5] = [4, 8, -1.5, -2]; B' = [(1 - 2) * 4 + 0.5, (2 + 2) * -0.5 + 0]
 // = [-3.5, -2]. Then the Relu after it is untouched.
 // CHECK-LABEL: graph "bias_shared_w"
-// CHECK-DAG: const %w.bn: f32[2,2,1,1] = [4.0, 8.0, -1.5, -2.0]
+// CHECK-DAG: const %w.folded: f32[2,2,1,1] = [4.0, 8.0, -1.5, -2.0]
 // CHECK-DAG: const %bn.bias: f32[2] = [-3.5, -2.0]
 // CHECK: %z: f32[1,2,2,2] = Conv(%x, %w, %b) name "other"
-// CHECK: %y: f32[1,2,2,2] = Conv(%x, %w.bn, %bn.bias) name "conv"
+// CHECK: %y: f32[1,2,2,2] = Conv(%x, %w.folded, %bn.bias) name "conv"
 // CHECK-NEXT: Relu(%y)
 model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
 graph "bias_shared_w" {
@@ -80,4 +80,39 @@ graph "kept" {
   output %s1
   output %y2
   output %y3
+}
+// -----
+// RUN: --passes infer,fold-batchnorm,dce
+// A Caffe-style scale layer: Mul by k = [3, -1] (dims [2, 1, 1]) then Add of t = [0.5, 0.25]
+// (dims [1, 2, 1, 1]) fold in two rounds: W' = [1 * 3, 2 * -1] = [3, -2], B' = [0.5, 0.25]. A
+// Mul by a spatial constant ([1, 1, 2, 2]) is not per-channel and stays; a scalar Mul (0.5)
+// after the second Conv folds in the first round: W = [0.5, 1], B = [0, 0].
+// CHECK-LABEL: graph "scale_layer"
+// CHECK-DAG: const %w.folded.folded: f32[2,1,1,1] = [3.0, -2.0]
+// CHECK-DAG: const %add.bias: f32[2] = [0.5, 0.25]
+// CHECK-DAG: const %w.folded.2: f32[2,1,1,1] = [0.5, 1.0]
+// CHECK-DAG: const %half.bias: f32[2] = [0.0, 0.0]
+// CHECK: %a: f32[1,2,2,2] = Conv(%x, %w.folded.folded, %add.bias) name "conv" precision {reason = "", evidence = "Mul 'mul' (per-channel scale) folded into W and B; Add 'add' (per-channel shift) folded into W and B"}
+// CHECK-NEXT: %s: f32[1,2,2,2] = Mul(%a, %spatial) name "spatial_mul"
+// CHECK-NEXT: %h: f32[1,2,2,2] = Conv(%x, %w.folded.2, %half.bias) name "conv2"
+// CHECK-NEXT: %h2: f32[1,2,2,2] = Add(%a, %h) name "sum"
+// CHECK-NOT: name "add"
+// CHECK-NOT: name "half"
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "scale_layer" {
+  input %x: f32[1,1,2,2]
+  const %w: f32[2,1,1,1] = [1.0, 2.0]
+  const %k: f32[2,1,1] = [3.0, -1.0]
+  const %t: f32[1,2,1,1] = [0.5, 0.25]
+  const %spatial: f32[1,1,2,2] = [1.0, 2.0, 3.0, 4.0]
+  const %half: f32[] = [0.5]
+  %m = Conv(%x, %w) name "conv"
+  %p = Mul(%m, %k) name "mul"
+  %a = Add(%t, %p) name "add"
+  %s = Mul(%a, %spatial) name "spatial_mul"
+  %m2 = Conv(%x, %w) name "conv2"
+  %h = Mul(%half, %m2) name "half"
+  %h2 = Add(%a, %h) name "sum"
+  output %s
+  output %h2
 }
