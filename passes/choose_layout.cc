@@ -76,8 +76,16 @@ const std::set<std::string>& BinaryOps() {
 // A Concat joins (its axis renumbered for NHWC) when every input is NHWC: then it moves no more
 // bytes through transposes than staying NCHW would (an NCHW input would need an entry transpose,
 // and DenseNet's growing concatenations would be transposed whole at every layer).
+// A MaxPool (without Indices) or AveragePool of an NHWC 4-D input joins as well.
 bool JoinsRegion(const Node* n, const std::set<const Value*>& nhwc) {
-  if (!n->domain().empty() || n->outputs().size() != 1 || !n->outputs()[0]) return false;
+  if (!n->domain().empty() || n->outputs().empty() || !n->outputs()[0]) return false;
+  if (Is(n, "MaxPool") || Is(n, "AveragePool")) {
+    for (size_t i = 1; i < n->outputs().size(); ++i)
+      if (n->outputs()[i]) return false;
+    auto x = StaticDims(n->inputs().empty() ? nullptr : n->inputs()[0]), y = StaticDims(n->outputs()[0]);
+    return x && y && x->size() == 4 && y->size() == 4 && nhwc.count(n->inputs()[0]);
+  }
+  if (n->outputs().size() != 1) return false;
   if (Is(n, "Concat")) {
     auto y = StaticDims(n->outputs()[0]);
     if (!y || y->size() != 4 || n->inputs().empty()) return false;
@@ -217,7 +225,7 @@ LayoutStats ChooseLayout(ir::Graph& g) {
     if (Is(n, "Concat"))
       for (ir::Attribute& a : n->mutable_attributes())
         if (a.name == "axis") a.i = kToNchw[a.i < 0 ? a.i + 4 : a.i];  // NCHW axis a is NHWC axis kToNchw[a]
-    if (conv) {
+    if (conv || Is(n, "MaxPool") || Is(n, "AveragePool")) {
       ir::Attribute layout;
       layout.name = "layout";
       layout.kind = ir::Attribute::Kind::kString;

@@ -7,7 +7,8 @@
 //     stored [M, kH, kW, C] (transposed at compile time) and the node gets layout = "NHWC";
 //   - unary elementwise ops (Relu, Sigmoid, Clip...) and binary ones (Add, Mul...) whose
 //     non-scalar operands all have the output's 4-D shape join the region of an NHWC input,
-//     and so does a Concat whose inputs are all NHWC (its axis renumbered: channels are axis 3);
+//     and so does a Concat whose inputs are all NHWC (its axis renumbered: channels are axis 3),
+//     and a MaxPool (no Indices) or AveragePool of an NHWC input (layout = "NHWC" on the step);
 //   - a Transpose (perm 0,2,3,1) brings each NCHW input into a region, and one (perm 0,3,1,2)
 //     gives back the NCHW tensor wherever a reader outside the region (or a graph output) needs
 //     it: values outside the regions keep their names, shapes and layout.
@@ -23,7 +24,7 @@ namespace precis::passes {
 struct LayoutStats {
   int nhwc_convs = 0;   // convolutions that run NHWC
   int nchw_convs = 0;   // 16-bit convolutions left NCHW (their evidence says why)
-  int region_ops = 0;   // elementwise ops and Concats that run inside NHWC regions
+  int region_ops = 0;   // elementwise ops, Concats and pools that run inside NHWC regions
   int transposes = 0;   // transposes inserted at region edges
 };
 

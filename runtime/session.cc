@@ -215,10 +215,10 @@ Status Session::Impl::LoadSteps() {
     rt::KernelFactory fast = registry.FindFast(kernel_name);
     std::unique_ptr<rt::Kernel> kernel;
     std::string variant;
-    // Steps of GPU plans: NHWC convolutions and fused activations run through adapters around
-    // the ordinary kernels (step_adapters.h).
+    // Steps of GPU plans: NHWC convolutions and pools, and fused activations, run through
+    // adapters around the ordinary kernels (step_adapters.h).
     std::string layout = a.attrs.String("layout", "NCHW");
-    if (layout == "NHWC" && kernel_name == "Conv") {
+    if (layout == "NHWC" && (kernel_name == "Conv" || kernel_name == "MaxPool" || kernel_name == "AveragePool")) {
       kernel = std::make_unique<rt::NhwcConv>([&](const rt::KernelArgs& inner) -> StatusOr<std::unique_ptr<rt::Kernel>> {
         PRECIS_ASSIGN_OR_RETURN(auto chosen, ChooseKernel(factory, fast, inner));
         variant = std::string(" (NHWC)") + chosen.second;
@@ -226,7 +226,7 @@ Status Session::Impl::LoadSteps() {
       });
       PRECIS_RETURN_IF_ERROR(kernel->Init(a, ctx));
     } else if (layout != "NCHW") {
-      return Unimplemented(a.node + ": layout '" + layout + "' (the CPU backend runs NCHW, and NHWC for Conv)");
+      return Unimplemented(a.node + ": layout '" + layout + "' (the CPU backend runs NCHW, and NHWC for Conv, MaxPool and AveragePool)");
     } else {
       PRECIS_ASSIGN_OR_RETURN(auto chosen, ChooseKernel(factory, fast, a));
       kernel = std::move(chosen.first);

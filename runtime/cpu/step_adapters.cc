@@ -76,7 +76,27 @@ void Dims4(const Tensor& t, int64_t (&d)[4]) {
 
 Status NhwcConv::Init(const KernelArgs& args, const CpuContext&) {
   Tensor *x = args.in(0), *w = args.in(1), *y = args.out(0);
-  if (!x || !w || !y) return args.Error("needs X, W and an output");
+  if (!x || !y) return args.Error("needs X and an output");
+  for (size_t i = 1; i < args.outputs.size(); ++i)
+    if (args.outputs[i]) return args.Error("layout NHWC takes one output (no Indices)");
+  if (!w) {  // a pool: only X and Y change layout
+    if (x->rank() != 4 || y->rank() != 4) return args.Error("layout NHWC needs 4-D X and Y");
+    inner_args_ = KernelArgs{{}, {}, args.attrs, args.node};
+    x_ = &nchw_.emplace_back(*x);
+    x_->dims = {x->dims[0], x->dims[3], x->dims[1], x->dims[2]};
+    x_->data = nullptr;
+    y_ = &nchw_.emplace_back(*y);
+    y_->dims = {y->dims[0], y->dims[3], y->dims[1], y->dims[2]};
+    y_->data = nullptr;
+    x_offset_ = 0;
+    y_offset_ = Align64(x->bytes);
+    shadow_bytes_ = y_offset_ + Align64(y->bytes);
+    inner_args_.inputs = {x_};
+    inner_args_.outputs = {y_};
+    PRECIS_ASSIGN_OR_RETURN(inner_, choose_(inner_args_));
+    inner_scratch_ = Align64(inner_->ScratchBytes());
+    return Status::Ok();
+  }
   if (x->rank() != 4 || w->rank() != 4 || y->rank() != 4) return args.Error("layout NHWC needs 4-D X, W and Y");
   if (x->dtype != w->dtype) return args.Error("X and W dtypes differ");
   inner_args_ = KernelArgs{{}, {}, args.attrs, args.node};
@@ -114,7 +134,7 @@ Status NhwcConv::Init(const KernelArgs& args, const CpuContext&) {
 }
 
 Status NhwcConv::Run(const KernelArgs& args, CpuContext& ctx) {
-  const Tensor &x = *args.in(0), &w = *args.in(1);
+  const Tensor& x = *args.in(0);
   Tensor& y = *args.out(0);
   uint8_t* base = ctx.scratch + inner_scratch_;
   x_->data = base + x_offset_;
@@ -123,6 +143,7 @@ Status NhwcConv::Run(const KernelArgs& args, CpuContext& ctx) {
   Dims4(x, d);
   Permute4D(x.data, x_->data, d, kToNchw, DataTypeSize(x.dtype));
   if (w_in_scratch_) {
+    const Tensor& w = *args.in(1);
     w_->data = base + w_offset_;
     Dims4(w, d);
     Permute4D(w.data, w_->data, d, kToNchw, DataTypeSize(w.dtype));

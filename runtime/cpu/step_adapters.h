@@ -8,7 +8,9 @@
 //   convolutions) reads X as [N, H, W, C], W as [M, kH, kW, C/group] and writes Y as
 //   [N, H', W', M]. The adapter transposes X (and W, once at Init when it is a constant) to
 //   NCHW in scratch, runs the NCHW kernel the session chooses for the transposed step, and
-//   transposes Y back. Transposes move bytes, so the numerics are the NCHW kernel's.
+//   transposes Y back. Transposes move bytes, so the numerics are the NCHW kernel's. A MaxPool
+//   or AveragePool step with `layout = "NHWC"` (pools inside NHWC regions) has no W: only X and
+//   Y are transposed (one output: no Indices).
 #pragma once
 
 #include <deque>

@@ -2,7 +2,8 @@
 // (ReadWindow: kernel, strides, dilations, pads, auto_pad, ceil_mode). MaxPool (with the
 // optional Indices output and storage_order), AveragePool (count_include_pad counts the window
 // positions inside input + explicit pads, never the ceil_mode tail) and LpPool run one thread
-// per output window; the global pools one warp per (n, c) plane. cuDNN's pooling is not used:
+// per output window (MaxPool and AveragePool also channels-last, layout = "NHWC", inside the
+// compiler's NHWC regions); the global pools one warp per (n, c) plane. cuDNN's pooling is not used:
 // it does not cover dilations, asymmetric pads, ceil_mode's ONNX counting or Indices.
 // Sums accumulate in float (double for f64); NaN loses to any number in a max and wins only an
 // all-NaN window, as on the CPU.
@@ -22,6 +23,7 @@ struct PoolParams {
   int mode = kMaxPool;
   bool count_include_pad = false, column_major = false;
   int64_t p = 2;
+  int64_t channels = 0;  // > 0: layout NHWC (2-D, X and Y channels last, C = channels)
 };
 
 template <typename C> PRECIS_NN_HD C PowOf(C a, C e) {
@@ -54,8 +56,11 @@ template <typename T> struct PoolWindow {
 template <typename T> __host__ __device__ void PoolWindow<T>::operator()(int64_t i) const {
   using C = std::conditional_t<std::is_integral_v<T>, T, FloatAcc<T>>;
   int64_t o[3];
-  o[2] = i % p.out[2];
-  int64_t t = i / p.out[2];
+  // NHWC: i is (n, oh, ow, c); the window walks X with a stride of C elements.
+  int64_t channel = p.channels ? i % p.channels : 0, step = p.channels ? p.channels : 1;
+  int64_t spatial = p.channels ? i / p.channels : i;
+  o[2] = spatial % p.out[2];
+  int64_t t = spatial / p.out[2];
   o[1] = t % p.out[1];
   t /= p.out[1];
   o[0] = t % p.out[0];
@@ -72,7 +77,7 @@ template <typename T> __host__ __device__ void PoolWindow<T>::operator()(int64_t
     lo[d] = std::min(lo[d], std::max(hi[d], int64_t(0)));
   }
   const int64_t IH = p.in[1], IW = p.in[2], in_size = p.in[0] * IH * IW;
-  const T* xp = x + plane * in_size;
+  const T* xp = p.channels ? x + plane * in_size * p.channels + channel : x + plane * in_size;  // plane: n in NHWC
   C best = std::numeric_limits<C>::lowest(), sum = 0;
   int64_t best_i = -1;
   for (int64_t kd = lo[0]; kd < hi[0]; ++kd)
@@ -80,7 +85,7 @@ template <typename T> __host__ __device__ void PoolWindow<T>::operator()(int64_t
       int64_t base = ((start[0] + kd * p.dilation[0]) * IH + start[1] + kh * p.dilation[1]) * IW + start[2];
       for (int64_t kw = lo[2]; kw < hi[2]; ++kw) {
         int64_t at = base + kw * p.dilation[2];
-        C v = C(LoadN(xp[at]));
+        C v = C(LoadN(xp[at * step]));
         if (p.mode == kMaxPool) {
           if (best_i < 0 || v > best || (best != best && v == v)) {
             best = v;
@@ -120,6 +125,19 @@ class PoolKernel : public Kernel {
   Status Init(const KernelArgs& args, CudaContext&) override {
     Tensor *x = args.in(0), *y = args.out(0), *indices = args.out(1);
     if (!x || !y) return args.Error("needs input X and output Y");
+    std::string layout = args.attrs.String("layout", "NCHW");
+    if (layout != "NCHW" && layout != "NHWC") return args.Error("unknown layout '" + layout + "' (NCHW or NHWC)");
+    bool nhwc = layout == "NHWC";
+    if (nhwc && (x->rank() != 4 || y->rank() != 4 || indices)) return args.Error("layout NHWC needs 4-D X and Y and no Indices");
+    // The geometry below reads NCHW dims; an NHWC step's tensors are viewed in that order.
+    Tensor xv = *x, yv = *y;
+    if (nhwc) {
+      xv.dims = {x->dims[0], x->dims[3], x->dims[1], x->dims[2]};
+      yv.dims = {y->dims[0], y->dims[3], y->dims[1], y->dims[2]};
+      x = &xv;
+      y = &yv;
+      params_.channels = xv.dims[1];
+    }
     bool ok = DispatchFloat(x->dtype, [](auto) {}) || (mode_ == kMaxPool && DispatchInt(x->dtype, [](auto) {}));
     if (!ok) return args.Error(std::string("unsupported dtype ") + DataTypeName(x->dtype));
     if (y->dtype != x->dtype) return DtypeRefusal(args, "X and Y dtypes differ");

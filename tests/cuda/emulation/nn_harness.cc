@@ -517,6 +517,20 @@ void PoolCases() {
       a.Int("p", pw);
       Check("LpPool f32 p=" + std::to_string(pw) + " " + p.name, "LpPool", {{F32, p.x}}, {{F32, p.y}}, a, cu::MakeLpPoolKernel);
     }
+    // layout = "NHWC" (pools inside the compiler's NHWC regions): X [N, H, W, C], Y [N, H', W', C];
+    // the CPU reference runs through its NHWC adapter around the NCHW kernel.
+    if (p.x.size() == 4) {
+      std::vector<int64_t> xn = {p.x[0], p.x[2], p.x[3], p.x[1]}, yn = {p.y[0], p.y[2], p.y[3], p.y[1]};
+      for (DataType t : {F32, F16, BF16}) {
+        AttrList m, a;
+        attrs(m, p);
+        m.String("layout", "NHWC");
+        Check(Name("MaxPool", t) + " NHWC " + p.name, "MaxPool", {{t, xn}}, {{t, yn}}, m, cu::MakeMaxPoolKernel, "", true);
+        attrs(a, p);
+        a.String("layout", "NHWC");
+        Check(Name("AveragePool", t) + " NHWC " + p.name, "AveragePool", {{t, xn}}, {{t, yn}}, a, cu::MakeAveragePoolKernel, "", true);
+      }
+    }
   }
   struct G {
     const char* kernel;

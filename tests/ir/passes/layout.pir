@@ -46,7 +46,7 @@ graph "block" {
 // CHECK-NEXT: %t: f16[1,8,4,4] = Transpose(%t.nhwc)
 // CHECK-NEXT: %d.nhwc: f16[1,4,4,8] = Conv(%c.nhwc, %dw.ohwi) {group = 8, kernel_shape = [3, 3], pads = [1, 1, 1, 1], layout = "NHWC"} name "depthwise" precision {reason = "", evidence = "layout NHWC (grouped (group 8), inside its input's NHWC region: no transposes around it)"}
 // CHECK-NEXT: %d: f16[1,8,4,4] = Transpose(%d.nhwc)
-// CHECK-NEXT: %m: f16[1,8,4,4] = MaxPool(%c)
+// CHECK-NEXT: %m: f16[1,8,1,1] = GlobalAveragePool(%c)
 model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
 graph "mixed" {
   input %x: f16[1,8,4,4]
@@ -62,7 +62,7 @@ graph "mixed" {
   %c = Conv(%x, %w1) {kernel_shape = [1, 1]} name "nhwc"
   %t = Sigmoid(%c) name "sig"
   %d = Conv(%c, %dw) {group = 8, kernel_shape = [3, 3], pads = [1, 1, 1, 1]} name "depthwise"
-  %m = MaxPool(%c) {kernel_shape = [1, 1]} name "pool"
+  %m = GlobalAveragePool(%c) name "pool"
   output %f
   output %g
   output %q
@@ -94,4 +94,33 @@ graph "concat" {
   %c = Concat(%a, %b) {axis = 1} name "cat"
   %y = Conv(%c, %w3) {kernel_shape = [1, 1]} name "c3"
   output %y
+}
+// -----
+// RUN: --passes infer,layout
+// Pools inside a region run NHWC (layout attribute); a MaxPool with an Indices output, or one
+// reading an NCHW tensor, stays NCHW.
+// CHECK-LABEL: graph "pools"
+// CHECK: %a.nhwc: f16[1,4,4,8] = Conv(%x.nhwc, %w1.ohwi)
+// CHECK-NEXT: %a: f16[1,8,4,4] = Transpose(%a.nhwc)
+// CHECK-NEXT: %p.nhwc: f16[1,2,2,8] = MaxPool(%a.nhwc) {kernel_shape = [2, 2], strides = [2, 2], layout = "NHWC"} name "max"
+// CHECK-NEXT: %q.nhwc: f16[1,2,2,8] = AveragePool(%p.nhwc) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], layout = "NHWC"} name "avg"
+// CHECK-NEXT: %y.nhwc: f16[1,2,2,8] = Conv(%q.nhwc, %w2.ohwi)
+// CHECK-NEXT: %y: f16[1,8,2,2] = Transpose(%y.nhwc)
+// CHECK-NEXT: %m: f16[1,8,2,2], %i: i64[1,8,2,2] = MaxPool(%a) {kernel_shape = [2, 2], strides = [2, 2]} name "with_indices"
+// CHECK-NEXT: %n: f16[1,8,2,2] = MaxPool(%x) {kernel_shape = [2, 2], strides = [2, 2]} name "outside"
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "pools" {
+  input %x: f16[1,8,4,4]
+  const %w1: f16[8,8,1,1] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  const %w2: f16[8,8,1,1] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  %a = Conv(%x, %w1) {kernel_shape = [1, 1]} name "c1"
+  %p = MaxPool(%a) {kernel_shape = [2, 2], strides = [2, 2]} name "max"
+  %q = AveragePool(%p) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} name "avg"
+  %y = Conv(%q, %w2) {kernel_shape = [1, 1]} name "c2"
+  %m, %i = MaxPool(%a) {kernel_shape = [2, 2], strides = [2, 2]} name "with_indices"
+  %n = MaxPool(%x) {kernel_shape = [2, 2], strides = [2, 2]} name "outside"
+  output %y
+  output %m
+  output %i
+  output %n
 }
