@@ -71,17 +71,27 @@ const std::set<std::string>& BinaryOps() {
   return ops;
 }
 
+// Ops whose step carries layout = "NHWC" inside a region: they read X per channel (channels are
+// X's last axis there) and write Y in the same layout; other inputs (BatchNormalization's
+// per-channel vectors) are unchanged.
+bool ChannelOp(const Node* n) {
+  return Is(n, "MaxPool") || Is(n, "AveragePool") || Is(n, "GlobalAveragePool") || Is(n, "GlobalMaxPool") ||
+         Is(n, "BatchNormalization");
+}
+
 // An elementwise node that can run on NHWC operands: one 4-D output, every non-scalar input of
 // the output's shape, at least one of them already NHWC.
-// A Concat joins (its axis renumbered for NHWC) when every input is NHWC: then it moves no more
-// bytes through transposes than staying NCHW would (an NCHW input would need an entry transpose,
-// and DenseNet's growing concatenations would be transposed whole at every layer).
-// A MaxPool (without Indices) or AveragePool of an NHWC 4-D input joins as well.
+// A Concat joins (its axis renumbered for NHWC) when one of its inputs is NHWC; its NCHW inputs
+// are transposed in. In the networks that concatenate (Inception, DenseNet) the readers of a
+// Concat are the next block's convolutions, so keeping it NCHW would transpose its NHWC inputs
+// out and the whole result back in (light DenseNet-121: 14 transposes with "every input NHWC",
+// 3 with "one input NHWC").
+// ChannelOp nodes of an NHWC 4-D input join as well.
 bool JoinsRegion(const Node* n, const std::set<const Value*>& nhwc) {
   if (!n->domain().empty() || n->outputs().empty() || !n->outputs()[0]) return false;
-  if (Is(n, "MaxPool") || Is(n, "AveragePool")) {
+  if (ChannelOp(n)) {
     for (size_t i = 1; i < n->outputs().size(); ++i)
-      if (n->outputs()[i]) return false;
+      if (n->outputs()[i]) return false;  // MaxPool's Indices, training BatchNormalization's statistics
     auto x = StaticDims(n->inputs().empty() ? nullptr : n->inputs()[0]), y = StaticDims(n->outputs()[0]);
     return x && y && x->size() == 4 && y->size() == 4 && nhwc.count(n->inputs()[0]);
   }
@@ -89,13 +99,17 @@ bool JoinsRegion(const Node* n, const std::set<const Value*>& nhwc) {
   if (Is(n, "Concat")) {
     auto y = StaticDims(n->outputs()[0]);
     if (!y || y->size() != 4 || n->inputs().empty()) return false;
-    for (const Value* v : n->inputs())
-      if (!v || !nhwc.count(v)) return false;
-    return true;
+    bool any = false;
+    for (const Value* v : n->inputs()) {
+      if (!v) return false;
+      any = any || nhwc.count(v);
+    }
+    return any;
   }
   bool unary = UnaryOps().count(n->op_type()) > 0, binary = BinaryOps().count(n->op_type()) > 0;
-  if (!unary && !binary) return false;
-  if (binary && n->inputs().size() != 2) return false;
+  bool variadic = Is(n, "Sum") || Is(n, "Mean");  // Caffe2's residual Sum; Max and Min are in BinaryOps
+  if (!unary && !binary && !variadic) return false;
+  if (binary && n->inputs().size() != 2 && !Is(n, "Max") && !Is(n, "Min")) return false;
   for (const auto& a : n->attributes())
     if (!a.graphs.empty()) return false;
   auto y = StaticDims(n->outputs()[0]);
@@ -191,7 +205,8 @@ LayoutStats ChooseLayout(ir::Graph& g) {
     bool conv = Is(n, "Conv");
     for (size_t i = 0; i < n->inputs().size(); ++i) {
       Value* in = n->inputs()[i];
-      if (!in || (conv && i == 2)) continue;  // the bias is per output channel in both layouts
+      // The bias, and BatchNormalization's vectors, are per channel in both layouts.
+      if (!in || (conv && i == 2) || (!conv && i > 0 && ChannelOp(n))) continue;
       if (conv && i == 1) {
         Value*& wt = weights[in];
         if (!wt) wt = g.AddConstant(FreshName(g, in->name() + ".ohwi"), TransposedWeight(*in->data()));
@@ -225,7 +240,7 @@ LayoutStats ChooseLayout(ir::Graph& g) {
     if (Is(n, "Concat"))
       for (ir::Attribute& a : n->mutable_attributes())
         if (a.name == "axis") a.i = kToNchw[a.i < 0 ? a.i + 4 : a.i];  // NCHW axis a is NHWC axis kToNchw[a]
-    if (conv || Is(n, "MaxPool") || Is(n, "AveragePool")) {
+    if (conv || ChannelOp(n)) {
       ir::Attribute layout;
       layout.name = "layout";
       layout.kind = ir::Attribute::Kind::kString;

@@ -5,10 +5,12 @@
 //   - a Conv runs NHWC when X is FP16/BF16, it is 2-D, group is 1, C and M are multiples of 8
 //     (16-byte rows for the tensor cores), W is a constant and the pads are symmetric; its W is
 //     stored [M, kH, kW, C] (transposed at compile time) and the node gets layout = "NHWC";
-//   - unary elementwise ops (Relu, Sigmoid, Clip...) and binary ones (Add, Mul...) whose
-//     non-scalar operands all have the output's 4-D shape join the region of an NHWC input,
-//     and so does a Concat whose inputs are all NHWC (its axis renumbered: channels are axis 3),
-//     and a MaxPool (no Indices) or AveragePool of an NHWC input (layout = "NHWC" on the step);
+//   - unary elementwise ops (Relu, Sigmoid, Clip...), binary ones (Add, Mul...) and Sum/Mean
+//     whose non-scalar operands all have the output's 4-D shape join the region of an NHWC
+//     input, and so does a Concat with an NHWC input (its axis renumbered: channels are axis 3;
+//     an NCHW input is transposed in), and a MaxPool (no Indices), AveragePool,
+//     GlobalAveragePool, GlobalMaxPool or inference BatchNormalization of an NHWC input
+//     (layout = "NHWC" on the step; BatchNormalization's per-channel vectors are unchanged);
 //   - a Transpose (perm 0,2,3,1) brings each NCHW input into a region, and one (perm 0,3,1,2)
 //     gives back the NCHW tensor wherever a reader outside the region (or a graph output) needs
 //     it: values outside the regions keep their names, shapes and layout.
@@ -24,7 +26,7 @@ namespace precis::passes {
 struct LayoutStats {
   int nhwc_convs = 0;   // convolutions that run NHWC
   int nchw_convs = 0;   // 16-bit convolutions left NCHW (their evidence says why)
-  int region_ops = 0;   // elementwise ops, Concats and pools that run inside NHWC regions
+  int region_ops = 0;   // elementwise ops, Concats, pools and BatchNormalizations inside NHWC regions
   int transposes = 0;   // transposes inserted at region edges
 };
 

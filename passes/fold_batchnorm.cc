@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <set>
 
 #include "passes/match.h"
 
@@ -145,6 +146,71 @@ std::optional<Fold> Match(const ir::Graph& g, Node* conv) {
   return f;
 }
 
+// A per-channel Mul or Add that alone reads an inference-form BatchNormalization's output
+// (Caffe2's BN, then the scale layer's Mul and Add): BN's y = x * s + t, so Mul by k gives
+// scale' = scale * k, bias' = bias * k and Add of k gives bias' = bias + k.
+struct BnFold {
+  Node* bn;
+  Node* node;                    // the Mul or Add
+  std::vector<double> scale, bias;  // folded
+  std::string what;
+};
+
+std::optional<BnFold> MatchBn(const ir::Graph& g, Node* bn) {
+  if (!Is(bn, "BatchNormalization") || bn->inputs().size() != 5 || bn->outputs().empty()) return std::nullopt;
+  Value* x = bn->outputs()[0];
+  if (!x || x->uses().size() != 1 || IsGraphOutput(g, x) || !x->type().is_tensor()) return std::nullopt;
+  auto xd = StaticDims(x);
+  if (!xd || xd->size() < 2) return std::nullopt;
+  int64_t m = (*xd)[1];
+  if (!BatchNormAffine(bn, m)) return std::nullopt;  // inference form, constant statistics
+  Node* next = x->uses()[0].node;
+  if (next->outputs().empty() || !next->outputs()[0] || next->outputs()[0]->type() != x->type()) return std::nullopt;
+  std::optional<Affine> a = ChannelAffine(next, x, m, xd->size());
+  if (!a) return std::nullopt;
+  BnFold f{bn, next, *Floats(bn->inputs()[1]), *Floats(bn->inputs()[2]), a->what};
+  for (size_t k = 0; k < size_t(m); ++k) {
+    f.scale[k] *= a->s[k];
+    f.bias[k] = f.bias[k] * a->s[k] + a->t[k];
+    if (!std::isfinite(f.scale[k]) || !std::isfinite(f.bias[k]) || std::fabs(f.scale[k]) > kFoldLimit || std::fabs(f.bias[k]) > kFoldLimit)
+      return std::nullopt;
+  }
+  return f;
+}
+
+// Moves `next`'s output value to `replacement` (made with `inputs` and `from`'s attributes) and
+// removes `from` and `next`; `replacement` takes `next`'s place in the order.
+void Replace(ir::Graph& g, Node* from, Node* next, const std::vector<Value*>& inputs, const std::string& evidence) {
+  Value* y = next->outputs()[0];
+  Value* spare = g.NewValue(FreshName(g, y->name() + ".unfolded"));
+  spare->set_type(y->type());
+  g.SetNodeOutput(next, 0, spare);
+  Node* folded = g.AddNode(from->domain(), from->op_type(), from->name(), inputs, {y}, std::move(from->mutable_attributes()));
+  folded->mutable_precision() = from->precision();
+  AddEvidence(folded, evidence);
+  std::vector<Node*> order;
+  for (const auto& up : g.nodes()) {
+    if (up.get() == folded) continue;
+    if (up.get() == next) order.push_back(folded);
+    order.push_back(up.get());
+  }
+  g.SetNodeOrder(order);
+  g.RemoveNode(next);
+  g.RemoveNode(from);
+}
+
+void RewriteBn(ir::Graph& g, BnFold& f) {
+  const auto& in = f.bn->inputs();
+  std::string base = f.node->name().empty() ? f.node->outputs()[0]->name() : f.node->name();
+  auto updated = [&](Value* v, const std::vector<double>& values, const char* suffix) {
+    if (*Floats(v) == values) return v;  // an Add leaves the scale as it is
+    return g.AddConstant(FreshName(g, base + suffix), Store(v->data()->dtype(), v->data()->dims(), values));
+  };
+  Value* scale = updated(in[1], f.scale, ".scale");
+  Value* bias = updated(in[2], f.bias, ".bias");
+  Replace(g, f.bn, f.node, {in[0], scale, bias, in[3], in[4]}, f.what + " folded into scale and B");
+}
+
 void Rewrite(ir::Graph& g, Fold& f) {
   Node *conv = f.conv, *next = f.node;
   Value* w = conv->inputs()[1];
@@ -155,21 +221,7 @@ void Rewrite(ir::Graph& g, Fold& f) {
   Value* w2 = g.AddConstant(FreshName(g, w->name() + ".folded"), Store(dtype, w->data()->dims(), f.w));
   Value* b2 = g.AddConstant(FreshName(g, base + ".bias"), Store(dtype, {m}, f.b));
   // The Conv is made anew (it may gain a bias input) and writes the folded node's output value.
-  Value* spare = g.NewValue(FreshName(g, y->name() + ".unfolded"));
-  spare->set_type(y->type());
-  g.SetNodeOutput(next, 0, spare);
-  Node* folded = g.AddNode(conv->domain(), "Conv", conv->name(), {conv->inputs()[0], w2, b2}, {y}, std::move(conv->mutable_attributes()));
-  folded->mutable_precision() = conv->precision();
-  AddEvidence(folded, f.what + " folded into W and B");
-  std::vector<Node*> order;
-  for (const auto& up : g.nodes()) {
-    if (up.get() == folded) continue;
-    if (up.get() == next) order.push_back(folded);
-    order.push_back(up.get());
-  }
-  g.SetNodeOrder(order);
-  g.RemoveNode(next);
-  g.RemoveNode(conv);
+  Replace(g, conv, next, {conv->inputs()[0], w2, b2}, f.what + " folded into W and B");
 }
 
 }  // namespace
@@ -178,11 +230,22 @@ int FoldBatchNorm(ir::Graph& g) {
   int total = 0;
   for (;;) {  // a Mul folded, the Add after it becomes foldable
     std::vector<Fold> folds;
-    for (const auto& up : g.nodes())
-      if (auto f = Match(g, up.get())) folds.push_back(std::move(*f));
-    if (folds.empty()) return total;
+    std::vector<BnFold> bn_folds;
+    std::set<const Node*> taken;  // a BatchNormalization folding into its Conv this round
+    for (const auto& up : g.nodes()) {
+      if (auto f = Match(g, up.get())) {
+        taken.insert(f->node);
+        folds.push_back(std::move(*f));
+      } else if (taken.count(up.get())) {
+        continue;
+      } else if (auto b = MatchBn(g, up.get())) {
+        bn_folds.push_back(std::move(*b));
+      }
+    }
+    if (folds.empty() && bn_folds.empty()) return total;
     for (Fold& f : folds) Rewrite(g, f);
-    total += int(folds.size());
+    for (BnFold& f : bn_folds) RewriteBn(g, f);
+    total += int(folds.size() + bn_folds.size());
   }
 }
 

@@ -11,7 +11,11 @@
 // have no other reader and not be a graph output. Kept apart where a folded value would exceed
 // half of FP16's largest finite value (so that a 16-bit plan can still store the weights) or is
 // not finite. The Conv keeps its name and writes the folded node's output value (so graph output
-// names stay); its precision evidence names what was folded. Runs in Prepare, before precision
+// names stay); its precision evidence names what was folded. A per-channel Mul or Add that alone
+// reads an inference-form BatchNormalization's output (Caffe2 exports BN, then a scale layer, in
+// front of each convolution: BN -> Mul -> Add -> Relu -> Conv) folds into that
+// BatchNormalization instead: y = x * s + t, so scale' = scale * k, B' = B * k for a Mul by k and
+// B' = B + k for an Add (new constants in the parameters' dtypes, same limits). Runs in Prepare, before precision
 // assignment: inference plans only (training keeps the BatchNormalization parameters).
 #pragma once
 
@@ -19,7 +23,7 @@
 
 namespace precis::passes {
 
-// Returns how many nodes were folded into convolutions.
+// Returns how many nodes were folded into convolutions and BatchNormalizations.
 int FoldBatchNorm(ir::Graph& graph);
 
 }  // namespace precis::passes

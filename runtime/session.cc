@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -215,18 +216,21 @@ Status Session::Impl::LoadSteps() {
     rt::KernelFactory fast = registry.FindFast(kernel_name);
     std::unique_ptr<rt::Kernel> kernel;
     std::string variant;
-    // Steps of GPU plans: NHWC convolutions and pools, and fused activations, run through
-    // adapters around the ordinary kernels (step_adapters.h).
+    // Steps of GPU plans: NHWC convolutions, pools and BatchNormalization, and fused
+    // activations, run through adapters around the ordinary kernels (step_adapters.h).
+    static const std::set<std::string> nhwc_kernels = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+                                                       "BatchNormalization"};
     std::string layout = a.attrs.String("layout", "NCHW");
-    if (layout == "NHWC" && (kernel_name == "Conv" || kernel_name == "MaxPool" || kernel_name == "AveragePool")) {
-      kernel = std::make_unique<rt::NhwcConv>([&](const rt::KernelArgs& inner) -> StatusOr<std::unique_ptr<rt::Kernel>> {
+    if (layout == "NHWC" && nhwc_kernels.count(kernel_name)) {
+      auto choose = [&](const rt::KernelArgs& inner) -> StatusOr<std::unique_ptr<rt::Kernel>> {
         PRECIS_ASSIGN_OR_RETURN(auto chosen, ChooseKernel(factory, fast, inner));
         variant = std::string(" (NHWC)") + chosen.second;
         return std::move(chosen.first);
-      });
+      };
+      kernel = std::make_unique<rt::NhwcStep>(choose, kernel_name == "Conv");
       PRECIS_RETURN_IF_ERROR(kernel->Init(a, ctx));
     } else if (layout != "NCHW") {
-      return Unimplemented(a.node + ": layout '" + layout + "' (the CPU backend runs NCHW, and NHWC for Conv, MaxPool and AveragePool)");
+      return Unimplemented(a.node + ": layout '" + layout + "' (the CPU backend runs NCHW, and NHWC for Conv, pools and BatchNormalization)");
     } else {
       PRECIS_ASSIGN_OR_RETURN(auto chosen, ChooseKernel(factory, fast, a));
       kernel = std::move(chosen.first);

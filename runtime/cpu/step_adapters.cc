@@ -1,4 +1,4 @@
-// ActivationEpilogue and NhwcConv (see step_adapters.h).
+// ActivationEpilogue and NhwcStep (see step_adapters.h).
 #include "runtime/cpu/step_adapters.h"
 
 #include <cstring>
@@ -74,12 +74,13 @@ void Dims4(const Tensor& t, int64_t (&d)[4]) {
 }
 }  // namespace
 
-Status NhwcConv::Init(const KernelArgs& args, const CpuContext&) {
-  Tensor *x = args.in(0), *w = args.in(1), *y = args.out(0);
+Status NhwcStep::Init(const KernelArgs& args, const CpuContext&) {
+  Tensor *x = args.in(0), *w = weights_ ? args.in(1) : nullptr, *y = args.out(0);
   if (!x || !y) return args.Error("needs X and an output");
+  if (weights_ && !w) return args.Error("needs W");
   for (size_t i = 1; i < args.outputs.size(); ++i)
-    if (args.outputs[i]) return args.Error("layout NHWC takes one output (no Indices)");
-  if (!w) {  // a pool: only X and Y change layout
+    if (args.outputs[i]) return args.Error("layout NHWC takes one output (no Indices or training statistics)");
+  if (!weights_) {  // a pool or BatchNormalization: only X and Y change layout
     if (x->rank() != 4 || y->rank() != 4) return args.Error("layout NHWC needs 4-D X and Y");
     inner_args_ = KernelArgs{{}, {}, args.attrs, args.node};
     x_ = &nchw_.emplace_back(*x);
@@ -92,6 +93,7 @@ Status NhwcConv::Init(const KernelArgs& args, const CpuContext&) {
     y_offset_ = Align64(x->bytes);
     shadow_bytes_ = y_offset_ + Align64(y->bytes);
     inner_args_.inputs = {x_};
+    for (size_t i = 1; i < args.inputs.size(); ++i) inner_args_.inputs.push_back(args.inputs[i]);
     inner_args_.outputs = {y_};
     PRECIS_ASSIGN_OR_RETURN(inner_, choose_(inner_args_));
     inner_scratch_ = Align64(inner_->ScratchBytes());
@@ -133,7 +135,7 @@ Status NhwcConv::Init(const KernelArgs& args, const CpuContext&) {
   return Status::Ok();
 }
 
-Status NhwcConv::Run(const KernelArgs& args, CpuContext& ctx) {
+Status NhwcStep::Run(const KernelArgs& args, CpuContext& ctx) {
   const Tensor& x = *args.in(0);
   Tensor& y = *args.out(0);
   uint8_t* base = ctx.scratch + inner_scratch_;

@@ -4,13 +4,14 @@
 //   attribute (Relu, Gelu, GeluTanh; written by the epilogue fusion pass) runs its kernel, then
 //   applies the activation in place on the output in FP32, rounding once to the output dtype.
 //   That is the unfused plan's arithmetic: the product stored, then the activation on it.
-// - NhwcConv: a Conv step with `layout = "NHWC"` (written by the layout pass for tensor-core
-//   convolutions) reads X as [N, H, W, C], W as [M, kH, kW, C/group] and writes Y as
-//   [N, H', W', M]. The adapter transposes X (and W, once at Init when it is a constant) to
-//   NCHW in scratch, runs the NCHW kernel the session chooses for the transposed step, and
-//   transposes Y back. Transposes move bytes, so the numerics are the NCHW kernel's. A MaxPool
-//   or AveragePool step with `layout = "NHWC"` (pools inside NHWC regions) has no W: only X and
-//   Y are transposed (one output: no Indices).
+// - NhwcStep: a step with `layout = "NHWC"` (written by the layout pass inside NHWC regions)
+//   reads X as [N, H, W, C] and writes Y as [N, H', W', M]; a Conv's W is [M, kH, kW, C/group]
+//   (`weights`). The adapter transposes X (and W, once at Init when it is a constant) to NCHW
+//   in scratch, runs the NCHW kernel the session chooses for the transposed step, and transposes
+//   Y back. Transposes move bytes, so the numerics are the NCHW kernel's. Pools (MaxPool
+//   without Indices, AveragePool, GlobalAveragePool, GlobalMaxPool) and BatchNormalization
+//   have no W: X and Y are transposed, other inputs (BatchNormalization's per-channel vectors)
+//   pass through; one output.
 #pragma once
 
 #include <deque>
@@ -40,11 +41,12 @@ class ActivationEpilogue : public Kernel {
   FusedActivation activation_ = FusedActivation::kNone;
 };
 
-class NhwcConv : public Kernel {
+class NhwcStep : public Kernel {
  public:
   // Chooses and initializes the kernel for the NCHW form of the step.
   using Chooser = std::function<StatusOr<std::unique_ptr<Kernel>>(const KernelArgs&)>;
-  explicit NhwcConv(Chooser choose) : choose_(std::move(choose)) {}
+  // `weights`: input 1 is a convolution's W (transposed too); otherwise inputs past X pass through.
+  NhwcStep(Chooser choose, bool weights) : choose_(std::move(choose)), weights_(weights) {}
   Status Init(const KernelArgs& args, const CpuContext& ctx) override;
   Status Run(const KernelArgs& args, CpuContext& ctx) override;
   size_t ScratchBytes() const override { return inner_scratch_ + shadow_bytes_; }
@@ -57,7 +59,7 @@ class NhwcConv : public Kernel {
   std::vector<uint8_t> owned_w_;
   Tensor *x_ = nullptr, *w_ = nullptr, *y_ = nullptr;
   size_t x_offset_ = 0, y_offset_ = 0, w_offset_ = 0, inner_scratch_ = 0, shadow_bytes_ = 0;
-  bool w_in_scratch_ = false;
+  bool weights_ = true, w_in_scratch_ = false;
 };
 
 // Moves a 4-D tensor of `element` bytes between layouts: dims are the source's, and

@@ -152,7 +152,7 @@ int CompileCommand(const std::vector<std::string>& args) {
   if (!quiet) {
     const auto& p = result->plan;
     std::printf("compiled %s -> %s (%s)\n", model.c_str(), out.c_str(), options.precision.c_str());
-    std::printf("  nodes      %zu imported, %d folded into constants, %d folded into Conv (BatchNormalization, per-channel Mul/Add), %zu remain\n",
+    std::printf("  nodes      %zu imported, %d folded into constants, %d folded into Conv or BatchNormalization (BatchNormalization, per-channel Mul/Add), %zu remain\n",
                 result->nodes_before, result->folded_nodes, result->folded_batchnorms, result->nodes_after);
     std::printf("  steps      %zu\n", p.steps);
     std::printf("  arena      %s (lower bound %s, %d in place)\n", FormatBytes(p.arena_bytes).c_str(),

@@ -196,11 +196,13 @@ constexpr int kPlanesPerBlock = kThreads / 32;
 // A lane's share of one plane: elements lane, lane + lanes, ... combined, and the combination of
 // two shares. fmax drops NaN against a number: a max that ignores NaN unless all are NaN, as
 // the CPU's.
-template <typename T> PRECIS_NN_HD FloatAcc<T> PlanePart(const T* xp, int64_t plane_size, int lane, int lanes, int mode, int64_t p) {
+// The plane's elements are `stride` apart (1 in NCHW, C in NHWC).
+template <typename T>
+PRECIS_NN_HD FloatAcc<T> PlanePart(const T* xp, int64_t plane_size, int lane, int lanes, int mode, int64_t p, int64_t stride = 1) {
   using C = FloatAcc<T>;
   C r = mode == kMaxPool ? C(NAN) : C(0);
   for (int64_t i = lane; i < plane_size; i += lanes) {
-    C v = C(LoadN(xp[i]));
+    C v = C(LoadN(xp[i * stride]));
     r = mode == kMaxPool ? fmax(r, v) : r + (mode == kAveragePool ? v : LpTerm(v, p));
   }
   return r;
@@ -225,16 +227,35 @@ __global__ void GlobalPoolKernel(const T* x, T* y, int64_t planes, int64_t plane
   if (lane == 0) y[plane] = StoreN<T>(PlaneResult(r, plane_size, mode, p));
 }
 
+// NHWC (X [N, H, W, C], Y [N, 1, 1, C]): one thread per (n, c), neighbouring threads reading
+// neighbouring channels (coalesced), each walking its plane with a stride of C.
 template <typename T>
-cudaError_t GlobalPool(const void* x, void* y, int64_t planes, int64_t plane_size, int mode, int64_t p, cudaStream_t stream) {
+__global__ void GlobalPoolNhwcKernel(const T* x, T* y, int64_t planes, int64_t channels, int64_t plane_size, int mode, int64_t p) {
+  int64_t plane = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (plane >= planes) return;
+  const T* xp = x + plane / channels * plane_size * channels + plane % channels;
+  y[plane] = StoreN<T>(PlaneResult(PlanePart(xp, plane_size, 0, 1, mode, p, channels), plane_size, mode, p));
+}
+
+// channels > 0: NHWC with that many channels; 0: NCHW.
+template <typename T>
+cudaError_t GlobalPool(const void* x, void* y, int64_t planes, int64_t plane_size, int64_t channels, int mode, int64_t p,
+                       cudaStream_t stream) {
   const T* px = static_cast<const T*>(x);
   T* py = static_cast<T*>(y);
 #ifdef PRECIS_NN_HOST_EMULATION
   (void)stream;
-  for (int64_t plane = 0; plane < planes; ++plane)
-    py[plane] = StoreN<T>(PlaneResult(PlanePart(px + plane * plane_size, plane_size, 0, 1, mode, p), plane_size, mode, p));
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T* xp = channels ? px + plane / channels * plane_size * channels + plane % channels : px + plane * plane_size;
+    py[plane] = StoreN<T>(PlaneResult(PlanePart(xp, plane_size, 0, 1, mode, p, channels ? channels : 1), plane_size, mode, p));
+  }
   return cudaSuccess;
 #else
+  if (channels) {
+    GlobalPoolNhwcKernel<T><<<unsigned((planes + kThreads - 1) / kThreads), kThreads, 0, stream>>>(px, py, planes, channels, plane_size,
+                                                                                                    mode, p);
+    return cudaGetLastError();
+  }
   int64_t blocks = (planes + kPlanesPerBlock - 1) / kPlanesPerBlock;
   GlobalPoolKernel<T><<<unsigned(blocks), kThreads, 0, stream>>>(px, py, planes, plane_size, mode, p);
   return cudaGetLastError();
@@ -251,8 +272,14 @@ class GlobalPoolKernelBase : public Kernel {
     if (!DispatchFloat(x->dtype, [](auto) {})) return args.Error(std::string("unsupported dtype ") + DataTypeName(x->dtype));
     if (y->dtype != x->dtype) return DtypeRefusal(args, "X and Y dtypes differ");
     if (x->rank() < 2) return args.Error("X must have rank >= 2 (N, C, spatial dims)");
-    planes_ = x->dims[0] * x->dims[1];
-    if (y->numel != planes_ || y->rank() != x->rank()) return args.Error("Y must have shape [N, C, 1, ...]");
+    std::string layout = args.attrs.String("layout", "NCHW");
+    if (layout != "NCHW" && layout != "NHWC") return args.Error("unknown layout '" + layout + "' (NCHW or NHWC)");
+    if (layout == "NHWC") {
+      if (x->rank() != 4 || y->rank() != 4) return args.Error("layout NHWC needs 4-D X and Y");
+      channels_ = x->dims[3];
+    }
+    planes_ = x->dims[0] * (channels_ ? channels_ : x->dims[1]);
+    if (y->numel != planes_ || y->rank() != x->rank()) return args.Error(channels_ ? "Y must have shape [N, 1, 1, C]" : "Y must have shape [N, C, 1, ...]");
     plane_size_ = planes_ ? x->numel / planes_ : 0;
     p_ = args.attrs.Int("p", 2);
     if (mode_ == kLpPool && p_ <= 0) return args.Error("p must be positive");
@@ -265,7 +292,7 @@ class GlobalPoolKernelBase : public Kernel {
     if (planes_ == 0) return Status::Ok();
     cudaError_t e = cudaErrorInvalidValue;
     DispatchFloat(dtype_, [&](auto tag) {
-      e = GlobalPool<decltype(tag)>(args.in(0)->data, args.out(0)->data, planes_, plane_size_, mode_, p_, ctx.stream);
+      e = GlobalPool<decltype(tag)>(args.in(0)->data, args.out(0)->data, planes_, plane_size_, channels_, mode_, p_, ctx.stream);
     });
     PRECIS_CUDA_CHECK(args, e);
     return Status::Ok();
@@ -274,7 +301,7 @@ class GlobalPoolKernelBase : public Kernel {
  private:
   PoolMode mode_;
   DataType dtype_ = DataType::kUndefined;
-  int64_t planes_ = 0, plane_size_ = 0, p_ = 2;
+  int64_t planes_ = 0, plane_size_ = 0, channels_ = 0, p_ = 2;  // channels_ > 0: NHWC
 };
 
 }  // namespace

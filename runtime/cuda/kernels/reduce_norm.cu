@@ -8,6 +8,8 @@
 // slice's statistics are complete (a slice-wide reduction) before any of its outputs is written,
 // and every element is then read and written by the same thread: Y may share X's storage.
 // Parameter vectors (scale, bias, mean, var) may have any float dtype, read as double.
+// BatchNormalization also runs with layout = "NHWC" (inside the compiler's NHWC regions): the
+// channel of element i is then i % C.
 #include "runtime/base/half.h"
 #include "runtime/cuda/kernels/reduce_common.cuh"
 #include "runtime/cuda/kernels/register.h"
@@ -71,7 +73,7 @@ __global__ void BnFoldKernel(BnParams p, double eps, int64_t channels, A* ab) {
 }
 
 struct BnPlan {
-  int64_t numel = 0, channels = 0, inner = 0;
+  int64_t numel = 0, channels = 0, inner = 0;  // inner = 1 for NHWC: channels are X's last axis
   double eps = 0;
   const void* folded = nullptr;  // device a[C], b[C] in NormAcc, when the parameters are constants
 };
@@ -107,11 +109,15 @@ class BatchNormKernel : public Kernel {
     if (x.rank() < 2) return args.Error("X must have rank >= 2");
     for (size_t i = 1; i < args.outputs.size(); ++i)
       if (args.out(i)) return args.Error("training outputs are not supported");
-    p_.channels = x.dims[1];
+    std::string layout = args.attrs.String("layout", "NCHW");
+    if (layout != "NCHW" && layout != "NHWC") return args.Error("unknown layout '" + layout + "' (NCHW or NHWC)");
+    bool nhwc = layout == "NHWC";
+    if (nhwc && x.rank() != 4) return args.Error("layout NHWC needs a 4-D X");
+    p_.channels = nhwc ? x.dims[3] : x.dims[1];
     const char* names[] = {"", "scale", "B", "mean", "var"};
     for (size_t i = 1; i < 5; ++i) PRECIS_RETURN_IF_ERROR(CheckVector(args, i, p_.channels, names[i]));
     p_.numel = x.numel;
-    p_.inner = x.dims[0] * p_.channels > 0 ? x.numel / (x.dims[0] * p_.channels) : 0;
+    p_.inner = nhwc ? 1 : x.dims[0] * p_.channels > 0 ? x.numel / (x.dims[0] * p_.channels) : 0;
     p_.eps = double(args.attrs.Float("epsilon", 1e-5f));
     bool f64 = x.dtype == DataType::kF64;
     DispatchFloat(x.dtype, [&](auto tag) { launch_ = &LaunchBatchNorm<decltype(tag)>; });

@@ -151,11 +151,11 @@ void Check(const std::string& name, const std::string& kernel, const std::vector
   CpuContext cctx;
   if (nhwc) {  // the CPU runs NHWC steps through its adapter around the NCHW reference kernel
     Kernel* inner = ref.release();
-    ref = std::make_unique<NhwcConv>([&cctx, inner](const KernelArgs& a) -> StatusOr<std::unique_ptr<Kernel>> {
+    ref = std::make_unique<NhwcStep>([&cctx, inner](const KernelArgs& a) -> StatusOr<std::unique_ptr<Kernel>> {
       std::unique_ptr<Kernel> k(inner);
       PRECIS_RETURN_IF_ERROR(k->Init(a, cctx));
       return k;
-    });
+    }, kernel == "Conv");
   }
   Status s = ref->Init(args, cctx);
   if (!s.ok()) {
@@ -545,6 +545,14 @@ void PoolCases() {
         y[0] = x[0];
         y[1] = x[1];
         Check(Name(g.kernel, t) + " " + DimsToString(x), g.kernel, {{t, x}}, {{t, y}}, a, g.make);
+      }
+  // layout = "NHWC" (inside NHWC regions): X [N, H, W, C], Y [N, 1, 1, C].
+  for (G g : {G{"GlobalMaxPool", cu::MakeGlobalMaxPoolKernel}, G{"GlobalAveragePool", cu::MakeGlobalAveragePoolKernel}})
+    for (DataType t : {F32, F16, BF16})
+      for (const std::vector<int64_t>& x : std::vector<std::vector<int64_t>>{{2, 7, 5, 3}, {1, 7, 7, 40}, {3, 1, 1, 8}, {2, 3, 2, 300}}) {
+        AttrList a;
+        a.String("layout", "NHWC");
+        Check(Name(g.kernel, t) + " NHWC " + DimsToString(x), g.kernel, {{t, x}}, {{t, {x[0], 1, 1, x[3]}}}, a, g.make, "", true);
       }
 }
 

@@ -18,6 +18,7 @@
 
 #include "runtime/base/half.h"
 #include "runtime/cpu/kernel.h"
+#include "runtime/cpu/step_adapters.h"
 #include "runtime/cuda/cuda_kernel.h"
 #include "runtime/cuda/kernels/reduce_common.cuh"
 #include "tests/runtime/kernel_test_util.h"
@@ -90,6 +91,7 @@ struct Options {
   bool inplace = false;     // output 0 shares input 0's buffer
   double tol = -1;          // relative tolerance; -1: by dtype
   int special = 0;          // random data: 1 ties (small ints), 2 with NaN/inf sprinkled
+  bool nhwc = false;        // layout = "NHWC": the CPU reference runs through its NHWC adapter
 };
 
 int g_failures = 0, g_cases = 0;
@@ -181,8 +183,16 @@ bool Check(const std::string& label, const std::string& op, const std::vector<Sp
     RegisterLossKernels(r);
     return r;
   }();
-  auto ck = cpu.Find(op)();
+  std::unique_ptr<Kernel> ck = cpu.Find(op)();
   CpuContext cctx;
+  if (o.nhwc) {
+    Kernel* inner = ck.release();
+    ck = std::make_unique<NhwcStep>([&cctx, inner](const KernelArgs& a) -> StatusOr<std::unique_ptr<Kernel>> {
+      std::unique_ptr<Kernel> k(inner);
+      PRECIS_RETURN_IF_ERROR(k->Init(a, cctx));
+      return k;
+    }, false);
+  }
   Status cs = ck->Init(ca, cctx);
   std::vector<uint8_t> cscratch;
   if (cs.ok()) {
@@ -485,6 +495,22 @@ void NormCases() {
                   [&](AttrList& a) { a.Float("epsilon", 1e-3f); }, o);
           }
         }
+  // BatchNormalization inside NHWC regions (layout = "NHWC"): X [N, H, W, C], channels last.
+  for (DataType t : {F32, F16, BF16})
+    for (const D& dims : std::vector<D>{{2, 5, 3, 6}, {1, 7, 7, 16}, {3, 1, 1, 6}, {0, 2, 2, 6}})
+      for (int constant = 0; constant < 2; ++constant) {
+        int64_t c = dims[3];
+        std::vector<double> var = {0.5, 1.5, 2.0, 0.1, 3.0, 0.7};
+        Options o;
+        o.nhwc = true;
+        o.inplace = constant == 1;
+        if (t == F32) o.tol = 1e-5;
+        Check("BatchNorm NHWC " + N(t) + " " + Str(dims) + " const " + std::to_string(constant), "BatchNormalization",
+              {In(t, dims), In(F32, {c}, {}, constant), In(F32, {c}, {}, constant), In(F32, {c}, {}, constant), In(F32, {c}, var, constant)},
+              {Out(t, dims)}, [&](AttrList& a) { a.Float("epsilon", 1e-3f).String("layout", "NHWC"); }, o);
+      }
+  Check("BatchNorm NHWC 3-D", "BatchNormalization", {In(F32, {2, 3, 4}), In(F32, {4}), In(F32, {4}), In(F32, {4}), In(F32, {4}, {1})},
+        {Out(F32, {2, 3, 4})}, [&](AttrList& a) { a.String("layout", "NHWC"); });
   Check("GroupNorm bad groups", "GroupNormalization", {In(F32, {2, 6, 3}), In(F32, {6}), In(F32, {6})}, {Out(F32, {2, 6, 3})}, [&](AttrList& a) { a.Int("num_groups", 4); });
   Check("BatchNorm training", "BatchNormalization", {In(F32, {2, 3}), In(F32, {3}), In(F32, {3}), In(F32, {3}), In(F32, {3}, {1})}, {Out(F32, {2, 3}), Out(F32, {3})}, nullptr);
   // LpNormalization, MVN, LRN.

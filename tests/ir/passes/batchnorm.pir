@@ -116,3 +116,32 @@ graph "scale_layer" {
   output %s
   output %h2
 }
+// -----
+// RUN: --passes infer,fold-batchnorm,dce
+// Caffe2's BatchNormalization then scale layer (Mul and Add by [C, 1, 1] constants) with no
+// Conv before it: the Mul and Add fold into the BatchNormalization's scale and B, in two rounds.
+// BN's y = x * s + t, so Mul by k gives scale' = scale * k = [2 * 3, 0.5 * -2] = [6, -1] and
+// B' = B * k = [1 * 3, -1 * -2] = [3, 2]; then Add of [0.5, 0.25] gives B'' = [3.5, 2.25]. mean,
+// var and epsilon are untouched; the Relu reads the BatchNormalization's result.
+// CHECK-LABEL: graph "bn_scale"
+// CHECK-DAG: const %mul.scale: f32[2] = [6.0, -1.0]
+// CHECK-DAG: const %add.bias: f32[2] = [3.5, 2.25]
+// CHECK: %s: f32[1,2,2,2] = BatchNormalization(%x, %mul.scale, %add.bias, %mean, %var) {epsilon = 0.5} name "bn" precision {reason = "", evidence = "Mul 'mul' (per-channel scale) folded into scale and B; Add 'add' (per-channel shift) folded into scale and B"}
+// CHECK-NEXT: Relu(%s)
+// CHECK-NOT: Mul(
+// CHECK-NOT: Add(
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "bn_scale" {
+  input %x: f32[1,2,2,2]
+  const %scale: f32[2] = [2.0, 0.5]
+  const %beta: f32[2] = [1.0, -1.0]
+  const %mean: f32[2] = [0.25, -0.75]
+  const %var: f32[2] = [1.5, 3.5]
+  const %k: f32[2,1,1] = [3.0, -2.0]
+  const %t: f32[2,1,1] = [0.5, 0.25]
+  %n = BatchNormalization(%x, %scale, %beta, %mean, %var) {epsilon = 0.5} name "bn"
+  %m = Mul(%n, %k) name "mul"
+  %s = Add(%m, %t) name "add"
+  %r = Relu(%s) name "relu"
+  output %r
+}

@@ -3,7 +3,8 @@
 // RUN: --passes infer,layout
 // A residual block in FP16: both convolutions, the Relus and the Add run NHWC; one Transpose
 // brings X in, one gives the NCHW result back under its own name; the weights are stored
-// [M, kH, kW, C]. The first convolution (3 input channels) stays NCHW and says why.
+// [M, kH, kW, C]; the global pool joins too, so only its [1, 8, 1, 1] result is transposed
+// back. The first convolution (3 input channels) stays NCHW and says why.
 // CHECK-LABEL: graph "block"
 // CHECK: %s: f16[1,8,4,4] = Conv(%img, %w0) {kernel_shape = [1, 1]} name "stem" precision {reason = "", evidence = "layout NCHW: channels 3 -> 8 are not multiples of 8"}
 // CHECK-NEXT: %s.nhwc: f16[1,4,4,8] = Transpose(%s) {perm = [0, 2, 3, 1]} name "s.to_nhwc" precision {reason = "layout"
@@ -12,8 +13,8 @@
 // CHECK-NEXT: %b.nhwc: f16[1,4,4,8] = Conv(%r.nhwc, %w2.ohwi) {kernel_shape = [1, 1], layout = "NHWC"}
 // CHECK-NEXT: %sum.nhwc: f16[1,4,4,8] = Add(%b.nhwc, %s.nhwc)
 // CHECK-NEXT: %y.nhwc: f16[1,4,4,8] = Relu(%sum.nhwc)
-// CHECK-NEXT: %y: f16[1,8,4,4] = Transpose(%y.nhwc) {perm = [0, 3, 1, 2]} name "y.to_nchw"
-// CHECK-NEXT: %p: f16[1,8,1,1] = GlobalAveragePool(%y)
+// CHECK-NEXT: %p.nhwc: f16[1,1,1,8] = GlobalAveragePool(%y.nhwc) {layout = "NHWC"} name "pool"
+// CHECK-NEXT: %p: f16[1,8,1,1] = Transpose(%p.nhwc) {perm = [0, 3, 1, 2]} name "p.to_nchw"
 model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
 graph "block" {
   input %img: f16[1,3,4,4]
@@ -46,7 +47,7 @@ graph "block" {
 // CHECK-NEXT: %t: f16[1,8,4,4] = Transpose(%t.nhwc)
 // CHECK-NEXT: %d.nhwc: f16[1,4,4,8] = Conv(%c.nhwc, %dw.ohwi) {group = 8, kernel_shape = [3, 3], pads = [1, 1, 1, 1], layout = "NHWC"} name "depthwise" precision {reason = "", evidence = "layout NHWC (grouped (group 8), inside its input's NHWC region: no transposes around it)"}
 // CHECK-NEXT: %d: f16[1,8,4,4] = Transpose(%d.nhwc)
-// CHECK-NEXT: %m: f16[1,8,1,1] = GlobalAveragePool(%c)
+// CHECK-NEXT: %m: f16[1,8,1,1] = GlobalLpPool(%c)
 model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
 graph "mixed" {
   input %x: f16[1,8,4,4]
@@ -62,7 +63,7 @@ graph "mixed" {
   %c = Conv(%x, %w1) {kernel_shape = [1, 1]} name "nhwc"
   %t = Sigmoid(%c) name "sig"
   %d = Conv(%c, %dw) {group = 8, kernel_shape = [3, 3], pads = [1, 1, 1, 1]} name "depthwise"
-  %m = GlobalAveragePool(%c) name "pool"
+  %m = GlobalLpPool(%c) name "pool"
   output %f
   output %g
   output %q
@@ -123,4 +124,40 @@ graph "pools" {
   output %m
   output %i
   output %n
+}
+// -----
+// RUN: --passes infer,layout
+// DenseNet's pattern: a Concat with one NHWC input joins the region (the NCHW input gets an entry
+// Transpose), then BatchNormalization (layout NHWC; its per-channel vectors stay as they are),
+// Relu, the next convolution, Caffe2's residual Sum and a global pool: one Transpose out.
+// CHECK-LABEL: graph "dense"
+// CHECK: %x.nhwc: f16[1,4,4,8] = Transpose(%x)
+// CHECK-NEXT: %a.nhwc: f16[1,4,4,8] = Conv(%x.nhwc, %w1.ohwi) {kernel_shape = [1, 1], layout = "NHWC"}
+// CHECK-NEXT: %z.nhwc: f16[1,4,4,8] = Transpose(%z) {perm = [0, 2, 3, 1]}
+// CHECK-NEXT: %c.nhwc: f16[1,4,4,16] = Concat(%z.nhwc, %a.nhwc) {axis = 3} name "cat"
+// CHECK-NEXT: %n.nhwc: f16[1,4,4,16] = BatchNormalization(%c.nhwc, %scale, %bias, %mean, %var) {epsilon = 0.001, layout = "NHWC"} name "bn"
+// CHECK-NEXT: %r.nhwc: f16[1,4,4,16] = Relu(%n.nhwc)
+// CHECK-NEXT: %y.nhwc: f16[1,4,4,8] = Conv(%r.nhwc, %w3.ohwi) {kernel_shape = [1, 1], layout = "NHWC"}
+// CHECK-NEXT: %s.nhwc: f16[1,4,4,8] = Sum(%y.nhwc, %a.nhwc) name "sum"
+// CHECK-NEXT: %g.nhwc: f16[1,1,1,8] = GlobalMaxPool(%s.nhwc) {layout = "NHWC"} name "pool"
+// CHECK-NEXT: %g: f16[1,8,1,1] = Transpose(%g.nhwc) {perm = [0, 3, 1, 2]}
+// CHECK-NOT: Transpose
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "dense" {
+  input %x: f16[1,8,4,4]
+  input %z: f16[1,8,4,4]
+  const %w1: f16[8,8,1,1] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  const %w3: f16[8,16,1,1] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  const %scale: f16[16] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  const %bias: f16[16] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  const %mean: f16[16] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  const %var: f16[16] = [0.125, 0.25, 0.5, 0.375, 0.125, 0.25, 0.625, 0.5, 0.125, 0.25, 0.5, 0.375, 0.125, 0.25, 0.625, 0.5]
+  %a = Conv(%x, %w1) {kernel_shape = [1, 1]} name "c1"
+  %c = Concat(%z, %a) {axis = 1} name "cat"
+  %n = BatchNormalization(%c, %scale, %bias, %mean, %var) {epsilon = 0.001} name "bn"
+  %r = Relu(%n) name "relu"
+  %y = Conv(%r, %w3) {kernel_shape = [1, 1]} name "c3"
+  %s = Sum(%y, %a) name "sum"
+  %g = GlobalMaxPool(%s) name "pool"
+  output %g
 }
