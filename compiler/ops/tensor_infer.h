@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/ops/op_registry.h"
+#include "runtime/cpu/kernels/strided_views.h"
 
 namespace precis::ops {
 
@@ -82,26 +83,9 @@ inline std::optional<ir::Dim> MergeDims(const ir::Dim& a, const ir::Dim& b) {
   return a.is_symbolic() ? a : b;
 }
 
-// Slice of one axis of size `dim` (ONNX rules: negative values count from the end, then
-// clamping; a negative step walks backwards): the first index and the element count.
-struct SliceAxis {
-  int64_t start = 0;
-  int64_t count = 0;
-};
-inline SliceAxis SliceRange(int64_t start, int64_t end, int64_t step, int64_t dim) {
-  if (dim <= 0 || step == 0) return {};
-  if (start < 0) start += dim;
-  if (end < 0) end += dim;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, dim);
-    end = std::clamp<int64_t>(end, 0, dim);
-    return {start, end > start ? (end - start - 1) / step + 1 : 0};
-  }
-  start = std::clamp<int64_t>(start, 0, dim - 1);
-  end = std::clamp<int64_t>(end, -1, dim - 1);
-  int64_t back = step == INT64_MIN ? INT64_MAX : -step;
-  return {start, start > end ? (start - end - 1) / back + 1 : 0};
-}
+// ONNX Slice clamping of one axis, as the kernels do it (runtime/cpu/kernels/strided_views.h).
+using rt::SliceAxis;
+using rt::SliceRange;
 
 inline std::string ShapeText(const std::vector<int64_t>& v) {
   std::string s = "[";

@@ -1,78 +1,40 @@
 // CPU kernels: Resize (nearest, linear and cubic interpolation over any dims, every coordinate
 // transformation mode) and Upsample, its older form. The interpolation is separable: Init
-// computes, per dim and output coordinate, the input indices read and their weights ("taps",
-// following the ONNX reference: edge-clamped neighbours, exclude_outside renormalization,
-// tf_crop_and_resize extrapolation); Run sums the tensor product of the taps of each output
-// element. Nearest copies elements of any dtype; linear and cubic compute in double.
+// computes, per dim and output coordinate, the input indices read and their weights (the taps
+// of resize_taps.h, shared with the CUDA kernels); Run sums the tensor product of the taps of
+// each output element. Nearest copies elements of any dtype; linear and cubic compute in double.
 #include <algorithm>
 #include <cmath>
 
 #include "runtime/cpu/kernels/common.h"
 #include "runtime/cpu/kernels/register.h"
+#include "runtime/cpu/kernels/resize_taps.h"
 #include "runtime/cpu/kernels/tensor_util.h"
 
 namespace precis::rt {
 namespace {
 
-enum class Mode { kNearest, kLinear, kCubic };
-enum class Coord { kHalfPixel, kHalfPixelSymmetric, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfCropAndResize, kTfHalfPixelForNn };
-enum class Rounding { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple };
-
-struct ResizeOptions {
-  Mode mode = Mode::kNearest;
-  Coord coord = Coord::kHalfPixel;
-  Rounding rounding = Rounding::kRoundPreferFloor;
-  double cubic_a = -0.75;
-  bool exclude_outside = false;
-  double extrapolation = 0;
-  std::vector<double> scales;  // per dim
-  std::vector<double> roi;     // per dim: starts then ends (tf_crop_and_resize)
-};
-
-struct Tap {
-  int64_t index;  // input coordinate, already clamped
-  double weight;
-};
-
-// Float values of a constant tensor (float types or integers), read at load time.
-Status ConstantDoubles(const KernelArgs& args, const Tensor* t, const char* what, std::vector<double>& out) {
-  out.clear();
-  if (!t || t->numel == 0) return Status::Ok();
-  if (!t->is_constant) return args.Error(std::string(what) + " must be a constant");
-  bool ok = DispatchNumeric(t->dtype, [&](auto tag) {
-    using T = decltype(tag);
-    for (int64_t i = 0; i < t->numel; ++i) out.push_back(double(Load(t->As<T>()[i])));
-  });
-  if (!ok) return args.Error(std::string(what) + " must be numeric");
-  return Status::Ok();
-}
+using resize::Mode;
+using resize::Tap;
 
 class ResizeKernel : public Kernel {
  public:
+  explicit ResizeKernel(bool upsample = false) : upsample_(upsample) {}
+
   Status Init(const KernelArgs& args, const CpuContext&) override {
     const Tensor *in = args.in(0), *out = args.out(0);
     if (!in || !out || in->dtype != out->dtype || in->rank() != out->rank()) return args.Error("needs matching input and output");
-    ResizeOptions opt;
-    PRECIS_RETURN_IF_ERROR(ReadOptions(args, *in, opt));
-    if (opt.scales.size() != in->dims.size()) return args.Error("scales do not match the input rank");
-    if (opt.mode == Mode::kNearest ? !DispatchAny(in->dtype, [](auto) {}) : !DispatchFloat(in->dtype, [](auto) {}))
+    PRECIS_RETURN_IF_ERROR(resize::BuildTaps(args, *in, *out, upsample_, &taps_));
+    if (taps_.mode == Mode::kNearest ? !DispatchAny(in->dtype, [](auto) {}) : !DispatchFloat(in->dtype, [](auto) {}))
       return args.Error(std::string("unsupported dtype ") + DataTypeName(in->dtype));
-    mode_ = opt.mode;
-    extrapolation_ = opt.extrapolation;
     size_t rank = in->dims.size();
     out_dims_ = out->dims;
-    taps_per_dim_.assign(rank, 1);
-    tap_begin_.assign(rank, 0);
-    outside_begin_.assign(rank, 0);
-    taps_.clear();
-    outside_.clear();
-    for (size_t d = 0; d < rank; ++d) PRECIS_RETURN_IF_ERROR(BuildTaps(args, opt, *in, *out, d));
     // Combination buffers: level d holds the (offset, weight) pairs of dims 0..d.
     strides_ = DenseStrides(in->dims);
     levels_.assign(rank, {});
     size_t combos = 1;
     for (size_t d = 0; d < rank; ++d) {
-      combos *= size_t(taps_per_dim_[d]);
+      combos *= size_t(taps_.per_dim[d]);
       levels_[d].resize(combos);
     }
     return Status::Ok();
@@ -86,7 +48,7 @@ class ResizeKernel : public Kernel {
       std::memcpy(out.data, in.data, DataTypeSize(in.dtype));
       return Status::Ok();
     }
-    if (mode_ == Mode::kNearest) {
+    if (taps_.mode == Mode::kNearest) {
       DispatchAny(in.dtype, [&](auto tag) {
         using T = decltype(tag);
         T* dst = out.As<T>();
@@ -102,190 +64,7 @@ class ResizeKernel : public Kernel {
     return Status::Ok();
   }
 
- protected:
-  // Mode, coordinate mapping, rounding and per-dim scales from the attributes and the
-  // constant inputs.
-  virtual Status ReadOptions(const KernelArgs& args, const Tensor& in, ResizeOptions& opt) {
-    int64_t opset = args.attrs.Int("opset", 13);
-    PRECIS_RETURN_IF_ERROR(ParseMode(args, args.attrs.String("mode", "nearest"), opt));
-    if (opset < 11) {
-      opt.coord = Coord::kAsymmetric;
-      opt.rounding = Rounding::kSimple;
-      return ConstantDoubles(args, args.in(1), "scales", opt.scales);
-    }
-    std::string coord = args.attrs.String("coordinate_transformation_mode", "half_pixel");
-    if (coord == "half_pixel") opt.coord = Coord::kHalfPixel;
-    else if (coord == "half_pixel_symmetric") opt.coord = Coord::kHalfPixelSymmetric;
-    else if (coord == "pytorch_half_pixel") opt.coord = Coord::kPytorchHalfPixel;
-    else if (coord == "align_corners") opt.coord = Coord::kAlignCorners;
-    else if (coord == "asymmetric") opt.coord = Coord::kAsymmetric;
-    else if (coord == "tf_crop_and_resize") opt.coord = Coord::kTfCropAndResize;
-    else if (coord == "tf_half_pixel_for_nn") opt.coord = Coord::kTfHalfPixelForNn;
-    else return args.Error("unknown coordinate_transformation_mode '" + coord + "'");
-    std::string rounding = args.attrs.String("nearest_mode", "round_prefer_floor");
-    if (rounding == "round_prefer_floor") opt.rounding = Rounding::kRoundPreferFloor;
-    else if (rounding == "round_prefer_ceil") opt.rounding = Rounding::kRoundPreferCeil;
-    else if (rounding == "floor") opt.rounding = Rounding::kFloor;
-    else if (rounding == "ceil") opt.rounding = Rounding::kCeil;
-    else return args.Error("unknown nearest_mode '" + rounding + "'");
-    if (args.attrs.Int("antialias", 0) != 0) return args.Error("antialias is not supported");
-    opt.cubic_a = args.attrs.Float("cubic_coeff_a", -0.75f);
-    opt.exclude_outside = args.attrs.Int("exclude_outside", 0) != 0;
-    opt.extrapolation = args.attrs.Float("extrapolation_value", 0.f);
-    return ReadScalesAndRoi(args, in, opset, opt);
-  }
-
-  static Status ParseMode(const KernelArgs& args, const std::string& mode, ResizeOptions& opt) {
-    if (mode == "nearest") opt.mode = Mode::kNearest;
-    else if (mode == "linear" || mode == "bilinear") opt.mode = Mode::kLinear;
-    else if (mode == "cubic") opt.mode = Mode::kCubic;
-    else return args.Error("unknown mode '" + mode + "'");
-    return Status::Ok();
-  }
-
  private:
-  // Opset 11+: per-dim scales from the scales or sizes input (with axes and
-  // keep_aspect_ratio_policy from 18), and the roi of tf_crop_and_resize.
-  static Status ReadScalesAndRoi(const KernelArgs& args, const Tensor& in, int64_t opset, ResizeOptions& opt) {
-    size_t rank = in.dims.size();
-    std::vector<int64_t> axes = opset >= 18 ? args.attrs.Ints("axes") : std::vector<int64_t>();
-    if (axes.empty())
-      for (size_t d = 0; d < rank; ++d) axes.push_back(int64_t(d));
-    for (int64_t& a : axes) {
-      if (a < 0) a += int64_t(rank);
-      if (a < 0 || a >= int64_t(rank)) return args.Error("axis is out of range");
-    }
-    std::vector<double> roi, scales, sizes;
-    if (opt.coord == Coord::kTfCropAndResize) PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(1), "roi", roi));
-    PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(2), "scales", scales));
-    PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(3), "sizes", sizes));
-    opt.scales.assign(rank, 1.0);
-    if (!scales.empty()) {
-      if (scales.size() != axes.size()) return args.Error("scales do not match the axes");
-      for (size_t i = 0; i < axes.size(); ++i) opt.scales[size_t(axes[i])] = scales[i];
-    } else {
-      if (sizes.size() != axes.size()) return args.Error("needs scales or sizes for every axis");
-      std::string policy = args.attrs.String("keep_aspect_ratio_policy", "stretch");
-      double common = policy == "not_larger" ? INFINITY : 0;
-      for (size_t i = 0; i < axes.size(); ++i) {
-        size_t a = size_t(axes[i]);
-        double s = in.dims[a] ? sizes[i] / double(in.dims[a]) : 1.0;
-        opt.scales[a] = s;
-        common = policy == "not_larger" ? std::min(common, s) : std::max(common, s);
-      }
-      if (policy != "stretch")
-        for (int64_t a : axes) opt.scales[size_t(a)] = common;
-    }
-    opt.roi.clear();
-    if (!roi.empty()) {
-      if (roi.size() != 2 * axes.size()) return args.Error("roi does not match the axes");
-      opt.roi.assign(2 * rank, 0.0);
-      std::fill(opt.roi.begin() + int64_t(rank), opt.roi.end(), 1.0);
-      for (size_t i = 0; i < axes.size(); ++i) {
-        opt.roi[size_t(axes[i])] = roi[i];
-        opt.roi[rank + size_t(axes[i])] = roi[axes.size() + i];
-      }
-    }
-    if (opt.coord == Coord::kTfCropAndResize && opt.roi.empty()) return args.Error("tf_crop_and_resize needs roi");
-    return Status::Ok();
-  }
-
-  // Input coordinate of output coordinate y along a dim (ONNX coordinate_transformation_mode),
-  // and whether it lies outside the input (tf_crop_and_resize only).
-  static double Original(const ResizeOptions& opt, size_t d, size_t rank, int64_t y, int64_t in_n, int64_t out_n, bool& outside) {
-    double s = opt.scales[d], out_w = s * double(in_n), x = double(y);
-    outside = false;
-    switch (opt.coord) {
-      case Coord::kHalfPixel: return (x + 0.5) / s - 0.5;
-      case Coord::kHalfPixelSymmetric: {
-        double adjustment = double(out_n) / out_w, center = double(in_n) / 2;
-        return center * (1 - adjustment) + (x + 0.5) / s - 0.5;
-      }
-      case Coord::kPytorchHalfPixel: return out_n > 1 ? (x + 0.5) / s - 0.5 : 0.0;
-      case Coord::kAlignCorners: return out_w == 1 ? 0.0 : x * double(in_n - 1) / (out_w - 1);
-      case Coord::kAsymmetric: return x / s;
-      case Coord::kTfHalfPixelForNn: return (x + 0.5) / s;
-      case Coord::kTfCropAndResize: {
-        double start = opt.roi[d], end = opt.roi[rank + d], span = double(in_n - 1);
-        double xo = out_w == 1 ? (end - start) * span / 2 : x * (end - start) * span / (out_w - 1);
-        xo += start * span;
-        outside = xo < 0 || xo > span;
-        return xo;
-      }
-    }
-    return x;
-  }
-
-  Status BuildTaps(const KernelArgs& args, const ResizeOptions& opt, const Tensor& in, const Tensor& out, size_t d) {
-    int64_t in_n = in.dims[d], out_n = out.dims[d];
-    size_t rank = in.dims.size();
-    if (in_n == 0 && out_n > 0) return args.Error("cannot resize an empty dim to a nonempty one");
-    bool trivial_roi = opt.roi.empty() || (std::fabs(opt.roi[d]) < 1e-9 && std::fabs(opt.roi[rank + d] - 1) < 1e-9);
-    bool identity = std::fabs(opt.scales[d] - 1) < 1e-9 && out_n == in_n && trivial_roi;
-    int64_t k = identity || opt.mode == Mode::kNearest ? 1 : opt.mode == Mode::kLinear ? 2 : 4;
-    if (!(opt.scales[d] > 0) && !identity) return args.Error("scales must be positive");
-    taps_per_dim_[d] = k;
-    tap_begin_[d] = int64_t(taps_.size());
-    outside_begin_[d] = int64_t(outside_.size());
-    for (int64_t y = 0; y < out_n; ++y) {
-      bool outside = false;
-      if (identity) {
-        taps_.push_back({y, 1.0});
-        outside_.push_back(false);
-        continue;
-      }
-      double x = Original(opt, d, rank, y, in_n, out_n, outside);
-      outside_.push_back(outside);
-      double up = std::ceil(x), ratio = x - (up - 1);  // in (0, 1]: prefer the left neighbour
-      auto clamp = [in_n](int64_t i) { return std::clamp<int64_t>(i, 0, in_n - 1); };
-      if (opt.mode == Mode::kNearest) {
-        taps_.push_back({clamp(NearestIndex(opt.rounding, x, opt.scales[d] < 1)), 1.0});
-        continue;
-      }
-      int64_t first = int64_t(up) - (k == 2 ? 1 : 2);
-      double w[4];
-      if (k == 2) {
-        w[0] = 1 - ratio;
-        w[1] = ratio;
-      } else {
-        CubicWeights(ratio, opt.cubic_a, w);
-      }
-      if (opt.exclude_outside) {
-        double sum = 0;
-        for (int64_t t = 0; t < k; ++t) {
-          if (first + t < 0 || first + t >= in_n) w[t] = 0;
-          sum += w[t];
-        }
-        if (sum != 0)
-          for (int64_t t = 0; t < k; ++t) w[t] /= sum;
-      }
-      for (int64_t t = 0; t < k; ++t) taps_.push_back({clamp(first + t), w[t]});
-    }
-    return Status::Ok();
-  }
-
-  static int64_t NearestIndex(Rounding r, double x, bool downsampling) {
-    double lo = std::floor(x);
-    if (x == lo) return int64_t(x);
-    double frac = x - lo;
-    switch (r) {
-      case Rounding::kRoundPreferFloor: return int64_t(frac <= 0.5 ? lo : lo + 1);
-      case Rounding::kRoundPreferCeil: return int64_t(frac < 0.5 ? lo : lo + 1);
-      case Rounding::kFloor: return int64_t(lo);
-      case Rounding::kCeil: return int64_t(lo + 1);
-      case Rounding::kSimple: return int64_t(downsampling ? lo + 1 : lo);
-    }
-    return int64_t(lo);
-  }
-
-  // Keys cubic convolution weights of the 4 neighbours at distances 1 + r, r, 1 - r, 2 - r.
-  static void CubicWeights(double r, double a, double w[4]) {
-    w[0] = ((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a;
-    w[1] = ((a + 2) * r - (a + 3)) * r * r + 1;
-    w[2] = ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1;
-    w[3] = ((a * (2 - r) - 5 * a) * (2 - r) + 8 * a) * (2 - r) - 4 * a;
-  }
-
   struct Combo {
     int64_t offset;
     double weight;
@@ -296,10 +75,10 @@ class ResizeKernel : public Kernel {
   template <typename T>
   void Walk(const T* src, size_t d, size_t count, bool outside, T*& dst) {
     const size_t rank = levels_.size();
-    const int64_t k = taps_per_dim_[d];
+    const int64_t k = taps_.per_dim[d];
     for (int64_t y = 0; y < out_dims_[d]; ++y) {
-      const Tap* taps = &taps_[size_t(tap_begin_[d] + y * k)];
-      bool out_here = outside || outside_[size_t(outside_begin_[d] + y)];
+      const Tap* taps = &taps_.taps[size_t(taps_.tap_begin[d] + y * k)];
+      bool out_here = outside || taps_.outside[size_t(taps_.outside_begin[d] + y)];
       std::vector<Combo>& level = levels_[d];
       size_t n = 0;
       for (size_t c = 0; c < count; ++c) {
@@ -311,8 +90,8 @@ class ResizeKernel : public Kernel {
         continue;
       }
       if (out_here) {
-        *dst++ = SaturatingCast<T>(extrapolation_);
-      } else if (mode_ == Mode::kNearest) {
+        *dst++ = SaturatingCast<T>(taps_.extrapolation);
+      } else if (taps_.mode == Mode::kNearest) {
         *dst++ = src[level[0].offset];
       } else {
         double acc = 0;
@@ -321,27 +100,16 @@ class ResizeKernel : public Kernel {
       }
     }
   }
-  Mode mode_ = Mode::kNearest;
-  double extrapolation_ = 0;
-  std::vector<int64_t> taps_per_dim_, tap_begin_, outside_begin_, strides_, out_dims_;
-  std::vector<Tap> taps_;
-  std::vector<bool> outside_;
+  bool upsample_;
+  resize::Taps taps_;
+  std::vector<int64_t> strides_, out_dims_;
   std::vector<std::vector<Combo>> levels_;
 };
 
-// Upsample (opsets 7-9): nearest (floor) or linear with asymmetric coordinates; scales are an
-// attribute before opset 9, an input from 9.
+// Upsample (opsets 7-9): nearest (floor) or linear with asymmetric coordinates.
 class UpsampleKernel : public ResizeKernel {
- protected:
-  Status ReadOptions(const KernelArgs& args, const Tensor&, ResizeOptions& opt) override {
-    PRECIS_RETURN_IF_ERROR(ParseMode(args, args.attrs.String("mode", "nearest"), opt));
-    if (opt.mode == Mode::kCubic) return args.Error("unknown mode 'cubic'");
-    opt.coord = Coord::kAsymmetric;
-    opt.rounding = Rounding::kFloor;
-    if (args.attrs.Int("opset", 9) >= 9) return ConstantDoubles(args, args.in(1), "scales", opt.scales);
-    for (float s : args.attrs.Floats("scales")) opt.scales.push_back(s);
-    return Status::Ok();
-  }
+ public:
+  UpsampleKernel() : ResizeKernel(true) {}
 };
 
 }  // namespace

@@ -10,17 +10,9 @@
 #include <vector>
 
 #include "runtime/cpu/kernels/common.h"
+#include "runtime/cpu/kernels/strided_views.h"  // StridedView
 
 namespace precis::rt {
-
-// Reads a source tensor in another order: element k of the dense destination (row-major over
-// `dims`) is source element offset + sum(coord[d] * strides[d]). Strides may be 0 (broadcast)
-// or negative (reversed slices).
-struct StridedView {
-  std::vector<int64_t> dims;
-  std::vector<int64_t> strides;
-  int64_t offset = 0;
-};
 
 // The same view with size-1 dims dropped and adjacent dims merged where the source is
 // contiguous across them, so that the copy loop runs on as few and as long rows as possible.

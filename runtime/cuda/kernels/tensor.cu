@@ -33,8 +33,8 @@ FastDiv::FastDiv(uint32_t divisor) : d(divisor) {
   m = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << s) - d)) / d + 1);
 }
 
-StridedSpec CoalesceSpec(const StridedSpec& view) {
-  StridedSpec out;
+StridedView CoalesceSpec(const StridedView& view) {
+  StridedView out;
   out.offset = view.offset;
   for (size_t d = 0; d < view.dims.size(); ++d) {
     if (view.dims[d] == 0) {
@@ -135,8 +135,8 @@ template <typename U, typename V> struct StridedCopyOp {
 
 }  // namespace
 
-Status StridedCopy::Plan(const KernelArgs& args, const StridedSpec& view, size_t esize) {
-  StridedSpec v = CoalesceSpec(view);
+Status StridedCopy::Plan(const KernelArgs& args, const StridedView& view, size_t esize) {
+  StridedView v = CoalesceSpec(view);
   variants_.clear();
   int64_t count = DimProduct(v.dims, 0, v.dims.size());
   size_t rank = v.dims.size();
@@ -218,7 +218,7 @@ class StridedKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, CudaContext&) override {
     PRECIS_RETURN_IF_ERROR(CheckCopyable(args, args.in(0), args.out(0)));
-    StridedSpec view;
+    StridedView view;
     PRECIS_RETURN_IF_ERROR(BuildView(args, *args.in(0), *args.out(0), view));
     if (DimProduct(view.dims, 0, view.dims.size()) != args.out(0)->numel)
       return args.Error("output shape " + DimsToString(args.out(0)->dims) + " does not match the operator");
@@ -228,8 +228,8 @@ class StridedKernel : public Kernel {
 
  protected:
   // Fills the view: its dims are the output's, or a finer split of them (Tile, DepthToSpace).
-  virtual Status BuildView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedSpec& view) = 0;
-  virtual Status Prepare(const KernelArgs& args, const StridedSpec& view) {
+  virtual Status BuildView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view) = 0;
+  virtual Status Prepare(const KernelArgs& args, const StridedView& view) {
     return copy_.Plan(args, view, DataTypeSize(args.in(0)->dtype));
   }
   StridedCopy copy_;
@@ -299,27 +299,16 @@ class TransposeKernel : public StridedKernel {
   }
 
  private:
-  Status BuildView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedSpec& view) override {
-    std::vector<int64_t> perm = args.attrs.Ints("perm");
-    if (perm.empty())
-      for (int64_t i = in.rank(); i-- > 0;) perm.push_back(i);
-    if (int64_t(perm.size()) != in.rank()) return args.Error("perm does not match the input rank");
-    std::vector<int64_t> strides = DenseStrides(in.dims);
-    for (int64_t p : perm) {
-      if (p < 0 || p >= in.rank()) return args.Error("perm is out of range");
-      view.dims.push_back(in.dims[size_t(p)]);
-      view.strides.push_back(strides[size_t(p)]);
-    }
-    if (view.dims != out.dims) return args.Error("output shape does not match the permutation");
-    return Status::Ok();
+  Status BuildView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view) override {
+    return TransposeView(args, in, out, view);
   }
 
   // Tiles when the innermost output dim is strided in the input and both tiled dims are long
   // enough to fill a tile; the element-wise copy otherwise.
-  Status Prepare(const KernelArgs& args, const StridedSpec& view) override {
+  Status Prepare(const KernelArgs& args, const StridedView& view) override {
     esize_ = DataTypeSize(args.in(0)->dtype);
     tiled_ = false;
-    StridedSpec v = CoalesceSpec(view);
+    StridedView v = CoalesceSpec(view);
     size_t rank = v.dims.size(), last = rank - 1, c = rank;
     if (rank >= 2 && v.strides[last] != 1) {
       for (size_t d = 0; d < last; ++d)
@@ -357,133 +346,11 @@ class TransposeKernel : public StridedKernel {
 
 // ---- Slice, Expand, Tile, DepthToSpace, SpaceToDepth ----
 
-// ONNX Slice clamping for one axis of size `dim` (the CPU kernel's SliceRange).
-struct SliceAxis {
-  int64_t start = 0, count = 0;
-};
-SliceAxis SliceRange(int64_t start, int64_t end, int64_t step, int64_t dim) {
-  if (dim <= 0 || step == 0) return {};
-  if (start < 0) start += dim;
-  if (end < 0) end += dim;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, dim);
-    end = std::clamp<int64_t>(end, 0, dim);
-    return {start, end > start ? (end - start - 1) / step + 1 : 0};
-  }
-  start = std::clamp<int64_t>(start, 0, dim - 1);
-  end = std::clamp<int64_t>(end, -1, dim - 1);
-  int64_t back = step == INT64_MIN ? INT64_MAX : -step;
-  return {start, start > end ? (start - end - 1) / back + 1 : 0};
-}
-
-// Integer values of a constant input (read in Init), or an error.
-Status ConstantIndexValues(const KernelArgs& args, size_t i, const char* what, std::vector<int64_t>& out) {
-  const Tensor* t = args.in(i);
-  if (!t) return Status::Ok();
-  if (!t->is_constant) return args.Error(std::string(what) + " must be a constant");
-  if (!IsIndexType(t->dtype)) return args.Error(std::string(what) + " must be an integer tensor");
-  out.resize(size_t(t->numel));
-  for (int64_t k = 0; k < t->numel; ++k) out[size_t(k)] = LoadIndex(t->data, t->dtype, k);
-  return Status::Ok();
-}
-
-class SliceKernel : public StridedKernel {
-  Status BuildView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedSpec& view) override {
-    std::vector<int64_t> starts, ends, axes, steps;
-    if (args.attrs.Int("opset", 13) >= 10) {
-      PRECIS_RETURN_IF_ERROR(ConstantIndexValues(args, 1, "starts", starts));
-      PRECIS_RETURN_IF_ERROR(ConstantIndexValues(args, 2, "ends", ends));
-      PRECIS_RETURN_IF_ERROR(ConstantIndexValues(args, 3, "axes", axes));
-      PRECIS_RETURN_IF_ERROR(ConstantIndexValues(args, 4, "steps", steps));
-    } else {
-      starts = args.attrs.Ints("starts");
-      ends = args.attrs.Ints("ends");
-      axes = args.attrs.Ints("axes");
-    }
-    if (axes.empty())
-      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
-    if (steps.empty()) steps.assign(starts.size(), 1);
-    if (axes.size() != starts.size() || steps.size() != starts.size() || ends.size() != starts.size())
-      return args.Error("starts, ends, axes and steps differ in length");
-    if (out.rank() != in.rank()) return args.Error("output rank differs from the input");
-    std::vector<int64_t> strides = DenseStrides(in.dims);
-    view.dims = out.dims;
-    view.strides = strides;
-    for (int64_t d = 0; d < in.rank(); ++d)
-      if (out.dims[size_t(d)] > in.dims[size_t(d)]) return args.Error("output is larger than the input");
-    for (size_t i = 0; i < starts.size(); ++i) {
-      int64_t axis = NormalizeAxis(axes[i], in.rank());
-      if (axis < 0 || axis >= in.rank() || steps[i] == 0) return args.Error("invalid axis or step");
-      size_t a = size_t(axis);
-      SliceAxis range = SliceRange(starts[i], ends[i], steps[i], in.dims[a]);
-      if (range.count != out.dims[a]) return args.Error("output dim " + std::to_string(a) + " does not match the slice");
-      if (range.count == 0) continue;
-      view.offset += range.start * strides[a];
-      view.strides[a] = strides[a] * steps[i];
-    }
-    return Status::Ok();
-  }
-};
-
-class ExpandKernel : public StridedKernel {
-  Status BuildView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedSpec& view) override {
-    if (in.rank() > out.rank()) return args.Error("output rank is below the input rank");
-    std::vector<int64_t> strides = DenseStrides(in.dims);
-    size_t pad = size_t(out.rank() - in.rank());
-    view.dims = out.dims;
-    view.strides.assign(out.dims.size(), 0);
-    for (size_t d = 0; d < in.dims.size(); ++d) {
-      if (in.dims[d] != 1 && in.dims[d] != out.dims[d + pad]) return args.Error("input does not broadcast to the output");
-      if (in.dims[d] != 1) view.strides[d + pad] = strides[d];
-    }
-    return Status::Ok();
-  }
-};
-
-// Tile as a view of rank 2r: output dim d is [repeats[d], in.dims[d]] with the repeat stride 0.
-class TileKernel : public StridedKernel {
-  Status BuildView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedSpec& view) override {
-    if (in.rank() != out.rank()) return args.Error("output rank differs from the input");
-    std::vector<int64_t> strides = DenseStrides(in.dims);
-    for (size_t d = 0; d < in.dims.size(); ++d) {
-      int64_t reps = in.dims[d] ? out.dims[d] / in.dims[d] : 0;
-      if (in.dims[d] ? reps * in.dims[d] != out.dims[d] : out.dims[d] != 0)
-        return args.Error("output dims are not multiples of the input dims");
-      view.dims.insert(view.dims.end(), {reps, in.dims[d]});
-      view.strides.insert(view.strides.end(), {0, strides[d]});
-    }
-    return Status::Ok();
-  }
-};
-
-// DepthToSpace: output [N, C', H*b, W*b] read as [N, C', H, b, W, b] from input channels
-// (DCR: c = (b1*b + b2)*C' + c'; CRD: c = c'*b*b + b1*b + b2).
-class DepthToSpaceKernel : public StridedKernel {
-  Status BuildView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedSpec& view) override {
-    int64_t b = args.attrs.Int("blocksize", 0);
-    if (in.rank() != 4 || b <= 0 || in.dims[1] % (b * b) != 0) return args.Error("needs a 4-D input and a blocksize dividing the channels");
-    int64_t n = in.dims[0], c = in.dims[1] / (b * b), h = in.dims[2], w = in.dims[3], hw = h * w;
-    bool crd = args.attrs.String("mode", "DCR") == "CRD";
-    if (out.dims != std::vector<int64_t>{n, c, h * b, w * b}) return args.Error("output shape does not match");
-    view.dims = {n, c, h, b, w, b};
-    if (crd) view.strides = {in.dims[1] * hw, b * b * hw, w, b * hw, 1, hw};
-    else view.strides = {in.dims[1] * hw, hw, w, b * c * hw, 1, c * hw};
-    return Status::Ok();
-  }
-};
-
-// SpaceToDepth: output [N, C*b*b, H/b, W/b] read as [N, b, b, C, H/b, W/b]
-// (output channel (b1*b + b2)*C + c).
-class SpaceToDepthKernel : public StridedKernel {
-  Status BuildView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedSpec& view) override {
-    int64_t b = args.attrs.Int("blocksize", 0);
-    if (in.rank() != 4 || b <= 0 || in.dims[2] % b != 0 || in.dims[3] % b != 0)
-      return args.Error("needs a 4-D input and a blocksize dividing the spatial dims");
-    int64_t n = in.dims[0], c = in.dims[1], h = in.dims[2], w = in.dims[3];
-    if (out.dims != std::vector<int64_t>{n, c * b * b, h / b, w / b}) return args.Error("output shape does not match");
-    view.dims = {n, b, b, c, h / b, w / b};
-    view.strides = {c * h * w, w, 1, h * w, b * w, b};
-    return Status::Ok();
+// The operators of strided_views.h (Transpose, which may tile, is above).
+template <Status (*Build)(const KernelArgs&, const Tensor&, const Tensor&, StridedView&)>
+class ViewKernel : public StridedKernel {
+  Status BuildView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view) override {
+    return Build(args, in, out, view);
   }
 };
 
@@ -679,11 +546,11 @@ class SizeKernel : public UploadedValuesKernel {
 // The kernels of this file.
 void AddTensorMoveKernels(KernelRegistry& r) {
   r.Register("Transpose", Make<TransposeKernel>);
-  r.Register("Slice", Make<SliceKernel>);
-  r.Register("Expand", Make<ExpandKernel>);
-  r.Register("Tile", Make<TileKernel>);
-  r.Register("DepthToSpace", Make<DepthToSpaceKernel>);
-  r.Register("SpaceToDepth", Make<SpaceToDepthKernel>);
+  r.Register("Slice", Make<ViewKernel<SliceView>>);
+  r.Register("Expand", Make<ViewKernel<ExpandView>>);
+  r.Register("Tile", Make<ViewKernel<TileView>>);
+  r.Register("DepthToSpace", Make<ViewKernel<DepthToSpaceView>>);
+  r.Register("SpaceToDepth", Make<ViewKernel<SpaceToDepthView>>);
   r.Register("Concat", Make<ConcatKernel>);
   r.Register("Split", Make<SplitKernel>);
   r.Register("Shape", Make<ShapeKernel>);

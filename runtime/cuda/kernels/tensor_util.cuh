@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cpu/kernels/strided_views.h"
 #include "runtime/cuda/device_util.cuh"
 
 namespace precis::rt::cuda::tensor {
@@ -190,15 +191,10 @@ struct FastDiv {
 
 inline constexpr int kViewRank = 16;
 
-// A view in elements: output element k (row-major over dims) reads source element
-// offset + sum(coord[d] * strides[d]); strides may be 0 (broadcast) or negative (reversed).
-struct StridedSpec {
-  std::vector<int64_t> dims, strides;
-  int64_t offset = 0;
-};
+// Views in elements are the CPU's StridedView (strided_views.h).
 // Drops size-1 dims and merges dims the source steps through contiguously (the CPU's Coalesce;
 // an empty view becomes dims {0}).
-StridedSpec CoalesceSpec(const StridedSpec& view);
+StridedView CoalesceSpec(const StridedView& view);
 
 // The 32-bit map: every offset and the element count below 2^31, at most kMaxRank dims.
 struct View32 {
@@ -242,7 +238,7 @@ struct View64 {
 class StridedCopy {
  public:
   // `view` in elements of `esize` bytes (coalesced here).
-  Status Plan(const KernelArgs& args, const StridedSpec& view, size_t esize);
+  Status Plan(const KernelArgs& args, const StridedView& view, size_t esize);
   Status Run(const KernelArgs& args, const void* src, void* dst, cudaStream_t stream) const;
 
  private:

@@ -1,0 +1,142 @@
+// Strided views of the data-movement operators (see strided_views.h).
+#include "runtime/cpu/kernels/strided_views.h"
+
+#include <algorithm>
+#include <string>
+
+#include "runtime/cpu/kernels/tensor_util.h"
+
+namespace precis::rt {
+namespace {
+
+int64_t NormalizeAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+// Integer values of a constant input (read in Init), or an error.
+Status ConstantIndexValues(const KernelArgs& args, size_t i, const char* what, std::vector<int64_t>& out) {
+  const Tensor* t = args.in(i);
+  if (!t) return Status::Ok();
+  if (!t->is_constant) return args.Error(std::string(what) + " must be a constant");
+  if (!IsIndexType(t->dtype)) return args.Error(std::string(what) + " must be an integer tensor");
+  out.resize(size_t(t->numel));
+  for (int64_t k = 0; k < t->numel; ++k) out[size_t(k)] = IndexAt(*t, k);
+  return Status::Ok();
+}
+
+}  // namespace
+
+SliceAxis SliceRange(int64_t start, int64_t end, int64_t step, int64_t dim) {
+  if (dim <= 0 || step == 0) return {};
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    return {start, end > start ? (end - start - 1) / step + 1 : 0};
+  }
+  start = std::clamp<int64_t>(start, 0, dim - 1);
+  end = std::clamp<int64_t>(end, -1, dim - 1);
+  int64_t back = step == INT64_MIN ? INT64_MAX : -step;
+  return {start, start > end ? (start - end - 1) / back + 1 : 0};
+}
+
+Status TransposeView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view) {
+  std::vector<int64_t> perm = args.attrs.Ints("perm");
+  if (perm.empty())
+    for (int64_t i = in.rank(); i-- > 0;) perm.push_back(i);
+  if (int64_t(perm.size()) != in.rank()) return args.Error("perm does not match the input rank");
+  std::vector<int64_t> strides = DenseStrides(in.dims);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.rank()) return args.Error("perm is out of range");
+    view.dims.push_back(in.dims[size_t(p)]);
+    view.strides.push_back(strides[size_t(p)]);
+  }
+  if (view.dims != out.dims) return args.Error("output shape does not match the permutation");
+  return Status::Ok();
+}
+
+Status SliceView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (args.attrs.Int("opset", 13) >= 10) {
+    PRECIS_RETURN_IF_ERROR(ConstantIndexValues(args, 1, "starts", starts));
+    PRECIS_RETURN_IF_ERROR(ConstantIndexValues(args, 2, "ends", ends));
+    PRECIS_RETURN_IF_ERROR(ConstantIndexValues(args, 3, "axes", axes));
+    PRECIS_RETURN_IF_ERROR(ConstantIndexValues(args, 4, "steps", steps));
+  } else {
+    starts = args.attrs.Ints("starts");
+    ends = args.attrs.Ints("ends");
+    axes = args.attrs.Ints("axes");
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size() || ends.size() != starts.size())
+    return args.Error("starts, ends, axes and steps differ in length");
+  if (out.rank() != in.rank()) return args.Error("output rank differs from the input");
+  std::vector<int64_t> strides = DenseStrides(in.dims);
+  view.dims = out.dims;
+  view.strides = strides;
+  for (int64_t d = 0; d < in.rank(); ++d)
+    if (out.dims[size_t(d)] > in.dims[size_t(d)]) return args.Error("output is larger than the input");
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t axis = NormalizeAxis(axes[i], in.rank());
+    if (axis < 0 || axis >= in.rank() || steps[i] == 0) return args.Error("invalid axis or step");
+    size_t a = size_t(axis);
+    SliceAxis range = SliceRange(starts[i], ends[i], steps[i], in.dims[a]);
+    if (range.count != out.dims[a]) return args.Error("output dim " + std::to_string(a) + " does not match the slice");
+    if (range.count == 0) continue;
+    view.offset += range.start * strides[a];
+    view.strides[a] = strides[a] * steps[i];
+  }
+  return Status::Ok();
+}
+
+Status ExpandView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view) {
+  if (in.rank() > out.rank()) return args.Error("output rank is below the input rank");
+  std::vector<int64_t> strides = DenseStrides(in.dims);
+  size_t pad = size_t(out.rank() - in.rank());
+  view.dims = out.dims;
+  view.strides.assign(out.dims.size(), 0);
+  for (size_t d = 0; d < in.dims.size(); ++d) {
+    if (in.dims[d] != 1 && in.dims[d] != out.dims[d + pad]) return args.Error("input does not broadcast to the output");
+    if (in.dims[d] != 1) view.strides[d + pad] = strides[d];
+  }
+  return Status::Ok();
+}
+
+Status TileView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view) {
+  if (in.rank() != out.rank()) return args.Error("output rank differs from the input");
+  std::vector<int64_t> strides = DenseStrides(in.dims);
+  for (size_t d = 0; d < in.dims.size(); ++d) {
+    int64_t reps = in.dims[d] ? out.dims[d] / in.dims[d] : 0;
+    if (in.dims[d] ? reps * in.dims[d] != out.dims[d] : out.dims[d] != 0)
+      return args.Error("output dims are not multiples of the input dims");
+    view.dims.insert(view.dims.end(), {reps, in.dims[d]});
+    view.strides.insert(view.strides.end(), {0, strides[d]});
+  }
+  return Status::Ok();
+}
+
+Status DepthToSpaceView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view) {
+  int64_t b = args.attrs.Int("blocksize", 0);
+  if (in.rank() != 4 || b <= 0 || in.dims[1] % (b * b) != 0) return args.Error("needs a 4-D input and a blocksize dividing the channels");
+  int64_t n = in.dims[0], c = in.dims[1] / (b * b), h = in.dims[2], w = in.dims[3], hw = h * w;
+  bool crd = args.attrs.String("mode", "DCR") == "CRD";
+  if (out.dims != std::vector<int64_t>{n, c, h * b, w * b}) return args.Error("output shape does not match");
+  view.dims = {n, c, h, b, w, b};
+  if (crd) view.strides = {in.dims[1] * hw, b * b * hw, w, b * hw, 1, hw};
+  else view.strides = {in.dims[1] * hw, hw, w, b * c * hw, 1, c * hw};
+  return Status::Ok();
+}
+
+Status SpaceToDepthView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view) {
+  int64_t b = args.attrs.Int("blocksize", 0);
+  if (in.rank() != 4 || b <= 0 || in.dims[2] % b != 0 || in.dims[3] % b != 0)
+    return args.Error("needs a 4-D input and a blocksize dividing the spatial dims");
+  int64_t n = in.dims[0], c = in.dims[1], h = in.dims[2], w = in.dims[3];
+  if (out.dims != std::vector<int64_t>{n, c * b * b, h / b, w / b}) return args.Error("output shape does not match");
+  view.dims = {n, b, b, c, h / b, w / b};
+  view.strides = {c * h * w, w, 1, h * w, b * w, b};
+  return Status::Ok();
+}
+
+}  // namespace precis::rt
