@@ -28,6 +28,11 @@ struct Window {
 Status ReadWindow(const KernelArgs& args, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel, bool allow_ceil,
                   Window* w);
 
+// ConvTranspose (W is [C, M/group, k...]): output size and begin padding per spatial dim follow
+// the ONNX reference: output_shape (or in * stride for SAME_*) fixes the size and SAME_* splits
+// the total padding (the odd unit at the end for SAME_UPPER); otherwise pads are taken as given.
+Status ReadTransposeWindow(const KernelArgs& args, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel, Window* w);
+
 // Checks that `t` has dims [n, c, w.out...] (for the kernel's precomputed output shape).
 Status CheckWindowOutput(const KernelArgs& args, const Tensor& t, int64_t n, int64_t c, const Window& w, const char* what);
 

@@ -111,6 +111,44 @@ StatusOr<EinsumSpec> ParseEinsum(const std::string& equation, const std::vector<
   return spec;
 }
 
+Status PlanEinsumLoops(const KernelArgs& args, const EinsumSpec& spec, EinsumLoops* loops) {
+  EinsumLoops& p = *loops;
+  p = EinsumLoops{};
+  p.label_size.assign(size_t(kEllipsisLabel + spec.ellipsis_rank), -1);
+  for (size_t i = 0; i < spec.inputs.size(); ++i)
+    for (size_t d = 0; d < spec.inputs[i].size(); ++d) {
+      int l = spec.inputs[i][d];
+      int64_t x = args.inputs[i]->dims[d];
+      int64_t& s = p.label_size[size_t(l)];
+      if (s < 0 || (l >= kEllipsisLabel && s == 1)) s = x;
+      else if (s != x && !(l >= kEllipsisLabel && x == 1))
+        return args.Error("operand " + std::to_string(i) + " dimension " + std::to_string(d) + " has size " + std::to_string(x) +
+                          ", but its label has size " + std::to_string(s));
+    }
+  p.loop = spec.output;
+  for (int l = 0; l < int(p.label_size.size()); ++l)
+    if (p.label_size[size_t(l)] >= 0 && std::find(p.loop.begin(), p.loop.end(), l) == p.loop.end()) p.loop.push_back(l);
+  p.n_out = spec.output.size();
+  size_t L = p.loop.size(), n = args.inputs.size();
+  p.sizes.resize(L);
+  for (size_t j = 0; j < L; ++j) p.sizes[j] = p.label_size[size_t(p.loop[j])];
+  p.strides.assign(n * L, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor& t = *args.inputs[i];
+    int64_t stride = 1;  // dense row-major strides, innermost first
+    for (size_t d = t.dims.size(); d-- > 0;) {
+      size_t j = size_t(std::find(p.loop.begin(), p.loop.end(), spec.inputs[i][d]) - p.loop.begin());
+      if (t.dims[d] != 1 || p.sizes[j] == 1) p.strides[i * L + j] += stride;
+      stride *= t.dims[d];
+    }
+  }
+  std::vector<int64_t> out_dims(p.sizes.begin(), p.sizes.begin() + int64_t(p.n_out));
+  const Tensor* y = args.out(0);
+  if (!y || out_dims != y->dims)
+    return args.Error("output shape " + (y ? DimsToString(y->dims) : std::string("(none)")) + ", expected " + DimsToString(out_dims));
+  return Status::Ok();
+}
+
 namespace {
 
 class EinsumKernel : public Kernel {
@@ -126,26 +164,8 @@ class EinsumKernel : public Kernel {
     if (!DispatchNumeric(y->dtype, [](auto) {})) return args.Error(std::string("unsupported dtype ") + DataTypeName(y->dtype));
     auto spec = ParseEinsum(args.attrs.String("equation", ""), ranks);
     if (!spec.ok()) return args.Error(spec.status().message());
-    PRECIS_RETURN_IF_ERROR(LabelSizes(args, *spec));
-    // Loop order: output labels, then the summed ones.
-    loop_ = spec->output;
-    for (int l = 0; l < int(size_.size()); ++l)
-      if (size_[size_t(l)] >= 0 && std::find(loop_.begin(), loop_.end(), l) == loop_.end()) loop_.push_back(l);
-    n_out_ = spec->output.size();
-    size_t L = loop_.size(), n = args.inputs.size();
-    sizes_.resize(L);
-    for (size_t j = 0; j < L; ++j) sizes_[j] = size_[size_t(loop_[j])];
-    strides_.assign(n * L, 0);
-    for (size_t i = 0; i < n; ++i) {
-      const Tensor& t = *args.inputs[i];
-      std::vector<int64_t> s = Strides(t.dims);
-      for (size_t d = 0; d < t.dims.size(); ++d) {
-        size_t j = size_t(std::find(loop_.begin(), loop_.end(), spec->inputs[i][d]) - loop_.begin());
-        if (t.dims[d] != 1 || sizes_[j] == 1) strides_[i * L + j] += s[d];
-      }
-    }
-    std::vector<int64_t> out_dims(sizes_.begin(), sizes_.begin() + int64_t(n_out_));
-    if (out_dims != y->dims) return args.Error("output shape " + DimsToString(y->dims) + ", expected " + DimsToString(out_dims));
+    PRECIS_RETURN_IF_ERROR(PlanEinsumLoops(args, *spec, &p_));
+    size_t L = p_.loop.size(), n = args.inputs.size();
     counter_.assign(L, 0);
     base_.assign(n, 0);
     cur_.assign(n, 0);
@@ -161,29 +181,13 @@ class EinsumKernel : public Kernel {
   }
 
  private:
-  // Every label's size; ellipsis labels broadcast (1 yields to any size), letters must agree.
-  Status LabelSizes(const KernelArgs& args, const EinsumSpec& spec) {
-    size_.assign(size_t(kEllipsisLabel + spec.ellipsis_rank), -1);
-    for (size_t i = 0; i < spec.inputs.size(); ++i)
-      for (size_t d = 0; d < spec.inputs[i].size(); ++d) {
-        int l = spec.inputs[i][d];
-        int64_t x = args.inputs[i]->dims[d];
-        int64_t& s = size_[size_t(l)];
-        if (s < 0 || (l >= kEllipsisLabel && s == 1)) s = x;
-        else if (s != x && !(l >= kEllipsisLabel && x == 1))
-          return args.Error("operand " + std::to_string(i) + " dimension " + std::to_string(d) + " has size " +
-                            std::to_string(x) + ", but its label has size " + std::to_string(s));
-      }
-    return Status::Ok();
-  }
-
   // Advances the odometer over loop labels [first, last) and the offsets `off` with it.
   void Advance(size_t first, size_t last, std::vector<int64_t>& off) {
-    size_t L = loop_.size(), n = off.size();
+    size_t L = p_.loop.size(), n = off.size();
     for (size_t j = last; j-- > first;) {
-      for (size_t i = 0; i < n; ++i) off[i] += strides_[i * L + j];
-      if (++counter_[j] < sizes_[j]) return;
-      for (size_t i = 0; i < n; ++i) off[i] -= strides_[i * L + j] * sizes_[j];
+      for (size_t i = 0; i < n; ++i) off[i] += p_.strides[i * L + j];
+      if (++counter_[j] < p_.sizes[j]) return;
+      for (size_t i = 0; i < n; ++i) off[i] -= p_.strides[i * L + j] * p_.sizes[j];
       counter_[j] = 0;
     }
   }
@@ -191,9 +195,9 @@ class EinsumKernel : public Kernel {
   template <typename T>
   void RunTyped(Tensor& y) {
     using Acc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
-    size_t L = loop_.size(), n = data_.size();
+    size_t L = p_.loop.size(), n = data_.size();
     int64_t sum_count = 1;
-    for (size_t j = n_out_; j < L; ++j) sum_count *= sizes_[j];
+    for (size_t j = p_.n_out; j < L; ++j) sum_count *= p_.sizes[j];
     std::fill(counter_.begin(), counter_.end(), 0);
     std::fill(base_.begin(), base_.end(), 0);
     T* py = y.As<T>();
@@ -204,19 +208,15 @@ class EinsumKernel : public Kernel {
         Acc term = 1;
         for (size_t i = 0; i < n; ++i) term *= Acc(Load(reinterpret_cast<const T*>(data_[i])[cur_[i]]));
         acc += term;
-        Advance(n_out_, L, cur_);
+        Advance(p_.n_out, L, cur_);
       }
       if constexpr (std::is_integral_v<T>) py[o] = T(acc);
       else py[o] = Store<T>(acc);
-      Advance(0, n_out_, base_);
+      Advance(0, p_.n_out, base_);
     }
   }
 
-  std::vector<int64_t> size_;        // by label; -1 when unused
-  std::vector<int> loop_;            // labels in loop order: output, then summed
-  size_t n_out_ = 0;
-  std::vector<int64_t> sizes_;       // by loop position
-  std::vector<int64_t> strides_;     // [input][loop position]
+  EinsumLoops p_;
   std::vector<int64_t> counter_, base_, cur_;
   std::vector<const uint8_t*> data_;
 };

@@ -1,6 +1,6 @@
 // Einsum equations ("ij,jk->ik", "...ii->...i", implicit "ij,jk"), parsed once for given input
-// ranks. Shared by the Einsum kernel and the compiler's shape inference so both read an
-// equation the same way.
+// ranks. Shared by the Einsum kernels (CPU and CUDA) and the compiler's shape inference so all
+// read an equation the same way; PlanEinsumLoops is the kernels' common loop nest.
 //
 // Labels are small integers: letters map to 0..51 ('A'..'Z', 'a'..'z'), and the dimensions an
 // ellipsis stands for map to kEllipsisLabel + k, right-aligned across inputs (numpy broadcasting:
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "precis/status.h"
+#include "runtime/cpu/kernel.h"
 
 namespace precis::rt {
 
@@ -27,5 +28,20 @@ struct EinsumSpec {
 };
 
 StatusOr<EinsumSpec> ParseEinsum(const std::string& equation, const std::vector<int64_t>& input_ranks);
+
+// The loop nest of an Einsum step: one loop per used label, the output's labels first (in
+// output order), then the summed ones; each input's element stride per loop (0 where the input
+// lacks the label or broadcasts it).
+struct EinsumLoops {
+  std::vector<int64_t> label_size;  // by label; -1 when unused
+  std::vector<int> loop;            // labels in loop order
+  size_t n_out = 0;                 // the first n_out loops are the output's dims
+  std::vector<int64_t> sizes;       // by loop position
+  std::vector<int64_t> strides;     // [input][loop position]
+};
+
+// Label sizes (ellipsis labels broadcast: 1 yields to any size; letters must agree) and the loop
+// nest for the step's inputs; checks the output's dims. Errors name the step.
+Status PlanEinsumLoops(const KernelArgs& args, const EinsumSpec& spec, EinsumLoops* loops);
 
 }  // namespace precis::rt

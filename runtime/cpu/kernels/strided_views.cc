@@ -22,6 +22,32 @@ Status ConstantIndexValues(const KernelArgs& args, size_t i, const char* what, s
   return Status::Ok();
 }
 
+Status ReadPads(const KernelArgs& args, int64_t opset, std::vector<int64_t>& pads, std::vector<int64_t>& axes) {
+  if (opset >= 11) {
+    const Tensor* p = args.in(1);
+    if (!p || !p->is_constant || !IsIndexType(p->dtype)) return args.Error("pads must be a constant integer tensor");
+    for (int64_t i = 0; i < p->numel; ++i) pads.push_back(IndexAt(*p, i));
+    if (const Tensor* a = args.in(3); a && opset >= 18) {
+      if (!a->is_constant || !IsIndexType(a->dtype)) return args.Error("axes must be a constant integer tensor");
+      for (int64_t i = 0; i < a->numel; ++i) axes.push_back(IndexAt(*a, i));
+    }
+  } else {
+    pads = args.attrs.Ints(opset >= 2 ? "pads" : "paddings");
+  }
+  if (axes.empty())
+    for (int64_t i = 0; i < args.in(0)->rank(); ++i) axes.push_back(i);
+  if (pads.size() != 2 * axes.size()) return args.Error("pads do not match the axes");
+  return Status::Ok();
+}
+int64_t SourceIndex(int64_t c, int64_t n, const std::string& mode) {
+  if (c >= 0 && c < n) return c;
+  if (mode == "constant" || n == 0) return -1;
+  if (mode == "edge") return std::clamp<int64_t>(c, 0, n - 1);
+  if (mode == "wrap") return ((c % n) + n) % n;
+  if (n == 1) return 0;  // reflect
+  int64_t period = 2 * (n - 1), m = ((c % period) + period) % period;
+  return m < n ? m : period - m;
+}
 }  // namespace
 
 SliceAxis SliceRange(int64_t start, int64_t end, int64_t step, int64_t dim) {
@@ -136,6 +162,35 @@ Status SpaceToDepthView(const KernelArgs& args, const Tensor& in, const Tensor& 
   if (out.dims != std::vector<int64_t>{n, c * b * b, h / b, w / b}) return args.Error("output shape does not match");
   view.dims = {n, b, b, c, h / b, w / b};
   view.strides = {c * h * w, w, 1, h * w, b * w, b};
+  return Status::Ok();
+}
+
+// Pad (see strided_views.h).
+Status PadIndexMaps(const KernelArgs& args, const Tensor& in, const Tensor& out, std::vector<std::vector<int64_t>>* maps) {
+  int64_t opset = args.attrs.Int("opset", 11);
+  std::vector<int64_t> pads, axes;
+  PRECIS_RETURN_IF_ERROR(ReadPads(args, opset, pads, axes));
+  std::string mode = args.attrs.String("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") return args.Error("unknown mode '" + mode + "'");
+  std::vector<int64_t> before(size_t(in.rank()), 0), after(size_t(in.rank()), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = axes[i] < 0 ? axes[i] + in.rank() : axes[i];
+    if (axis < 0 || axis >= in.rank()) return args.Error("axis is out of range");
+    before[size_t(axis)] = pads[i];
+    after[size_t(axis)] = pads[i + axes.size()];
+    if (in.dims[size_t(axis)] + pads[i] + pads[i + axes.size()] != out.dims[size_t(axis)]) return args.Error("output shape does not match the pads");
+  }
+  // Negative pads crop first; the other modes then pad the cropped extent [lo, lo + n).
+  maps->assign(size_t(in.rank()), {});
+  for (size_t d = 0; d < maps->size(); ++d) {
+    int64_t lo = std::max<int64_t>(-before[d], 0), n = in.dims[d] - lo - std::max<int64_t>(-after[d], 0);
+    if (n < 0) return args.Error("pads crop more than the dim");
+    if (n == 0 && mode != "constant" && out.dims[d] > 0) return args.Error("cannot pad an empty dim in mode '" + mode + "'");
+    for (int64_t o = 0; o < out.dims[d]; ++o) {
+      int64_t c = SourceIndex(o - std::max<int64_t>(before[d], 0), n, mode);
+      (*maps)[d].push_back(c < 0 ? -1 : lo + c);
+    }
+  }
   return Status::Ok();
 }
 

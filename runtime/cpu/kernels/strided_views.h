@@ -1,8 +1,8 @@
 // The data-movement operators that are one strided read of their input (Transpose, Slice,
-// Expand, Tile, DepthToSpace, SpaceToDepth), as views built once at load. Shared by the CPU
-// kernels (tensor.cc, which copy through StridedCopy) and the CUDA kernels
-// (runtime/cuda/kernels/tensor.cu), so both backends read the same attributes and constant
-// inputs and refuse the same steps. Host code only: nvcc includes this header too.
+// Expand, Tile, DepthToSpace, SpaceToDepth), as views built once at load, and Pad's per-dim
+// index maps. Shared by the CPU kernels (tensor.cc, tensor_fill.cc) and the CUDA kernels
+// (runtime/cuda/kernels/tensor.cu, tensor_fill.cu), so both backends read the same attributes
+// and constant inputs and refuse the same steps. Host code only: nvcc includes this header too.
 #pragma once
 
 #include <cstdint>
@@ -45,5 +45,10 @@ Status TileView(const KernelArgs& args, const Tensor& in, const Tensor& out, Str
 Status DepthToSpaceView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view);
 // Output [N, C*b*b, H/b, W/b] read as [N, b, b, C, H/b, W/b] (output channel (b1*b + b2)*C + c).
 Status SpaceToDepthView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view);
+
+// Pad (opsets 2-23: pads and axes as attributes or constant inputs; constant, reflect, edge and
+// wrap modes; negative pads crop): per dim, the input coordinate each output coordinate reads,
+// -1 where it takes the constant value.
+Status PadIndexMaps(const KernelArgs& args, const Tensor& in, const Tensor& out, std::vector<std::vector<int64_t>>* maps);
 
 }  // namespace precis::rt

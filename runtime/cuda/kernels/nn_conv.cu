@@ -186,49 +186,6 @@ Status CheckConvTypes(const KernelArgs& args) {
   return Status::Ok();
 }
 
-// ConvTranspose geometry, as the CPU reference reads it (nn_conv.cc): output_shape (or in *
-// stride for SAME_*) fixes the output size and SAME_* splits the total padding (the odd unit at
-// the end for SAME_UPPER); otherwise pads are taken as given.
-Status ReadTransposeWindow(const KernelArgs& args, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel, Window* w) {
-  size_t n = in.size();
-  auto strides = args.attrs.Ints("strides", std::vector<int64_t>(n, 1));
-  auto dilations = args.attrs.Ints("dilations", std::vector<int64_t>(n, 1));
-  auto pads = args.attrs.Ints("pads", std::vector<int64_t>(2 * n, 0));
-  auto output_padding = args.attrs.Ints("output_padding", std::vector<int64_t>(n, 0));
-  auto output_shape = args.attrs.Ints("output_shape");
-  std::string auto_pad = args.attrs.String("auto_pad", "NOTSET");
-  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
-  if (auto_pad == "VALID") pads.assign(2 * n, 0);
-  if (strides.size() != n || dilations.size() != n || pads.size() != 2 * n || output_padding.size() != n ||
-      (!output_shape.empty() && output_shape.size() != n && output_shape.size() != n + 2))
-    return args.Error("strides, dilations, pads, output_padding or output_shape do not match " + std::to_string(n) + " spatial dims");
-  *w = Window();
-  w->spatial = int(n);
-  size_t off = Window::kMaxSpatial - n;
-  for (size_t i = 0; i < n; ++i) {
-    int64_t s = strides[i], d = dilations[i], k = kernel[i];
-    if (s <= 0 || d <= 0 || k <= 0) return args.Error("kernel, strides and dilations must be positive");
-    int64_t full = s * (in[i] - 1) + output_padding[i] + (k - 1) * d + 1;
-    int64_t out, pb = pads[i];
-    if (!output_shape.empty()) out = output_shape[output_shape.size() - n + i];
-    else if (same) out = in[i] * s;
-    else out = full - pads[i] - pads[i + n];
-    if (same) {
-      int64_t total = full - out;
-      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division
-      pb = auto_pad == "SAME_UPPER" ? half : total - half;
-    }
-    if (out <= 0) return args.Error("output spatial dim " + std::to_string(i) + " would be " + std::to_string(out));
-    w->in[off + i] = in[i];
-    w->out[off + i] = out;
-    w->kernel[off + i] = k;
-    w->stride[off + i] = s;
-    w->dilation[off + i] = d;
-    w->pad_begin[off + i] = pb;
-  }
-  return Status::Ok();
-}
-
 int64_t Product(const int64_t (&v)[3]) { return v[0] * v[1] * v[2]; }
 
 // What Conv and ConvTranspose share: dtype, the direct kernel's parameters, the cuDNN plan.

@@ -113,26 +113,7 @@ class EinsumKernel : public Kernel {
       return args.Error(std::string("unsupported dtype ") + DataTypeName(in_));
     auto spec = ParseEinsum(args.attrs.String("equation", ""), ranks);
     if (!spec.ok()) return args.Error(spec.status().message());
-    PRECIS_RETURN_IF_ERROR(LabelSizes(args, *spec));
-    // Loop order: output labels, then the summed ones (as the CPU kernel).
-    loop_ = spec->output;
-    for (int l = 0; l < int(size_.size()); ++l)
-      if (size_[size_t(l)] >= 0 && std::find(loop_.begin(), loop_.end(), l) == loop_.end()) loop_.push_back(l);
-    n_out_ = spec->output.size();
-    size_t L = loop_.size(), n = args.inputs.size();
-    sizes_.resize(L);
-    for (size_t j = 0; j < L; ++j) sizes_[j] = size_[size_t(loop_[j])];
-    strides_.assign(n * L, 0);
-    for (size_t i = 0; i < n; ++i) {
-      const Tensor& t = *args.inputs[i];
-      std::vector<int64_t> s = DenseStrides(t.dims);
-      for (size_t d = 0; d < t.dims.size(); ++d) {
-        size_t j = size_t(std::find(loop_.begin(), loop_.end(), spec->inputs[i][d]) - loop_.begin());
-        if (t.dims[d] != 1 || sizes_[j] == 1) strides_[i * L + j] += s[d];
-      }
-    }
-    std::vector<int64_t> out_dims(sizes_.begin(), sizes_.begin() + int64_t(n_out_));
-    if (out_dims != y->dims) return args.Error("output shape " + DimsToString(y->dims) + ", expected " + DimsToString(out_dims));
+    PRECIS_RETURN_IF_ERROR(PlanEinsumLoops(args, *spec, &p_));
     total_ = y->numel;
     if (total_ == 0) return Status::Ok();
     PRECIS_RETURN_IF_ERROR(PlanMatmul(args, ctx, *spec));
@@ -152,50 +133,34 @@ class EinsumKernel : public Kernel {
   size_t WorkspaceBytes() const override { return use_lt_ ? lt_.WorkspaceBytes() : 0; }
 
  private:
-  // Every label's size; ellipsis labels broadcast (1 yields to any size), letters must agree.
-  Status LabelSizes(const KernelArgs& args, const EinsumSpec& spec) {
-    size_.assign(size_t(kEllipsisLabel + spec.ellipsis_rank), -1);
-    for (size_t i = 0; i < spec.inputs.size(); ++i)
-      for (size_t d = 0; d < spec.inputs[i].size(); ++d) {
-        int l = spec.inputs[i][d];
-        int64_t x = args.inputs[i]->dims[d];
-        int64_t& s = size_[size_t(l)];
-        if (s < 0 || (l >= kEllipsisLabel && s == 1)) s = x;
-        else if (s != x && !(l >= kEllipsisLabel && x == 1))
-          return args.Error("operand " + std::to_string(i) + " dimension " + std::to_string(d) + " has size " + std::to_string(x) +
-                            ", but its label has size " + std::to_string(s));
-      }
-    return Status::Ok();
-  }
-
   // The cuBLASLt path for two float operands whose labels are batch (both operands and the
   // output), rows (A and output), columns (B and output) or contracted (A and B only).
   Status PlanMatmul(const KernelArgs& args, CudaContext& ctx, const EinsumSpec& spec) {
     if (args.inputs.size() != 2 || !DispatchFloat(in_, [](auto) {})) return Status::Ok();
-    size_t L = loop_.size();
-    std::vector<int64_t> ys = DenseStrides(std::vector<int64_t>(sizes_.begin(), sizes_.begin() + int64_t(n_out_)));
+    size_t L = p_.loop.size();
+    std::vector<int64_t> ys = DenseStrides(std::vector<int64_t>(p_.sizes.begin(), p_.sizes.begin() + int64_t(p_.n_out)));
     // Contracted labels in A's stride order (outermost first), so that "ilk,lkj->ij" merges.
     std::vector<size_t> order;
-    for (size_t j = 0; j < n_out_; ++j) order.push_back(j);
+    for (size_t j = 0; j < p_.n_out; ++j) order.push_back(j);
     std::vector<size_t> summed;
-    for (size_t j = n_out_; j < L; ++j) summed.push_back(j);
-    std::stable_sort(summed.begin(), summed.end(), [&](size_t x, size_t z) { return strides_[x] > strides_[z]; });
+    for (size_t j = p_.n_out; j < L; ++j) summed.push_back(j);
+    std::stable_sort(summed.begin(), summed.end(), [&](size_t x, size_t z) { return p_.strides[x] > p_.strides[z]; });
     order.insert(order.end(), summed.begin(), summed.end());
     std::vector<BatchAxis> batch;  // in output order: PlanBatch merges what it can, loops over the rest
     Group rows, cols, inner;
     for (size_t j : order) {
-      int l = loop_[j];
+      int l = p_.loop[j];
       int64_t in_a = std::count(spec.inputs[0].begin(), spec.inputs[0].end(), l);
       int64_t in_b = std::count(spec.inputs[1].begin(), spec.inputs[1].end(), l);
-      bool in_y = j < n_out_;
+      bool in_y = j < p_.n_out;
       if (in_a > 1 || in_b > 1) return Status::Ok();  // a diagonal
-      if (sizes_[j] == 1) continue;
-      int64_t sa = strides_[j], sb = strides_[L + j], sy = in_y ? ys[j] : 0;
+      if (p_.sizes[j] == 1) continue;
+      int64_t sa = p_.strides[j], sb = p_.strides[L + j], sy = in_y ? ys[j] : 0;
       bool ok = false;
-      if (in_y && in_a && in_b) batch.push_back({sizes_[j], sa, sb, sy}), ok = true;
-      else if (in_y && in_a) ok = rows.Add(sizes_[j], sa, sb, sy);
-      else if (in_y && in_b) ok = cols.Add(sizes_[j], sa, sb, sy);
-      else if (!in_y && in_a && in_b) ok = inner.Add(sizes_[j], sa, sb, sy);
+      if (in_y && in_a && in_b) batch.push_back({p_.sizes[j], sa, sb, sy}), ok = true;
+      else if (in_y && in_a) ok = rows.Add(p_.sizes[j], sa, sb, sy);
+      else if (in_y && in_b) ok = cols.Add(p_.sizes[j], sa, sb, sy);
+      else if (!in_y && in_a && in_b) ok = inner.Add(p_.sizes[j], sa, sb, sy);
       if (!ok) return Status::Ok();
     }
     LtProblem p;
@@ -211,26 +176,22 @@ class EinsumKernel : public Kernel {
   }
 
   Status PlanPlain(const KernelArgs& args, CudaContext& ctx) {
-    size_t L = loop_.size(), n = args.inputs.size();
+    size_t L = p_.loop.size(), n = args.inputs.size();
     if (n > size_t(kMaxEinsumInputs)) return Unimplemented(args.node + ": more than 8 Einsum operands");
-    if (L - n_out_ > size_t(kMaxSummedLabels)) return Unimplemented(args.node + ": more than 16 summed Einsum labels");
-    std::vector<int64_t> table = sizes_;
-    table.insert(table.end(), strides_.begin(), strides_.end());
+    if (L - p_.n_out > size_t(kMaxSummedLabels)) return Unimplemented(args.node + ": more than 16 summed Einsum labels");
+    std::vector<int64_t> table = p_.sizes;
+    table.insert(table.end(), p_.strides.begin(), p_.strides.end());
     PRECIS_ASSIGN_OR_RETURN(plan_.table, UploadTable(ctx, table, args.node + ": Einsum strides"));
     plan_.inputs = int(n);
-    plan_.n_out = int(n_out_);
+    plan_.n_out = int(p_.n_out);
     plan_.labels = int(L);
     plan_.summed = 1;
-    for (size_t j = n_out_; j < L; ++j) plan_.summed *= sizes_[j];
+    for (size_t j = p_.n_out; j < L; ++j) plan_.summed *= p_.sizes[j];
     return Status::Ok();
   }
 
   DataType in_ = DataType::kUndefined, out_ = DataType::kUndefined;
-  std::vector<int64_t> size_;     // by label; -1 when unused
-  std::vector<int> loop_;         // labels in loop order: output, then summed
-  size_t n_out_ = 0;
-  std::vector<int64_t> sizes_;    // by loop position
-  std::vector<int64_t> strides_;  // [input][loop position]
+  EinsumLoops p_;
   int64_t total_ = 0;
   bool use_lt_ = false;
   LtMatmul lt_;

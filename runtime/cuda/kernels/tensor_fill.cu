@@ -231,33 +231,17 @@ class PadKernel : public Kernel {
     esize_ = DataTypeSize(in->dtype);
     if (esize_ == 0) return args.Error(std::string("unsupported dtype ") + DataTypeName(in->dtype));
     opset_ = args.attrs.Int("opset", 11);
-    std::vector<int64_t> pads, axes;
-    PRECIS_RETURN_IF_ERROR(ReadPads(args, pads, axes));
-    std::string mode = args.attrs.String("mode", "constant");
-    if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") return args.Error("unknown mode '" + mode + "'");
-    std::vector<int64_t> before(size_t(in->rank()), 0), after(size_t(in->rank()), 0);
-    for (size_t i = 0; i < axes.size(); ++i) {
-      int64_t axis = axes[i] < 0 ? axes[i] + in->rank() : axes[i];
-      if (axis < 0 || axis >= in->rank()) return args.Error("axis is out of range");
-      before[size_t(axis)] = pads[i];
-      after[size_t(axis)] = pads[i + axes.size()];
-      if (in->dims[size_t(axis)] + pads[i] + pads[i + axes.size()] != out->dims[size_t(axis)]) return args.Error("output shape does not match the pads");
-    }
+    std::vector<std::vector<int64_t>> maps;
+    PRECIS_RETURN_IF_ERROR(PadIndexMaps(args, *in, *out, &maps));
     if (in->rank() > kMaxRank) return RankLimit(args, "the input");
     maps_ = PadMaps{};
     maps_.rank = int(in->rank());
     std::vector<int64_t> strides = DenseStrides(in->dims), map;
     for (size_t d = 0; d < size_t(in->rank()); ++d) {
-      int64_t lo = std::max<int64_t>(-before[d], 0), n = in->dims[d] - lo - std::max<int64_t>(-after[d], 0);
-      if (n < 0) return args.Error("pads crop more than the dim");
-      if (n == 0 && mode != "constant" && out->dims[d] > 0) return args.Error("cannot pad an empty dim in mode '" + mode + "'");
       maps_.out_dims[d] = out->dims[d];
       maps_.in_strides[d] = strides[d];
       maps_.begin[d] = int64_t(map.size());
-      for (int64_t o = 0; o < out->dims[d]; ++o) {
-        int64_t c = SourceIndex(o - std::max<int64_t>(before[d], 0), n, mode);
-        map.push_back(c < 0 ? -1 : lo + c);
-      }
+      map.insert(map.end(), maps[d].begin(), maps[d].end());
     }
     constant_ = 0;
     if (opset_ < 11) {
@@ -286,34 +270,9 @@ class PadKernel : public Kernel {
   }
 
  private:
-  Status ReadPads(const KernelArgs& args, std::vector<int64_t>& pads, std::vector<int64_t>& axes) {
-    if (opset_ >= 11) {
-      const Tensor* p = args.in(1);
-      if (!p || !p->is_constant || !IsIndexType(p->dtype)) return args.Error("pads must be a constant integer tensor");
-      for (int64_t i = 0; i < p->numel; ++i) pads.push_back(LoadIndex(p->data, p->dtype, i));
-      if (const Tensor* a = args.in(3); a && opset_ >= 18) {
-        if (!a->is_constant || !IsIndexType(a->dtype)) return args.Error("axes must be a constant integer tensor");
-        for (int64_t i = 0; i < a->numel; ++i) axes.push_back(LoadIndex(a->data, a->dtype, i));
-      }
-    } else {
-      pads = args.attrs.Ints(opset_ >= 2 ? "pads" : "paddings");
-    }
-    if (axes.empty())
-      for (int64_t i = 0; i < args.in(0)->rank(); ++i) axes.push_back(i);
-    if (pads.size() != 2 * axes.size()) return args.Error("pads do not match the axes");
-    return Status::Ok();
-  }
 
-  // The input coordinate (within the kept extent of n) read at padded coordinate c, or -1.
-  static int64_t SourceIndex(int64_t c, int64_t n, const std::string& mode) {
-    if (c >= 0 && c < n) return c;
-    if (mode == "constant" || n == 0) return -1;
-    if (mode == "edge") return std::clamp<int64_t>(c, 0, n - 1);
-    if (mode == "wrap") return ((c % n) + n) % n;
-    if (n == 1) return 0;  // reflect
-    int64_t period = 2 * (n - 1), m = ((c % period) + period) % period;
-    return m < n ? m : period - m;
-  }
+
+
 
   size_t esize_ = 0;
   int64_t opset_ = 11;
