@@ -36,6 +36,18 @@ bool IsScalar(const Value* v) {
 
 const ir::Attribute* Attr(const Node* n, const char* name) { return n->FindAttribute(name); }
 
+bool HasData(const Value* v) { return v->is_constant() && v->data() && v->data()->has_data(); }
+
+// Whether dims `d` broadcast to `y` (right-aligned, numpy rules) without changing y.
+bool Broadcasts(const std::vector<int64_t>& d, const std::vector<int64_t>& y) {
+  if (d.size() > y.size()) return false;
+  for (size_t i = 0; i < d.size(); ++i) {
+    int64_t a = d[d.size() - 1 - i], b = y[y.size() - 1 - i];
+    if (a != b && a != 1) return false;
+  }
+  return true;
+}
+
 // Why a 16-bit Conv stays NCHW; empty when it can run NHWC. A grouped convolution gains nothing
 // from tensor cores, so it runs NHWC only to stay inside a region its input is already in
 // (`joining`): then no transposes go around it (MobileNet's depthwise layers).
@@ -123,8 +135,16 @@ bool JoinsRegion(const Node* n, const std::set<const Value*>& nhwc) {
       continue;
     }
     if (IsScalar(v) && !nhwc.count(v)) continue;
-    if (StaticDims(v) != y) return false;
-    any = any || nhwc.count(v) > 0;
+    auto d = StaticDims(v);
+    if (!d) return false;
+    if (*d == *y) {
+      any = any || nhwc.count(v) > 0;
+      continue;
+    }
+    // A broadcast operand (a squeeze-and-excitation scale [N, C, 1, 1], a per-channel constant
+    // [C, 1, 1]): broadcasting commutes with the permutation once it has rank 4. Constants are
+    // permuted at compile time; other values need rank 4 (an entry Transpose, or NHWC already).
+    if (unary || !Broadcasts(*d, *y) || (d->size() != 4 && !HasData(v))) return false;
   }
   return any;
 }
@@ -145,9 +165,21 @@ std::vector<ir::Attribute> Perm(const int (&perm)[4]) {
   return attrs;
 }
 
-// W [M, C, kH, kW] -> [M, kH, kW, C].
-ir::Tensor TransposedWeight(const ir::Tensor& w) {
-  const auto& d = w.dims();
+// Whether permuting `dims` by `perm` moves no data: its dims larger than 1 keep their order
+// (an [N, C, 1, 1] squeeze-and-excitation tensor, a one-channel image).
+bool MovesNoData(const std::vector<int64_t>& dims, const int (&perm)[4]) {
+  std::vector<int> before, after;
+  for (int i = 0; i < 4; ++i) {
+    if (dims[size_t(i)] != 1) before.push_back(i);
+    if (dims[size_t(perm[i])] != 1) after.push_back(perm[i]);
+  }
+  return before == after;
+}
+
+// [a, b, c, d] -> [a, c, d, b] (W [M, C, kH, kW] -> [M, kH, kW, C]); `dims` (rank 4, the same
+// element count) reads w with leading 1s added.
+ir::Tensor TransposedWeight(const ir::Tensor& w, std::vector<int64_t> dims = {}) {
+  const auto& d = dims.empty() ? w.dims() : dims;
   size_t element = size_t(ir::DTypeSize(w.dtype()));
   int64_t M = d[0], C = d[1], H = d[2], W = d[3];
   std::vector<uint8_t> out(size_t(w.NumElements()) * element);
@@ -193,6 +225,17 @@ LayoutStats ChooseLayout(ir::Graph& g) {
 
   const ir::PrecisionRecord entry_record{ir::DType::kUndefined, "layout", "NCHW -> NHWC into a tensor-core convolution region"};
   const ir::PrecisionRecord exit_record{ir::DType::kUndefined, "layout", "NHWC -> NCHW out of a tensor-core convolution region"};
+  // A layout change: a Transpose, or a Reshape (which the planner runs in place) where the
+  // permutation moves no data.
+  auto change = [&](Value* from, Value* to, const int (&perm)[4], const std::string& name) -> Node* {
+    std::vector<int64_t> dims = *StaticDims(from);
+    if (!MovesNoData(dims, perm)) return g.AddNode("", "Transpose", FreshName(g, name), {from}, {to}, Perm(perm));
+    std::vector<int64_t> shape = *StaticDims(to);
+    std::vector<uint8_t> bytes(shape.size() * sizeof(int64_t));
+    std::memcpy(bytes.data(), shape.data(), bytes.size());
+    Value* s = g.AddConstant(FreshName(g, name + ".shape"), ir::Tensor(ir::DType::kI64, {4}, ir::Buffer::Own(std::move(bytes))));
+    return g.AddNode("", "Reshape", FreshName(g, name), {from, s}, {to}, {});
+  };
   std::vector<Node*> original;
   for (const auto& up : g.nodes()) original.push_back(up.get());
   std::map<const Value*, Value*> to_nhwc, weights;
@@ -218,12 +261,20 @@ LayoutStats ChooseLayout(ir::Graph& g) {
         continue;
       }
       if (IsScalar(in)) continue;
+      if (HasData(in)) {  // a constant operand (full or broadcast): permuted once, here
+        std::vector<int64_t> dims = in->data()->dims();
+        dims.insert(dims.begin(), 4 - dims.size(), 1);
+        Value* c = g.AddConstant(FreshName(g, in->name() + ".nhwc"), TransposedWeight(*in->data(), dims));
+        to_nhwc[in] = c;
+        g.SetNodeInput(n, int(i), c);
+        continue;
+      }
       Value* t = g.NewValue(FreshName(g, in->name() + ".nhwc"));
       t->set_type(Permuted(in->type(), kToNhwc));
-      Node* tr = g.AddNode("", "Transpose", FreshName(g, in->name() + ".to_nhwc"), {in}, {t}, Perm(kToNhwc));
+      Node* tr = change(in, t, kToNhwc, in->name() + ".to_nhwc");
       tr->mutable_precision() = entry_record;
       order.push_back(tr);
-      ++stats.transposes;
+      ++(Is(tr, "Reshape") ? stats.reshapes : stats.transposes);
       to_nhwc[in] = t;
       g.SetNodeInput(n, int(i), t);
     }
@@ -233,13 +284,24 @@ LayoutStats ChooseLayout(ir::Graph& g) {
     vn->set_type(Permuted(out->type(), kToNhwc));
     g.SetNodeOutput(n, 0, vn);
     to_nhwc[out] = vn;
-    Node* exit = g.AddNode("", "Transpose", FreshName(g, out->name() + ".to_nchw"), {vn}, {out}, Perm(kToNchw));
+    Node* exit = change(vn, out, kToNchw, out->name() + ".to_nchw");
     exit->mutable_precision() = exit_record;
     order.push_back(exit);
     exits.push_back(exit);
-    if (Is(n, "Concat"))
+    if (Is(n, "Concat")) {  // NCHW axis a is NHWC axis kToNchw[a]; opsets 1-3 default the axis to 1
+      ir::Attribute* axis = nullptr;
       for (ir::Attribute& a : n->mutable_attributes())
-        if (a.name == "axis") a.i = kToNchw[a.i < 0 ? a.i + 4 : a.i];  // NCHW axis a is NHWC axis kToNchw[a]
+        if (a.name == "axis") axis = &a;
+      if (!axis) {
+        ir::Attribute a;
+        a.name = "axis";
+        a.kind = ir::Attribute::Kind::kInt;
+        a.i = 1;
+        n->mutable_attributes().push_back(std::move(a));
+        axis = &n->mutable_attributes().back();
+      }
+      axis->i = kToNchw[axis->i < 0 ? axis->i + 4 : axis->i];
+    }
     if (conv || ChannelOp(n)) {
       ir::Attribute layout;
       layout.name = "layout";
@@ -253,7 +315,7 @@ LayoutStats ChooseLayout(ir::Graph& g) {
     Value* out = exit->outputs()[0];
     bool is_output = std::find(g.outputs().begin(), g.outputs().end(), out) != g.outputs().end();
     if (out->uses().empty() && !is_output) g.RemoveNode(exit);
-    else ++stats.transposes;
+    else ++(Is(exit, "Reshape") ? stats.reshapes : stats.transposes);
   }
   return stats;
 }

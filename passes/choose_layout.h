@@ -6,14 +6,16 @@
 //     (16-byte rows for the tensor cores), W is a constant and the pads are symmetric; its W is
 //     stored [M, kH, kW, C] (transposed at compile time) and the node gets layout = "NHWC";
 //   - unary elementwise ops (Relu, Sigmoid, Clip...), binary ones (Add, Mul...) and Sum/Mean
-//     whose non-scalar operands all have the output's 4-D shape join the region of an NHWC
-//     input, and so does a Concat with an NHWC input (its axis renumbered: channels are axis 3;
+//     whose non-scalar operands have the output's 4-D shape, or broadcast to it (rank 4, or
+//     constants, which are permuted at compile time: a squeeze-and-excitation scale), join the
+//     region of an NHWC input of the output's shape, and so does a Concat with an NHWC input (its axis renumbered: channels are axis 3;
 //     an NCHW input is transposed in), and a MaxPool (no Indices), AveragePool,
 //     GlobalAveragePool, GlobalMaxPool or inference BatchNormalization of an NHWC input
 //     (layout = "NHWC" on the step; BatchNormalization's per-channel vectors are unchanged);
 //   - a Transpose (perm 0,2,3,1) brings each NCHW input into a region, and one (perm 0,3,1,2)
 //     gives back the NCHW tensor wherever a reader outside the region (or a graph output) needs
-//     it: values outside the regions keep their names, shapes and layout.
+//     it: values outside the regions keep their names, shapes and layout. Where the permutation
+//     moves no data (an [N, C, 1, 1] tensor) the edge is a Reshape instead, which runs in place.
 // Every 16-bit Conv's evidence says which layout it got and why, so the report shows the
 // decision; the plan's steps carry the `layout` attribute. Runs for `--device cuda` plans in
 // FP16/BF16 (FP32 convolutions stay NCHW: no tensor cores without TF32, which FP32 plans refuse).
@@ -28,6 +30,7 @@ struct LayoutStats {
   int nchw_convs = 0;   // 16-bit convolutions left NCHW (their evidence says why)
   int region_ops = 0;   // elementwise ops, Concats, pools and BatchNormalizations inside NHWC regions
   int transposes = 0;   // transposes inserted at region edges
+  int reshapes = 0;     // region edges where the permutation moves no data ([N, C, 1, 1]): Reshapes
 };
 
 LayoutStats ChooseLayout(ir::Graph& graph);

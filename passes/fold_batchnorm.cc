@@ -164,6 +164,10 @@ std::optional<BnFold> MatchBn(const ir::Graph& g, Node* bn) {
   if (!xd || xd->size() < 2) return std::nullopt;
   int64_t m = (*xd)[1];
   if (!BatchNormAffine(bn, m)) return std::nullopt;  // inference form, constant statistics
+  // The folded scale and B are stored in the parameters' dtype: it must be X's (ONNX lets them
+  // be narrower), or the multiplier would be rounded to less than the Mul computed in.
+  ir::DType xt = x->type().dtype();
+  if (bn->inputs()[1]->type().dtype() != xt || bn->inputs()[2]->type().dtype() != xt) return std::nullopt;
   Node* next = x->uses()[0].node;
   if (next->outputs().empty() || !next->outputs()[0] || next->outputs()[0]->type() != x->type()) return std::nullopt;
   std::optional<Affine> a = ChannelAffine(next, x, m, xd->size());

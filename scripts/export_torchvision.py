@@ -21,6 +21,8 @@ import time
 MODELS = {
     "resnet50": (3, 224, 224),
     "mobilenet_v2": (3, 224, 224),
+    "mobilenet_v3_small": (3, 224, 224),
+    "efficientnet_b0": (3, 224, 224),
     "vit_b_16": (3, 224, 224),
 }
 

@@ -11,7 +11,8 @@ Sources:
   ConstantOfShape(0.02) stubs: each stub is replaced by a random initializer of the same shape
   (fixed seed; He-scaled for weights, positive for BatchNormalization variances), so that the
   outputs are meaningful;
-- torchvision exports (resnet50, mobilenet_v2, vit_b_16) and the transformer encoder / causal
+- torchvision exports (resnet50, mobilenet_v2, mobilenet_v3_small (squeeze-and-excitation,
+  Hardswish), vit_b_16) and the transformer encoder / causal
   decoder, exported by scripts/export_torchvision.py and scripts/export_transformers.py with
   /usr/bin/python3 into CACHE_DIR/exports/ when missing.
 Reference outputs come from onnxruntime's CPU provider on the original model.
@@ -33,6 +34,7 @@ EXPORTS = {
     # name: (export command, {input: shape}, input kind)
     "resnet50": (["scripts/export_torchvision.py", "resnet50"], {"input": [1, 3, 224, 224]}, "image"),
     "mobilenet_v2": (["scripts/export_torchvision.py", "mobilenet_v2"], {"input": [1, 3, 224, 224]}, "image"),
+    "mobilenet_v3_small": (["scripts/export_torchvision.py", "mobilenet_v3_small"], {"input": [1, 3, 224, 224]}, "image"),
     "vit_b_16": (["scripts/export_torchvision.py", "vit_b_16"], {"input": [1, 3, 224, 224]}, "image"),
     "encoder": (["scripts/export_transformers.py", "encoder"], {"input": [2, 64, 256]}, "image"),
     "decoder": (["scripts/export_transformers.py", "decoder"], {"tokens": [2, 32]}, "tokens"),

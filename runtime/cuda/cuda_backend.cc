@@ -85,7 +85,7 @@ class CudaBackendImpl final : public CudaBackend {
   std::vector<std::string> step_names_;
   std::vector<Staged> inputs_, outputs_;
   cuda::CudaContext ctx_;
-  bool capturable_ = true, graphs_ = true;
+  bool capturable_ = true, graphs_ = true, warmed_up_ = false;
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t graph_exec_ = nullptr;
   std::vector<uint8_t> observed_;  // host copy of an observed tensor
@@ -286,9 +286,13 @@ Status CudaBackendImpl::Run(std::vector<Tensor>& tensors, std::vector<StepProfil
       if (out.id == in.id) host = out.host.get();
     if (t.data != host && t.bytes) std::memcpy(host, t.data, t.bytes);
   }
-  bool eager = profile || observer || !graphs_ || !capturable_;
+  // The first run is eager even when runs are replayed from a CUDA graph: library calls (cuDNN,
+  // cuBLASLt) do their one-time setup outside a capture, and the capture starts at the second
+  // run (cudnn-frontend warms its graphs up the same way).
+  bool eager = profile || observer || !graphs_ || !capturable_ || !warmed_up_;
   if (eager) {
     PRECIS_RETURN_IF_ERROR(Enqueue(profile, observer));
+    warmed_up_ = true;
   } else {
     if (!graph_exec_) {
       PRECIS_CUDA_OR_RETURN(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");

@@ -193,6 +193,62 @@ TEST(GpuPlans, ResidualBlockRunsNhwcInFp16) {
   }
 }
 
+// The ops that join NHWC regions besides convolutions, in one FP16 model: a Concat with an NCHW
+// input (x) and an NHWC one, BatchNormalization, a squeeze-and-excitation block (global pool,
+// two 1x1 convolutions on [N, C, 1, 1] -- the squeeze to 4 channels stays NCHW, its edges are
+// in-place Reshapes --, Sigmoid, a broadcast Mul), a Mul by a per-channel [C, 1, 1] constant
+// (permuted at compile time), a residual Sum and a global max pool. The plan must compute
+// exactly what the same plan with every convolution NCHW computes: the rewrites move bytes.
+TEST(GpuPlans, ChannelOpsAndSqueezeExcitationRunNhwc) {
+  std::string c = std::to_string(kC), c2 = std::to_string(2 * kC);
+  std::string dims = std::to_string(kN) + "," + c + "," + std::to_string(kH) + "," + std::to_string(kW);
+  auto positive = [](std::vector<double> v) {
+    for (double& x : v) x = std::fabs(x) + 0.25;
+    return v;
+  };
+  std::string text = std::string(kHeader) + "graph \"channels\" {\n  input %x: f16[" + dims + "]\n" +
+                     "  const %w1: f16[" + c + "," + c + ",3,3] = " + Values(RandomValues(size_t(kC * kC * 9), 31, 0.25)) + "\n" +
+                     "  const %scale: f16[" + c2 + "] = " + Values(positive(RandomValues(size_t(2 * kC), 32))) + "\n" +
+                     "  const %bias: f16[" + c2 + "] = " + Values(RandomValues(size_t(2 * kC), 33)) + "\n" +
+                     "  const %mean: f16[" + c2 + "] = " + Values(RandomValues(size_t(2 * kC), 34)) + "\n" +
+                     "  const %var: f16[" + c2 + "] = " + Values(positive(RandomValues(size_t(2 * kC), 35))) + "\n" +
+                     "  const %w2: f16[" + c + "," + c2 + ",1,1] = " + Values(RandomValues(size_t(2 * kC * kC), 36, 0.25)) + "\n" +
+                     "  const %sq: f16[4," + c + ",1,1] = " + Values(RandomValues(size_t(4 * kC), 37, 0.5)) + "\n" +
+                     "  const %ex: f16[" + c + ",4,1,1] = " + Values(RandomValues(size_t(4 * kC), 38, 0.5)) + "\n" +
+                     "  const %k: f16[" + c + ",1,1] = " + Values(RandomValues(size_t(kC), 39)) + "\n" +
+                     "  %a = Conv(%x, %w1) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} name \"conv1\"\n"
+                     "  %cat = Concat(%x, %a) {axis = 1} name \"cat\"\n"
+                     "  %n = BatchNormalization(%cat, %scale, %bias, %mean, %var) name \"bn\"\n"
+                     "  %r = Relu(%n) name \"relu\"\n"
+                     "  %b = Conv(%r, %w2) {kernel_shape = [1, 1]} name \"conv2\"\n"
+                     "  %p = GlobalAveragePool(%b) name \"squeeze_pool\"\n"
+                     "  %q = Conv(%p, %sq) {kernel_shape = [1, 1]} name \"squeeze\"\n"
+                     "  %qr = Relu(%q) name \"squeeze_relu\"\n"
+                     "  %e = Conv(%qr, %ex) {kernel_shape = [1, 1]} name \"excite\"\n"
+                     "  %g = Sigmoid(%e) name \"gate\"\n"
+                     "  %se = Mul(%b, %g) name \"scale\"\n"
+                     "  %m = Mul(%se, %k) name \"per_channel\"\n"
+                     "  %s = Sum(%m, %a) name \"residual\"\n"
+                     "  %y = GlobalMaxPool(%s) name \"pool\"\n"
+                     "  output %y\n}\n";
+  std::vector<int64_t> x_dims{kN, kC, kH, kW};
+  std::vector<double> x = RandomValues(size_t(kN * kC * kH * kW), 40);
+  for (bool reference : {false, true}) {
+    SCOPED_TRACE(reference ? "reference kernels" : "fast kernels");
+    Compiled nhwc = CompileAndRun(text, "fp16", "cuda", x_dims, x, true, "auto", reference);
+    EXPECT_EQ(nhwc.result.layout.nhwc_convs, 2);  // conv1, conv2; squeeze and excite have 4 channels
+    EXPECT_EQ(nhwc.result.layout.transposes, 1);  // x, into conv1 and the Concat
+    EXPECT_EQ(nhwc.result.layout.reshapes, 3);    // around the squeeze convolutions, and the [N, C, 1, 1] result
+    ASSERT_EQ(nhwc.dims, (std::vector<int64_t>{kN, kC, 1, 1}));
+    Compiled nchw = CompileAndRun(text, "fp16", "cuda", x_dims, x, true, "nchw", reference);
+    EXPECT_EQ(nchw.result.layout.nhwc_convs, 0);
+    EXPECT_EQ(nhwc.output, nchw.output) << "NHWC regions must only move bytes";
+    double largest = 0;
+    for (double v : nhwc.output) largest = std::max(largest, std::fabs(v));
+    EXPECT_GT(largest, 0.1) << "the comparison needs a nontrivial output";
+  }
+}
+
 TEST(GpuPlans, Fp32PlansKeepNchwAndFuseExactly) {
   Block b = MakeBlock();
   std::vector<int64_t> dims{kN, kC, kH, kW};

@@ -168,8 +168,8 @@ int CompileCommand(const std::vector<std::string>& args) {
     if (options.target == "cuda") {
       const auto& e = result->epilogues;
       const auto& l = result->layout;
-      std::printf("  gpu        %d bias + %d activation epilogues fused; %d convolutions NHWC, %d NCHW (16-bit); %d ops in NHWC regions, %d transposes\n",
-                  e.bias, e.activations, l.nhwc_convs, l.nchw_convs, l.region_ops, l.transposes);
+      std::printf("  gpu        %d bias + %d activation epilogues fused; %d convolutions NHWC, %d NCHW (16-bit); %d ops in NHWC regions, %d transposes, %d in-place reshapes\n",
+                  e.bias, e.activations, l.nhwc_convs, l.nchw_convs, l.region_ops, l.transposes, l.reshapes);
     }
     std::printf("  time       %.1f ms (", ms);
     for (size_t i = 0; i < result->phase_ms.size(); ++i)

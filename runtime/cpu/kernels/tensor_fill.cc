@@ -189,10 +189,6 @@ class PadKernel : public Kernel {
   }
 
  private:
-
-
-
-
   template <typename T>
   T* FillDims(const T* src, size_t d, int64_t src_off, bool inside, T* dst, T value) {
     const std::vector<int64_t>& map = maps_[d];

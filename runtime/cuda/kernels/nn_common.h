@@ -164,7 +164,8 @@ class CudnnConv {
 // convolution would need a bias pass before it (beta = 1) and a Relu pass after it. FP16/BF16
 // only (FP32 plans keep the legacy path, whose algorithm choice excludes TF32). Planned at Init:
 // Unimplemented when cuDNN has no engine for the graph (the caller keeps CudnnConv and the
-// separate passes). PRECIS_CUDNN_GRAPH=0 in the environment turns it off, for A/B runs.
+// separate passes). PRECIS_CUDNN_GRAPH=0 in the environment turns it off, for A/B runs;
+// PRECIS_CUDNN_GRAPH=report prints each geometry planned or refused (once) to stderr.
 class CudnnFusedConv {
  public:
   CudnnFusedConv() = default;

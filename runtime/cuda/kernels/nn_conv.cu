@@ -1,5 +1,5 @@
-// Conv and ConvTranspose on CUDA, with the CPU reference kernels' geometry (ReadWindow of
-// nn_window.h for Conv; ReadTransposeWindow below mirrors nn_conv.cc's). cuDNN (CudnnConv) runs
+// Conv and ConvTranspose on CUDA, with the CPU reference kernels' geometry (ReadWindow and
+// ReadTransposeWindow of nn_window.h). cuDNN (CudnnConv) runs
 // them with 1-D convolutions as 2-D ones of height 1: Conv pads the input into scratch when its
 // pads are asymmetric (cuDNN pads symmetrically), ConvTranspose is cuDNN's backward-data
 // convolution, computed in full and cropped when its begin and end pads do not fit cuDNN's

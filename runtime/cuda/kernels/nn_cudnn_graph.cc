@@ -4,6 +4,7 @@
 // (NHWC: X/Y strides [HWC, 1, WC, C], W [RSC, 1, SC, C]). Every call made while planning that
 // cuDNN refuses means "no fused graph here" (Unimplemented): the caller keeps the legacy path.
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -91,6 +92,11 @@ Status CudnnFusedConv::Init(const KernelArgs& args, CudaContext& ctx, DataType d
     if ((graph_ = p->second.lock())) return Status::Ok();
   auto g = std::make_shared<Graph>();
   Status s = Build(args, ctx, dtype, shape, bias, relu, g.get());
+  // PRECIS_CUDNN_GRAPH=report: one line per geometry planned or refused (gpu_check.sh counts
+  // them, so that a graph cuDNN never accepts shows up rather than running the legacy path).
+  if (env && std::strcmp(env, "report") == 0)
+    std::fprintf(stderr, "precis: cuDNN fused convolution graph %s: %s%s\n", s.ok() ? "planned" : "refused", key.c_str(),
+                 s.ok() ? "" : (" (" + s.message() + ")").c_str());
   if (!s.ok()) {
     if (s.code() == StatusCode::kUnimplemented) refused[key] = s.message();
     return s;
@@ -141,7 +147,9 @@ Status Build(const KernelArgs& args, CudaContext& ctx, DataType dtype, const Con
   PRECIS_GRAPH_PLAN(args, tensor(kY, data, shape.out, y_strides, false, &y));
   PRECIS_GRAPH_PLAN(args, tensor(kConv, fp32, shape.out, y_strides, true, &conv_out));
   if (bias) {
-    PRECIS_GRAPH_PLAN(args, tensor(kB, data, bias_dims, Dense(bias_dims), false, &b));
+    // Channels-last strides for NHWC graphs, size-1 dims included ([C, 1, C, C], as
+    // cudnn-frontend's conv-bias samples): cuDNN reads a tensor's layout from all its strides.
+    PRECIS_GRAPH_PLAN(args, tensor(kB, data, bias_dims, shape.nhwc ? ChannelsLast(bias_dims) : Dense(bias_dims), false, &b));
     if (!last_is_add) PRECIS_GRAPH_PLAN(args, tensor(kAdd, fp32, shape.out, y_strides, true, &add_out));
   }
 

@@ -227,33 +227,63 @@ __global__ void GlobalPoolKernel(const T* x, T* y, int64_t planes, int64_t plane
   if (lane == 0) y[plane] = StoreN<T>(PlaneResult(r, plane_size, mode, p));
 }
 
-// NHWC (X [N, H, W, C], Y [N, 1, 1, C]): one thread per (n, c), neighbouring threads reading
-// neighbouring channels (coalesced), each walking its plane with a stride of C.
+// NHWC (X [N, H, W, C], Y [N, 1, 1, C]): a block serves 32 channels of one image, its 8 warps
+// each taking every 8th position of the plane, so that neighbouring threads read neighbouring
+// channels (coalesced) and a large plane is shared by 256 threads; the 8 partial results per
+// channel then combine in shared memory (a tree: + 4, + 2, + 1).
+constexpr int kNhwcChannels = 32, kNhwcGroups = kThreads / kNhwcChannels;
+
+template <typename C> PRECIS_NN_HD C Combine(C a, C b, int mode) { return mode == kMaxPool ? fmax(a, b) : a + b; }
+
 template <typename T>
-__global__ void GlobalPoolNhwcKernel(const T* x, T* y, int64_t planes, int64_t channels, int64_t plane_size, int mode, int64_t p) {
-  int64_t plane = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (plane >= planes) return;
-  const T* xp = x + plane / channels * plane_size * channels + plane % channels;
-  y[plane] = StoreN<T>(PlaneResult(PlanePart(xp, plane_size, 0, 1, mode, p, channels), plane_size, mode, p));
+__global__ void GlobalPoolNhwcKernel(const T* x, T* y, int64_t batch, int64_t channels, int64_t plane_size, int mode, int64_t p) {
+  using C = FloatAcc<T>;
+  __shared__ C part[kNhwcGroups][kNhwcChannels];
+  int lane = int(threadIdx.x) % kNhwcChannels, group = int(threadIdx.x) / kNhwcChannels;
+  int64_t c = int64_t(blockIdx.x) * kNhwcChannels + lane;
+  for (int64_t n = blockIdx.y; n < batch; n += gridDim.y) {  // every thread of the block runs the same iterations
+    C r = mode == kMaxPool ? C(NAN) : C(0);
+    if (c < channels) r = PlanePart(x + n * plane_size * channels + c, plane_size, group, kNhwcGroups, mode, p, channels);
+    part[group][lane] = r;
+    __syncthreads();
+    for (int s = kNhwcGroups / 2; s > 0; s /= 2) {
+      if (group < s) part[group][lane] = Combine(part[group][lane], part[group + s][lane], mode);
+      __syncthreads();
+    }
+    if (group == 0 && c < channels) y[n * channels + c] = StoreN<T>(PlaneResult(part[0][lane], plane_size, mode, p));
+    __syncthreads();  // part is reused by the next image
+  }
 }
 
-// channels > 0: NHWC with that many channels; 0: NCHW.
+// NHWC when `nhwc` (channels = C, planes = N * C), else NCHW planes.
 template <typename T>
-cudaError_t GlobalPool(const void* x, void* y, int64_t planes, int64_t plane_size, int64_t channels, int mode, int64_t p,
+cudaError_t GlobalPool(const void* x, void* y, int64_t planes, int64_t plane_size, bool nhwc, int64_t channels, int mode, int64_t p,
                        cudaStream_t stream) {
   const T* px = static_cast<const T*>(x);
   T* py = static_cast<T*>(y);
 #ifdef PRECIS_NN_HOST_EMULATION
   (void)stream;
+  using C = FloatAcc<T>;
   for (int64_t plane = 0; plane < planes; ++plane) {
-    const T* xp = channels ? px + plane / channels * plane_size * channels + plane % channels : px + plane * plane_size;
-    py[plane] = StoreN<T>(PlaneResult(PlanePart(xp, plane_size, 0, 1, mode, p, channels ? channels : 1), plane_size, mode, p));
+    if (!nhwc) {
+      py[plane] = StoreN<T>(PlaneResult(PlanePart(px + plane * plane_size, plane_size, 0, 1, mode, p), plane_size, mode, p));
+      continue;
+    }
+    // The device kernel's order: 8 strided partial results, combined as its tree.
+    const T* xp = px + plane / channels * plane_size * channels + plane % channels;
+    C part[kNhwcGroups];
+    for (int g = 0; g < kNhwcGroups; ++g) part[g] = PlanePart(xp, plane_size, g, kNhwcGroups, mode, p, channels);
+    for (int s = kNhwcGroups / 2; s > 0; s /= 2)
+      for (int g = 0; g < s; ++g) part[g] = Combine(part[g], part[g + s], mode);
+    py[plane] = StoreN<T>(PlaneResult(part[0], plane_size, mode, p));
   }
   return cudaSuccess;
 #else
-  if (channels) {
-    GlobalPoolNhwcKernel<T><<<unsigned((planes + kThreads - 1) / kThreads), kThreads, 0, stream>>>(px, py, planes, channels, plane_size,
-                                                                                                    mode, p);
+  if (nhwc) {
+    if (planes == 0) return cudaSuccess;
+    int64_t batch = planes / channels;
+    dim3 grid(unsigned((channels + kNhwcChannels - 1) / kNhwcChannels), unsigned(std::min<int64_t>(batch, 65535)));
+    GlobalPoolNhwcKernel<T><<<grid, kThreads, 0, stream>>>(px, py, batch, channels, plane_size, mode, p);
     return cudaGetLastError();
   }
   int64_t blocks = (planes + kPlanesPerBlock - 1) / kPlanesPerBlock;
@@ -274,12 +304,19 @@ class GlobalPoolKernelBase : public Kernel {
     if (x->rank() < 2) return args.Error("X must have rank >= 2 (N, C, spatial dims)");
     std::string layout = args.attrs.String("layout", "NCHW");
     if (layout != "NCHW" && layout != "NHWC") return args.Error("unknown layout '" + layout + "' (NCHW or NHWC)");
-    if (layout == "NHWC") {
-      if (x->rank() != 4 || y->rank() != 4) return args.Error("layout NHWC needs 4-D X and Y");
+    nhwc_ = layout == "NHWC";
+    if (nhwc_) {
+      if (x->rank() != 4 || y->dims != std::vector<int64_t>{x->dims[0], 1, 1, x->dims[3]})
+        return args.Error("layout NHWC needs a 4-D X and Y of shape [N, 1, 1, C]");
       channels_ = x->dims[3];
+    } else {
+      channels_ = x->dims[1];
+      std::vector<int64_t> want(x->dims.size(), 1);
+      want[0] = x->dims[0];
+      want[1] = channels_;
+      if (y->dims != want) return args.Error("Y must have shape [N, C, 1, ...]");
     }
-    planes_ = x->dims[0] * (channels_ ? channels_ : x->dims[1]);
-    if (y->numel != planes_ || y->rank() != x->rank()) return args.Error(channels_ ? "Y must have shape [N, 1, 1, C]" : "Y must have shape [N, C, 1, ...]");
+    planes_ = x->dims[0] * channels_;
     plane_size_ = planes_ ? x->numel / planes_ : 0;
     p_ = args.attrs.Int("p", 2);
     if (mode_ == kLpPool && p_ <= 0) return args.Error("p must be positive");
@@ -292,7 +329,7 @@ class GlobalPoolKernelBase : public Kernel {
     if (planes_ == 0) return Status::Ok();
     cudaError_t e = cudaErrorInvalidValue;
     DispatchFloat(dtype_, [&](auto tag) {
-      e = GlobalPool<decltype(tag)>(args.in(0)->data, args.out(0)->data, planes_, plane_size_, channels_, mode_, p_, ctx.stream);
+      e = GlobalPool<decltype(tag)>(args.in(0)->data, args.out(0)->data, planes_, plane_size_, nhwc_, channels_, mode_, p_, ctx.stream);
     });
     PRECIS_CUDA_CHECK(args, e);
     return Status::Ok();
@@ -301,7 +338,8 @@ class GlobalPoolKernelBase : public Kernel {
  private:
   PoolMode mode_;
   DataType dtype_ = DataType::kUndefined;
-  int64_t planes_ = 0, plane_size_ = 0, channels_ = 0, p_ = 2;  // channels_ > 0: NHWC
+  bool nhwc_ = false;
+  int64_t planes_ = 0, plane_size_ = 0, channels_ = 0, p_ = 2;
 };
 
 }  // namespace

@@ -270,10 +270,6 @@ class PadKernel : public Kernel {
   }
 
  private:
-
-
-
-
   size_t esize_ = 0;
   int64_t opset_ = 11;
   PadMaps maps_;

@@ -145,3 +145,22 @@ graph "bn_scale" {
   %r = Relu(%s) name "relu"
   output %r
 }
+// -----
+// RUN: --passes infer,fold-batchnorm,dce
+// Not folded into the BatchNormalization: its scale and B are FP16 while X is FP32 (ONNX allows
+// narrower parameters), so scale * k would be rounded to FP16 (1.0003 -> 1.0).
+// CHECK-LABEL: graph "narrow_params"
+// CHECK: BatchNormalization(%x, %scale, %beta, %mean, %var)
+// CHECK-NEXT: Mul(%n, %k)
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "narrow_params" {
+  input %x: f32[1,2,2,2]
+  const %scale: f16[2] = [1.0, 1.0]
+  const %beta: f16[2] = [0.0, 0.0]
+  const %mean: f16[2] = [0.0, 0.0]
+  const %var: f16[2] = [1.0, 1.0]
+  const %k: f32[2,1,1] = [1.0003, 3.14159265]
+  %n = BatchNormalization(%x, %scale, %beta, %mean, %var) name "bn"
+  %m = Mul(%n, %k) name "mul"
+  output %m
+}

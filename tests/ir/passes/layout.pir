@@ -3,9 +3,11 @@
 // RUN: --passes infer,layout
 // A residual block in FP16: both convolutions, the Relus and the Add run NHWC; one Transpose
 // brings X in, one gives the NCHW result back under its own name; the weights are stored
-// [M, kH, kW, C]; the global pool joins too, so only its [1, 8, 1, 1] result is transposed
-// back. The first convolution (3 input channels) stays NCHW and says why.
+// [M, kH, kW, C]; the global pool joins too, and its [1, 1, 1, 8] result goes back to
+// [1, 8, 1, 1] by a Reshape (no data moves). The first convolution (3 input channels) stays NCHW
+// and says why.
 // CHECK-LABEL: graph "block"
+// CHECK: const %p.to_nchw.shape: i64[4] = [1, 8, 1, 1]
 // CHECK: %s: f16[1,8,4,4] = Conv(%img, %w0) {kernel_shape = [1, 1]} name "stem" precision {reason = "", evidence = "layout NCHW: channels 3 -> 8 are not multiples of 8"}
 // CHECK-NEXT: %s.nhwc: f16[1,4,4,8] = Transpose(%s) {perm = [0, 2, 3, 1]} name "s.to_nhwc" precision {reason = "layout"
 // CHECK-NEXT: %a.nhwc: f16[1,4,4,8] = Conv(%s.nhwc, %w1.ohwi) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], layout = "NHWC"} name "conv1" precision {reason = "", evidence = "layout NHWC (tensor cores: f16, channels 8 -> 8)"}
@@ -14,7 +16,7 @@
 // CHECK-NEXT: %sum.nhwc: f16[1,4,4,8] = Add(%b.nhwc, %s.nhwc)
 // CHECK-NEXT: %y.nhwc: f16[1,4,4,8] = Relu(%sum.nhwc)
 // CHECK-NEXT: %p.nhwc: f16[1,1,1,8] = GlobalAveragePool(%y.nhwc) {layout = "NHWC"} name "pool"
-// CHECK-NEXT: %p: f16[1,8,1,1] = Transpose(%p.nhwc) {perm = [0, 3, 1, 2]} name "p.to_nchw"
+// CHECK-NEXT: %p: f16[1,8,1,1] = Reshape(%p.nhwc, %p.to_nchw.shape) name "p.to_nchw"
 model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
 graph "block" {
   input %img: f16[1,3,4,4]
@@ -129,7 +131,8 @@ graph "pools" {
 // RUN: --passes infer,layout
 // DenseNet's pattern: a Concat with one NHWC input joins the region (the NCHW input gets an entry
 // Transpose), then BatchNormalization (layout NHWC; its per-channel vectors stay as they are),
-// Relu, the next convolution, Caffe2's residual Sum and a global pool: one Transpose out.
+// Relu, the next convolution, Caffe2's residual Sum and a global pool, whose result leaves by a
+// Reshape.
 // CHECK-LABEL: graph "dense"
 // CHECK: %x.nhwc: f16[1,4,4,8] = Transpose(%x)
 // CHECK-NEXT: %a.nhwc: f16[1,4,4,8] = Conv(%x.nhwc, %w1.ohwi) {kernel_shape = [1, 1], layout = "NHWC"}
@@ -140,7 +143,7 @@ graph "pools" {
 // CHECK-NEXT: %y.nhwc: f16[1,4,4,8] = Conv(%r.nhwc, %w3.ohwi) {kernel_shape = [1, 1], layout = "NHWC"}
 // CHECK-NEXT: %s.nhwc: f16[1,4,4,8] = Sum(%y.nhwc, %a.nhwc) name "sum"
 // CHECK-NEXT: %g.nhwc: f16[1,1,1,8] = GlobalMaxPool(%s.nhwc) {layout = "NHWC"} name "pool"
-// CHECK-NEXT: %g: f16[1,8,1,1] = Transpose(%g.nhwc) {perm = [0, 3, 1, 2]}
+// CHECK-NEXT: %g: f16[1,8,1,1] = Reshape(%g.nhwc, %g.to_nchw.shape)
 // CHECK-NOT: Transpose
 model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
 graph "dense" {
@@ -160,4 +163,56 @@ graph "dense" {
   %s = Sum(%y, %a) name "sum"
   %g = GlobalMaxPool(%s) name "pool"
   output %g
+}
+// -----
+// RUN: --passes infer,layout
+// Squeeze and excitation: the global pool joins; the squeeze convolution (8 -> 4 channels) stays
+// NCHW, and the edges around it move no data ([1, 8, 1, 1] <-> [1, 1, 1, 8]), so they are
+// Reshapes; the gate [1, 8, 1, 1] comes back in by a Reshape and the Mul broadcasts it over the
+// NHWC feature map; the per-channel constant k [8, 1, 1] is stored permuted, [1, 1, 1, 8].
+// CHECK-LABEL: graph "se"
+// CHECK-DAG: const %k.nhwc: f16[1,1,1,8] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+// CHECK: %a.nhwc: f16[1,4,4,8] = Conv(%x.nhwc, %w1.ohwi)
+// CHECK-NEXT: %p.nhwc: f16[1,1,1,8] = GlobalAveragePool(%a.nhwc) {layout = "NHWC"}
+// CHECK-NEXT: %p: f16[1,8,1,1] = Reshape(%p.nhwc, %p.to_nchw.shape)
+// CHECK-NEXT: %q: f16[1,4,1,1] = Conv(%p, %sq) {kernel_shape = [1, 1]} name "squeeze" precision {reason = "", evidence = "layout NCHW: channels 8 -> 4 are not multiples of 8"}
+// CHECK-NEXT: %e: f16[1,8,1,1] = Conv(%q, %ex)
+// CHECK-NEXT: %g: f16[1,8,1,1] = Sigmoid(%e)
+// CHECK-NEXT: %g.nhwc: f16[1,1,1,8] = Reshape(%g, %g.to_nhwc.shape)
+// CHECK-NEXT: %m.nhwc: f16[1,4,4,8] = Mul(%a.nhwc, %g.nhwc) name "scale"
+// CHECK-NEXT: %y.nhwc: f16[1,4,4,8] = Mul(%m.nhwc, %k.nhwc) name "per_channel"
+// CHECK-NEXT: %y: f16[1,8,4,4] = Transpose(%y.nhwc) {perm = [0, 3, 1, 2]}
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "se" {
+  input %x: f16[1,8,4,4]
+  const %w1: f16[8,8,1,1] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  const %sq: f16[4,8,1,1] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  const %ex: f16[8,4,1,1] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  const %k: f16[8,1,1] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  %a = Conv(%x, %w1) {kernel_shape = [1, 1]} name "c1"
+  %p = GlobalAveragePool(%a) name "pool"
+  %q = Conv(%p, %sq) {kernel_shape = [1, 1]} name "squeeze"
+  %e = Conv(%q, %ex) {kernel_shape = [1, 1]} name "excite"
+  %g = Sigmoid(%e) name "gate"
+  %m = Mul(%a, %g) name "scale"
+  %y = Mul(%m, %k) name "per_channel"
+  output %y
+}
+// -----
+// RUN: --passes infer,layout
+// Opsets 1-3 let Concat omit its axis (default 1, the channels): joining a region, it gets
+// axis = 3 written out.
+// CHECK-LABEL: graph "concat_opset3"
+// CHECK: %c.nhwc: f16[1,2,2,16] = Concat(%a.nhwc, %b.nhwc) {axis = 3} name "cat"
+model {ir_version = 3, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 3}}
+graph "concat_opset3" {
+  input %x: f16[1,8,2,2]
+  const %w1: f16[8,8,1,1] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  const %w2: f16[8,8,1,1] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  const %w3: f16[8,16,1,1] = [0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5, 0.125, -0.25, 0.5, 0.375, -0.125, 0.25, 0.625, -0.5]
+  %a = Conv(%x, %w1) {kernel_shape = [1, 1]} name "c1"
+  %b = Conv(%x, %w2) {kernel_shape = [1, 1]} name "c2"
+  %c = Concat(%a, %b) name "cat"
+  %y = Conv(%c, %w3) {kernel_shape = [1, 1]} name "c3"
+  output %y
 }
