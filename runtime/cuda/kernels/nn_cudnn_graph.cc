@@ -58,6 +58,27 @@ namespace {
 Status Build(const KernelArgs& args, CudaContext& ctx, DataType dtype, const ConvShape& shape, bool bias, bool relu,
              CudnnFusedConv::Graph* g);
 
+// Whether an engine configuration's numerics fit the plan: FP32 accumulation, as the compute
+// type asks and the precision policy promises (no reduced-precision reduction, no down-converted
+// inputs), and run-to-run identical results (no nondeterministic engines: cuda_plan_check compares
+// with the deterministic CPU reference). An engine whose notes cannot be read is taken.
+bool AcceptableNumerics(cudnnBackendDescriptor_t config) {
+  cudnnBackendDescriptor_t engine = nullptr;
+  if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) != CUDNN_STATUS_SUCCESS) return true;
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  int64_t n = 0;
+  bool ok = true;
+  if (cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine) == CUDNN_STATUS_SUCCESS &&
+      cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n,
+                               notes) == CUDNN_STATUS_SUCCESS)
+    for (int64_t i = 0; i < n && i < int64_t(CUDNN_NUMERICAL_NOTE_TYPE_COUNT); ++i)
+      if (notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION || notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+          notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC)
+        ok = false;
+  cudnnBackendDestroyDescriptor(engine);
+  return ok;
+}
+
 std::string Key(const CudaContext& ctx, DataType dtype, const ConvShape& s, bool bias, bool relu) {
   std::string k = std::to_string(reinterpret_cast<uintptr_t>(ctx.dnn)) + "/" + DataTypeName(dtype) + (s.nhwc ? "/nhwc" : "/nchw") +
                   (bias ? "/bias" : "") + (relu ? "/relu" : "") + "/g" + std::to_string(s.group);
@@ -204,8 +225,8 @@ Status Build(const KernelArgs& args, CudaContext& ctx, DataType dtype, const Con
   if (bias) PRECIS_RETURN_IF_ERROR(pointwise(CUDNN_POINTWISE_ADD, conv_out, b, relu ? add_out : y));
   if (relu) PRECIS_RETURN_IF_ERROR(pointwise(CUDNN_POINTWISE_RELU_FWD, bias ? add_out : conv_out, nullptr, y));
 
-  // The operation graph, the heuristic's engine configurations, and the first one that cuDNN
-  // builds an execution plan for within the workspace limit.
+  // The operation graph, the heuristic's engine configurations, and the first one with acceptable
+  // numerics that cuDNN builds an execution plan for within the workspace limit.
   cudnnBackendDescriptor_t graph, heur;
   PRECIS_GRAPH_PLAN(args, make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph));
   PRECIS_GRAPH_PLAN(args, cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(ops.size()), ops.data()));
@@ -224,6 +245,7 @@ Status Build(const KernelArgs& args, CudaContext& ctx, DataType dtype, const Con
   int64_t got = 0;
   PRECIS_GRAPH_PLAN(args, cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, configs.data()));
   for (int64_t i = 0; i < got && i < count; ++i) {
+    if (!AcceptableNumerics(configs[size_t(i)])) continue;
     cudnnBackendDescriptor_t plan = nullptr;
     if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) != CUDNN_STATUS_SUCCESS) continue;
     int64_t bytes = -1, elements = 0;

@@ -263,6 +263,7 @@ struct BD {
   std::map<int, Attr> attrs;
   bool final = false;
   BD* graph = nullptr;  // an engine configuration's operation graph
+  int engine = 0;       // an engine configuration's, engine's or plan's engine (0 reduces in FP16)
   const Attr* Find(int name, cudnnBackendAttributeType_t t) const {
     auto it = attrs.find(name);
     return it != attrs.end() && it->second.type == t ? &it->second : nullptr;
@@ -458,6 +459,7 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d) {
   if (b->final) return Bad("finalized twice");
   cudnnStatus_t s = CheckFinal(b);
   b->final = s == CUDNN_STATUS_SUCCESS;
+  if (b->final && b->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) b->engine = b->Desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG)->engine;
   if (b->final && b->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) ++nn_graph_plans;
   return s;
 }
@@ -466,14 +468,36 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d, cudnnBa
   BD* b = static_cast<BD*>(d);
   if (!b->final) return Bad("attribute read from a descriptor not finalized");
   if (b->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && name == CUDNN_ATTR_ENGINEHEUR_RESULTS && type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
-    int64_t n = nn_libs_refuse || nn_graph_refuse ? 0 : 1;
-    if (count) *count = std::min(n, requested > 0 ? requested : n);
-    if (requested > 0 && n > 0) {
-      BD* cfg = static_cast<BD**>(elements)[0];
+    // Two engines: the heuristic's first choice notes a reduced-precision (FP16) reduction and
+    // nondeterminism, and executing it fails; the second is the one to take.
+    int64_t n = nn_libs_refuse || nn_graph_refuse ? 0 : 2;
+    int64_t filled = std::min(n, requested > 0 ? requested : n);
+    if (count) *count = filled;
+    for (int64_t i = 0; requested > 0 && i < filled; ++i) {
+      BD* cfg = static_cast<BD**>(elements)[i];
       if (!cfg || cfg->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) return Bad("heuristic results go into engine configuration descriptors");
       cfg->graph = b->Desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+      cfg->engine = int(i);
       cfg->final = true;
     }
+    return CUDNN_STATUS_SUCCESS;
+  }
+  if (b->type == CUDNN_BACKEND_ENGINECFG_DESCRIPTOR && name == CUDNN_ATTR_ENGINECFG_ENGINE && type == CUDNN_TYPE_BACKEND_DESCRIPTOR &&
+      requested >= 1 && elements) {
+    BD* engine = static_cast<BD**>(elements)[0];
+    if (!engine || engine->type != CUDNN_BACKEND_ENGINE_DESCRIPTOR || engine->final) return Bad("an engine configuration's engine goes into a new engine descriptor");
+    engine->engine = b->engine;
+    engine->final = true;
+    if (count) *count = 1;
+    return CUDNN_STATUS_SUCCESS;
+  }
+  if (b->type == CUDNN_BACKEND_ENGINE_DESCRIPTOR && name == CUDNN_ATTR_ENGINE_NUMERICAL_NOTE && type == CUDNN_TYPE_NUMERICAL_NOTE) {
+    std::vector<cudnnBackendNumericalNote_t> notes = {CUDNN_NUMERICAL_NOTE_TENSOR_CORE};
+    if (b->engine == 0) notes = {CUDNN_NUMERICAL_NOTE_TENSOR_CORE, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION, CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC};
+    int64_t m = std::min<int64_t>(requested, int64_t(notes.size()));
+    if (count) *count = elements ? m : int64_t(notes.size());
+    if (elements)
+      for (int64_t i = 0; i < m; ++i) static_cast<cudnnBackendNumericalNote_t*>(elements)[i] = notes[size_t(i)];
     return CUDNN_STATUS_SUCCESS;
   }
   if (b->type == CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR && name == CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE && type == CUDNN_TYPE_INT64 &&
@@ -489,6 +513,7 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t, cudnnBackendDescriptor_t plan_d
   if (!IsFinal(plan, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) || !IsFinal(pack, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR))
     return Bad("execute: a finalized plan and variant pack are required");
   if (pack->Get<void*>(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR)[0] == nullptr) return Bad("execute: the plan's workspace is missing");
+  if (plan->engine == 0) return Bad("execute: the plan's engine reduces in FP16 and is nondeterministic (its numerical notes say so)");
   std::map<int64_t, void*> data;
   auto ids = pack->Get<int64_t>(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64);
   auto ptrs = pack->Get<void*>(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR);
