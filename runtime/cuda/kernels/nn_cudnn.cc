@@ -41,8 +41,9 @@ Status Refused(const KernelArgs& args, const char* call, cudnnStatus_t s) {
   return Unimplemented(args.node + ": cuDNN refuses the convolution (" + call + ": " + cudnnGetErrorString(s) + ")");
 }
 
-// Picks the first algorithm of the heuristic's ranking that works with an acceptable math type
-// and fits the workspace limit; sets that math type on `conv`. FP32 takes FMA-math entries
+// Picks the first algorithm of the heuristic's ranking that works with an acceptable math type,
+// is deterministic (backward-data ALGO_0 accumulates with atomics: results would vary from run to
+// run) and fits the workspace limit; sets that math type on `conv`. FP32 takes FMA-math entries
 // first, then any entry forced to FMA math (never TF32). `workspace(algo, &bytes)` asks cuDNN.
 template <typename Perf, typename Algo, typename Workspace>
 bool ChooseAlgorithm(const std::vector<Perf>& perf, int found, DataType dtype, cudnnConvolutionDescriptor_t conv, Workspace workspace,
@@ -51,7 +52,8 @@ bool ChooseAlgorithm(const std::vector<Perf>& perf, int found, DataType dtype, c
   for (int pass = 0; pass < (fp32 ? 2 : 1); ++pass)
     for (int i = 0; i < found && i < int(perf.size()); ++i) {
       const Perf& p = perf[size_t(i)];
-      if (p.status != CUDNN_STATUS_SUCCESS || (fp32 && pass == 0 && p.mathType != CUDNN_FMA_MATH)) continue;
+      if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC || (fp32 && pass == 0 && p.mathType != CUDNN_FMA_MATH))
+        continue;
       cudnnMathType_t math = fp32 ? CUDNN_FMA_MATH : p.mathType;
       size_t b = 0;
       if (cudnnSetConvolutionMathType(conv, math) != CUDNN_STATUS_SUCCESS || workspace(p.algo, &b) != CUDNN_STATUS_SUCCESS ||

@@ -196,11 +196,13 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t, int* n)
 cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnnHandle_t, int* n) { *n = 6; return CUDNN_STATUS_SUCCESS; }
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t, cudnnTensorDescriptor_t, cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t, cudnnTensorDescriptor_t, int, int* found, cudnnConvolutionFwdAlgoPerf_t* p) {
   if (nn_libs_refuse) { *found = 0; return CUDNN_STATUS_SUCCESS; }
-  *found = 2; p[0] = {}; p[0].status = CUDNN_STATUS_SUCCESS; p[0].mathType = CUDNN_DEFAULT_MATH; p[0].algo = CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
-  p[1] = {}; p[1].status = CUDNN_STATUS_SUCCESS; p[1].mathType = CUDNN_FMA_MATH; p[1].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM; return CUDNN_STATUS_SUCCESS; }
+  *found = 2; p[0] = {}; p[0].status = CUDNN_STATUS_SUCCESS; p[0].mathType = CUDNN_DEFAULT_MATH; p[0].algo = CUDNN_CONVOLUTION_FWD_ALGO_GEMM; p[0].determinism = CUDNN_DETERMINISTIC;
+  p[1] = {}; p[1].status = CUDNN_STATUS_SUCCESS; p[1].mathType = CUDNN_FMA_MATH; p[1].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM; p[1].determinism = CUDNN_DETERMINISTIC; return CUDNN_STATUS_SUCCESS; }
 cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t, cudnnFilterDescriptor_t, cudnnTensorDescriptor_t, cudnnConvolutionDescriptor_t, cudnnTensorDescriptor_t, int, int* found, cudnnConvolutionBwdDataAlgoPerf_t* p) {
   if (nn_libs_refuse) { *found = 0; return CUDNN_STATUS_SUCCESS; }
-  *found = 1; p[0] = {}; p[0].status = CUDNN_STATUS_SUCCESS; p[0].mathType = CUDNN_FMA_MATH; p[0].algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1; return CUDNN_STATUS_SUCCESS; }
+  // First a nondeterministic algorithm (as ALGO_0 is: atomics), which the plan must pass over.
+  *found = 2; p[0] = {}; p[0].status = CUDNN_STATUS_SUCCESS; p[0].mathType = CUDNN_FMA_MATH; p[0].algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0; p[0].determinism = CUDNN_NON_DETERMINISTIC;
+  p[1] = {}; p[1].status = CUDNN_STATUS_SUCCESS; p[1].mathType = CUDNN_FMA_MATH; p[1].algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1; p[1].determinism = CUDNN_DETERMINISTIC; return CUDNN_STATUS_SUCCESS; }
 cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t, cudnnTensorDescriptor_t, cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t, cudnnTensorDescriptor_t, cudnnConvolutionFwdAlgo_t, size_t* s) { *s = 0; return CUDNN_STATUS_SUCCESS; }
 cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t, cudnnFilterDescriptor_t, cudnnTensorDescriptor_t, cudnnConvolutionDescriptor_t, cudnnTensorDescriptor_t, cudnnConvolutionBwdDataAlgo_t, size_t* s) { *s = 0; return CUDNN_STATUS_SUCCESS; }
 
@@ -234,7 +236,8 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void* alpha, cudnnTen
   for (long i = 0; i < n; ++i) Put(t, y, i, al * acc[i] + (be != 0 ? be * GetD(t, y, i) : 0.0));
   return CUDNN_STATUS_SUCCESS; }
 cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t, const void* alpha, cudnnFilterDescriptor_t wd, const void* w, cudnnTensorDescriptor_t dyd, const void* dy, cudnnConvolutionDescriptor_t cd,
-    cudnnConvolutionBwdDataAlgo_t, void*, size_t, const void* beta, cudnnTensorDescriptor_t dxd, void* dx) {
+    cudnnConvolutionBwdDataAlgo_t algo, void*, size_t, const void* beta, cudnnTensorDescriptor_t dxd, void* dx) {
+  if (algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0) return CUDNN_STATUS_EXECUTION_FAILED;  // the nondeterministic one was chosen
   TD* X = (TD*)dxd; long n = 1; for (int d : X->dims) n *= d; cudaDataType t = Cuda(X->t);
   double al = t == CUDA_R_64F ? *(const double*)alpha : *(const float*)alpha, be = t == CUDA_R_64F ? *(const double*)beta : *(const float*)beta;
   // the forward geometry must reproduce dy's dims
