@@ -17,8 +17,11 @@ using ir::Node;
 using ir::Value;
 using match::AddEvidence;
 using match::FreshName;
+using match::IntAttr;
 using match::Is;
+using match::ShapeConstant;
 using match::StaticDims;
+using match::StringAttr;
 
 constexpr int64_t kChannelMultiple = 8;  // 16 bytes of FP16/BF16: tensor-core operand rows
 
@@ -230,11 +233,7 @@ LayoutStats ChooseLayout(ir::Graph& g) {
   auto change = [&](Value* from, Value* to, const int (&perm)[4], const std::string& name) -> Node* {
     std::vector<int64_t> dims = *StaticDims(from);
     if (!MovesNoData(dims, perm)) return g.AddNode("", "Transpose", FreshName(g, name), {from}, {to}, Perm(perm));
-    std::vector<int64_t> shape = *StaticDims(to);
-    std::vector<uint8_t> bytes(shape.size() * sizeof(int64_t));
-    std::memcpy(bytes.data(), shape.data(), bytes.size());
-    Value* s = g.AddConstant(FreshName(g, name + ".shape"), ir::Tensor(ir::DType::kI64, {4}, ir::Buffer::Own(std::move(bytes))));
-    return g.AddNode("", "Reshape", FreshName(g, name), {from, s}, {to}, {});
+    return g.AddNode("", "Reshape", FreshName(g, name), {from, ShapeConstant(g, name + ".shape", *StaticDims(to))}, {to}, {});
   };
   std::vector<Node*> original;
   for (const auto& up : g.nodes()) original.push_back(up.get());
@@ -289,26 +288,12 @@ LayoutStats ChooseLayout(ir::Graph& g) {
     order.push_back(exit);
     exits.push_back(exit);
     if (Is(n, "Concat")) {  // NCHW axis a is NHWC axis kToNchw[a]; opsets 1-3 default the axis to 1
-      ir::Attribute* axis = nullptr;
-      for (ir::Attribute& a : n->mutable_attributes())
-        if (a.name == "axis") axis = &a;
-      if (!axis) {
-        ir::Attribute a;
-        a.name = "axis";
-        a.kind = ir::Attribute::Kind::kInt;
-        a.i = 1;
-        n->mutable_attributes().push_back(std::move(a));
-        axis = &n->mutable_attributes().back();
-      }
+      auto& attrs = n->mutable_attributes();
+      auto axis = std::find_if(attrs.begin(), attrs.end(), [](const ir::Attribute& a) { return a.name == "axis"; });
+      if (axis == attrs.end()) axis = attrs.insert(attrs.end(), IntAttr("axis", 1));
       axis->i = kToNchw[axis->i < 0 ? axis->i + 4 : axis->i];
     }
-    if (conv || ChannelOp(n)) {
-      ir::Attribute layout;
-      layout.name = "layout";
-      layout.kind = ir::Attribute::Kind::kString;
-      layout.s = "NHWC";
-      n->mutable_attributes().push_back(std::move(layout));
-    }
+    if (conv || ChannelOp(n)) n->mutable_attributes().push_back(StringAttr("layout", "NHWC"));
   }
   g.SetNodeOrder(order);
   for (Node* exit : exits) {

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <optional>
 
 #include "passes/match.h"
@@ -25,7 +24,9 @@ using match::OnlyUser;
 using match::Other;
 using match::Producer;
 using match::Scalar;
+using match::ShapeConstant;
 using match::StaticDims;
+using match::StringAttr;
 
 bool IsGraphOutput(const ir::Graph& g, const Value* v) {
   return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
@@ -98,14 +99,6 @@ std::optional<Activation> ActivationOf(const ir::Graph& g, Value* x) {
   return act;
 }
 
-ir::Attribute StringAttr(const std::string& name, const std::string& value) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kString;
-  a.s = value;
-  return a;
-}
-
 std::string Fused(const std::optional<Activation>& act) { return act ? " and " + act->name : ""; }
 
 // Removes a chain whose last output nobody reads any more, last node first.
@@ -154,11 +147,6 @@ void RewriteBias(ir::Graph& g, const BiasMatch& match) {
   for (size_t i = 0; i + 1 < ad.size(); ++i) rows *= ad[i];
   ir::DType dtype = x->type().dtype();
   auto tensor_type = [](ir::DType t, std::vector<int64_t> dims) { return ir::Type::Tensor(t, ir::Shape::FromStatic(dims)); };
-  auto shape_constant = [&](const std::string& base, const std::vector<int64_t>& dims) {
-    std::vector<uint8_t> bytes(dims.size() * sizeof(int64_t));
-    std::memcpy(bytes.data(), dims.data(), bytes.size());
-    return g.AddConstant(FreshName(g, base), ir::Tensor(ir::DType::kI64, {int64_t(dims.size())}, ir::Buffer::Own(std::move(bytes))));
-  };
   Value* bias = match.bias;
   if (StaticDims(bias)->size() > 2)
     bias = g.AddConstant(FreshName(g, bias->name() + ".row"), ir::Tensor(bias->data()->dtype(), {n}, bias->data()->buffer()));
@@ -175,13 +163,13 @@ void RewriteBias(ir::Graph& g, const BiasMatch& match) {
   } else {
     Value* a2 = g.NewValue(FreshName(g, a->name() + ".2d"));
     a2->set_type(tensor_type(a->type().dtype(), {rows, k}));
-    added.push_back(g.AddNode("", "Reshape", FreshName(g, m->name() + ".view_a"), {a, shape_constant(a->name() + ".2d_shape", {rows, k})}, {a2}, {}));
+    added.push_back(g.AddNode("", "Reshape", FreshName(g, m->name() + ".view_a"), {a, ShapeConstant(g, a->name() + ".2d_shape", {rows, k})}, {a2}, {}));
     added.back()->mutable_precision() = view;
     y->set_type(tensor_type(dtype, {rows, n}));
     added.push_back(g.AddNode("", "Gemm", m->name(), {a2, b, bias}, {y}, std::move(attrs)));
     Value* y3 = g.NewValue(FreshName(g, out->name() + ".view"));
     y3->set_type(out->type());
-    added.push_back(g.AddNode("", "Reshape", FreshName(g, m->name() + ".view_y"), {y, shape_constant(out->name() + ".shape", od)}, {y3}, {}));
+    added.push_back(g.AddNode("", "Reshape", FreshName(g, m->name() + ".view_y"), {y, ShapeConstant(g, out->name() + ".shape", od)}, {y3}, {}));
     added.back()->mutable_precision() = view;
     y = y3;
   }

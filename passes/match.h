@@ -100,4 +100,27 @@ inline void AddEvidence(ir::Node* n, const std::string& text) {
   rec.evidence += (rec.evidence.empty() ? "" : "; ") + text;
 }
 
+// Attributes the rewrites attach to nodes they make or change.
+inline ir::Attribute StringAttr(const std::string& name, const std::string& value) {
+  ir::Attribute a;
+  a.name = name;
+  a.kind = ir::Attribute::Kind::kString;
+  a.s = value;
+  return a;
+}
+inline ir::Attribute IntAttr(const std::string& name, int64_t value) {
+  ir::Attribute a;
+  a.name = name;
+  a.kind = ir::Attribute::Kind::kInt;
+  a.i = value;
+  return a;
+}
+
+// A new int64 constant holding `dims`: the shape input of a Reshape the rewrite inserts.
+inline ir::Value* ShapeConstant(ir::Graph& g, const std::string& base, const std::vector<int64_t>& dims) {
+  std::vector<uint8_t> bytes(dims.size() * sizeof(int64_t));
+  if (!dims.empty()) std::memcpy(bytes.data(), dims.data(), bytes.size());
+  return g.AddConstant(FreshName(g, base), ir::Tensor(ir::DType::kI64, {int64_t(dims.size())}, ir::Buffer::Own(std::move(bytes))));
+}
+
 }  // namespace precis::passes::match

@@ -40,10 +40,8 @@ std::string Short(double x) {
 }
 
 std::vector<ir::Attribute> CastTo(ir::DType dtype) {
-  std::vector<ir::Attribute> attrs(1);
-  attrs[0].name = "to";
-  attrs[0].kind = ir::Attribute::Kind::kInt;
-  attrs[0].i = ir::DTypeToOnnx(dtype);
+  std::vector<ir::Attribute> attrs;
+  attrs.push_back(match::IntAttr("to", ir::DTypeToOnnx(dtype)));
   return attrs;
 }
 

@@ -80,27 +80,8 @@ Status NhwcStep::Init(const KernelArgs& args, const CpuContext&) {
   if (weights_ && !w) return args.Error("needs W");
   for (size_t i = 1; i < args.outputs.size(); ++i)
     if (args.outputs[i]) return args.Error("layout NHWC takes one output (no Indices or training statistics)");
-  if (!weights_) {  // a pool or BatchNormalization: only X and Y change layout
-    if (x->rank() != 4 || y->rank() != 4) return args.Error("layout NHWC needs 4-D X and Y");
-    inner_args_ = KernelArgs{{}, {}, args.attrs, args.node};
-    x_ = &nchw_.emplace_back(*x);
-    x_->dims = {x->dims[0], x->dims[3], x->dims[1], x->dims[2]};
-    x_->data = nullptr;
-    y_ = &nchw_.emplace_back(*y);
-    y_->dims = {y->dims[0], y->dims[3], y->dims[1], y->dims[2]};
-    y_->data = nullptr;
-    x_offset_ = 0;
-    y_offset_ = Align64(x->bytes);
-    shadow_bytes_ = y_offset_ + Align64(y->bytes);
-    inner_args_.inputs = {x_};
-    for (size_t i = 1; i < args.inputs.size(); ++i) inner_args_.inputs.push_back(args.inputs[i]);
-    inner_args_.outputs = {y_};
-    PRECIS_ASSIGN_OR_RETURN(inner_, choose_(inner_args_));
-    inner_scratch_ = Align64(inner_->ScratchBytes());
-    return Status::Ok();
-  }
-  if (x->rank() != 4 || w->rank() != 4 || y->rank() != 4) return args.Error("layout NHWC needs 4-D X, W and Y");
-  if (x->dtype != w->dtype) return args.Error("X and W dtypes differ");
+  if (x->rank() != 4 || y->rank() != 4 || (w && w->rank() != 4)) return args.Error("layout NHWC needs 4-D X, Y (and W)");
+  if (w && x->dtype != w->dtype) return args.Error("X and W dtypes differ");
   inner_args_ = KernelArgs{{}, {}, args.attrs, args.node};
   auto nchw = [&](const Tensor& t) -> Tensor* {
     Tensor& n = nchw_.emplace_back(t);
@@ -109,27 +90,28 @@ Status NhwcStep::Init(const KernelArgs& args, const CpuContext&) {
     return &n;
   };
   x_ = nchw(*x);
-  w_ = nchw(*w);
   y_ = nchw(*y);
-  size_t element = DataTypeSize(w->dtype);
   size_t offset = 0;
   x_offset_ = offset, offset += Align64(x->bytes);
   y_offset_ = offset, offset += Align64(y->bytes);
-  w_in_scratch_ = !w->is_constant;
-  if (w_in_scratch_) {
-    w_offset_ = offset, offset += Align64(w->bytes);
-  } else {
-    owned_w_.resize(w->bytes);
-    int64_t d[4];
-    Dims4(*w, d);
-    Permute4D(w->data, owned_w_.data(), d, kToNchw, element);
-    w_->data = owned_w_.data();
+  inner_args_.inputs = {x_};
+  if (w) {  // a convolution's W; other inputs (B, BatchNormalization's vectors) pass through
+    w_ = nchw(*w);
+    w_in_scratch_ = !w->is_constant;
+    if (w_in_scratch_) {
+      w_offset_ = offset, offset += Align64(w->bytes);
+    } else {
+      owned_w_.resize(w->bytes);
+      int64_t d[4];
+      Dims4(*w, d);
+      Permute4D(w->data, owned_w_.data(), d, kToNchw, DataTypeSize(w->dtype));
+      w_->data = owned_w_.data();
+    }
+    inner_args_.inputs.push_back(w_);
   }
+  for (size_t i = inner_args_.inputs.size(); i < args.inputs.size(); ++i) inner_args_.inputs.push_back(args.inputs[i]);
   shadow_bytes_ = offset;
-  inner_args_.inputs = {x_, w_};
-  for (size_t i = 2; i < args.inputs.size(); ++i) inner_args_.inputs.push_back(args.inputs[i]);
   inner_args_.outputs = {y_};
-  for (size_t i = 1; i < args.outputs.size(); ++i) inner_args_.outputs.push_back(args.outputs[i]);
   PRECIS_ASSIGN_OR_RETURN(inner_, choose_(inner_args_));
   inner_scratch_ = Align64(inner_->ScratchBytes());
   return Status::Ok();
