@@ -17,12 +17,17 @@
 namespace precis::emit {
 namespace {
 
+// Where a tensor lives: the arena (a program's temporary, or an input/output shared by name and
+// live across all programs), the constants blob, or the state region.
+enum class Kind { kArena, kIo, kConstant, kState };
+
 struct TensorEntry {
   const ir::Value* value;
   std::vector<int64_t> dims;
   size_t bytes;
-  bool constant;
-  size_t offset = 0;
+  Kind kind;
+  size_t offset = 0;       // in the arena, the constants blob or the state region
+  size_t init_offset = 0;  // State: its initial value in the constants blob
   bool synthetic = false;  // a stripped weight (EmitOptions::strip_weights)
 };
 
@@ -44,13 +49,14 @@ StatusOr<std::vector<int64_t>> StaticShapeOf(const ir::Value& v) {
 
 class Emitter {
  public:
-  Emitter(const ir::Model& model, const EmitOptions& options) : model_(model), options_(options) {}
+  Emitter(const ir::Model& model, const std::vector<ProgramSource>& programs, const EmitOptions& options)
+      : model_(model), sources_(programs), options_(options) {}
 
   StatusOr<EmittedPlan> Run() {
-    const ir::Graph& g = *model_.graph;
-    for (const ir::Value* v : g.inputs()) PRECIS_RETURN_IF_ERROR(AddTensor(*v).status());
-    for (const auto& n : g.nodes()) PRECIS_RETURN_IF_ERROR(CollectStep(*n));
-    for (const ir::Value* v : g.outputs()) PRECIS_RETURN_IF_ERROR(AddTensor(*v).status());
+    if (sources_.empty()) return InvalidArgument("a plan needs at least one program");
+    for (size_t p = 0; p < sources_.size(); ++p) PRECIS_RETURN_IF_ERROR(CollectProgram(p));
+    for (const std::string& name : options_.state)
+      if (!shared_.count(name)) return InvalidArgument("state '" + name + "' is not a value of any program");
     PlanArena();
     PlaceConstants();
     if (options_.measure_only) {
@@ -61,15 +67,77 @@ class Emitter {
   }
 
  private:
+  struct Program {
+    std::string name;
+    std::vector<int> inputs, outputs;
+    size_t begin = 0, end = 0;  // its steps in steps_
+  };
+
+  Status CollectProgram(size_t p) {
+    const ProgramSource& src = sources_[p];
+    if (!src.graph) return InvalidArgument("program '" + src.name + "' has no graph");
+    for (size_t q = 0; q < p; ++q)
+      if (sources_[q].name == src.name) return InvalidArgument("two programs are named '" + src.name + "'");
+    const ir::Graph& g = *src.graph;
+    current_ = &src;
+    ids_.clear();
+    Program prog{src.name, {}, {}, steps_.size(), 0};
+    for (const ir::Value* v : g.inputs()) {
+      PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
+      if (tensors_[size_t(id)].kind == Kind::kIo) prog.inputs.push_back(id);
+    }
+    for (const auto& n : g.nodes()) PRECIS_RETURN_IF_ERROR(CollectStep(*n));
+    for (const ir::Value* v : g.outputs()) {
+      PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
+      auto update = src.state_updates.find(v->name());
+      if (update == src.state_updates.end()) {
+        prog.outputs.push_back(id);
+        continue;
+      }
+      PRECIS_RETURN_IF_ERROR(AddStateUpdate(id, update->second));
+    }
+    for (const auto& [out, state] : src.state_updates)
+      if (std::none_of(g.outputs().begin(), g.outputs().end(), [&](const ir::Value* v) { return v->name() == out; }))
+        return InvalidArgument("program '" + src.name + "': state update from '" + out + "', which is not a graph output");
+    prog.end = steps_.size();
+    programs_.push_back(std::move(prog));
+    return Status::Ok();
+  }
+
+  // Values of one name shared by programs: inputs, program outputs and state.
+  Kind KindOf(const ir::Value& v) const {
+    if (options_.state.count(v.name()) && (v.is_constant() || (v.kind() == ir::Value::Kind::kInput && v.data()))) return Kind::kState;
+    if (v.is_constant()) return Kind::kConstant;
+    if (v.kind() == ir::Value::Kind::kInput) return Kind::kIo;
+    const auto& outs = current_->graph->outputs();
+    if (std::find(outs.begin(), outs.end(), &v) != outs.end() && !current_->state_updates.count(v.name())) return Kind::kIo;
+    return Kind::kArena;
+  }
+
   StatusOr<int> AddTensor(const ir::Value& v) {
     if (auto it = ids_.find(&v); it != ids_.end()) return it->second;
     PRECIS_ASSIGN_OR_RETURN(auto dims, StaticShapeOf(v));
-    TensorEntry e{&v, dims, 0, v.is_constant()};
+    if (options_.state.count(v.name()) && KindOf(v) != Kind::kState)
+      return InvalidArgument("state '" + v.name() + "' must be a constant or a graph input with a default value");
+    Kind kind = KindOf(v);
+    bool shared = kind == Kind::kIo || kind == Kind::kState;
+    if (shared) {
+      if (auto it = shared_.find(v.name()); it != shared_.end()) {
+        const TensorEntry& e = tensors_[size_t(it->second)];
+        if (e.dims != dims || e.value->type().dtype() != v.type().dtype() || e.kind != kind)
+          return InvalidArgument("'" + v.name() + "' is " + ir::PrintType(e.value->type()) + " in one program and " + ir::PrintType(v.type()) +
+                                 " in program '" + current_->name + "'");
+        ids_[&v] = it->second;
+        return it->second;
+      }
+    }
+    TensorEntry e{&v, dims, 0, kind};
     e.bytes = size_t(*ir::CheckedElements(dims)) * size_t(ir::DTypeSize(v.type().dtype()));
     int id = int(tensors_.size());
     tensors_.push_back(std::move(e));
     ids_[&v] = id;
-    first_.push_back(v.kind() == ir::Value::Kind::kInput ? -1 : int(steps_.size()));
+    if (shared) shared_[v.name()] = id;
+    first_.push_back(int(steps_.size()));
     last_.push_back(first_.back());
     inplace_of_.push_back(-1);
     return id;
@@ -80,7 +148,7 @@ class Emitter {
     if (!def) return Unimplemented(n.Describe() + ": no operator definition");
     for (const auto& a : n.attributes())
       if (!a.graphs.empty()) return Unimplemented(n.Describe() + ": operators with subgraphs cannot be emitted yet");
-    Step s{&n, def, {}, {}};
+    Step s{&n, def, KernelName(n, *def), {}, {}, -1};
     for (const ir::Value* v : n.inputs()) {
       if (!v) {
         s.inputs.push_back(-1);
@@ -98,25 +166,62 @@ class Emitter {
       PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
       s.outputs.push_back(id);
     }
+    if (auto pred = current_->predicates.find(n.name()); pred != current_->predicates.end()) {
+      PRECIS_ASSIGN_OR_RETURN(s.predicate, Predicate(pred->second, n.Describe()));
+    }
     if (def->inplace_input >= 0 && size_t(def->inplace_input) < s.inputs.size() && !s.outputs.empty() && s.outputs[0] >= 0) {
       int src = s.inputs[size_t(def->inplace_input)];
-      if (src >= 0 && !tensors_[size_t(src)].constant && tensors_[size_t(src)].value->kind() != ir::Value::Kind::kInput)
-        inplace_of_[size_t(s.outputs[0])] = src;
+      if (src >= 0 && tensors_[size_t(src)].kind == Kind::kArena) inplace_of_[size_t(s.outputs[0])] = src;
     }
     steps_.push_back(std::move(s));
     return Status::Ok();
   }
 
+  // The tensor of a step's predicate, kept alive up to the step being collected.
+  StatusOr<int> Predicate(const std::string& name, const std::string& step) {
+    const ir::Value* v = current_->graph->Lookup(name);
+    if (!v || v->type().dtype() != ir::DType::kBool || !v->type().shape().is_static() || *v->type().shape().NumElements() != 1 || v->is_constant())
+      return InvalidArgument(step + ": predicate '" + name + "' is not a bool scalar computed in program '" + current_->name + "'");
+    PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
+    last_[size_t(id)] = int(steps_.size());
+    return id;
+  }
+
+  // A program's update of a state tensor: a copy step at the end of the program.
+  Status AddStateUpdate(int from, const std::string& state) {
+    auto it = shared_.find(state);
+    if (it == shared_.end() || tensors_[size_t(it->second)].kind != Kind::kState)
+      return InvalidArgument("program '" + current_->name + "' updates '" + state + "', which is not a state tensor of the plan");
+    const TensorEntry& src = tensors_[size_t(from)];
+    const TensorEntry& dst = tensors_[size_t(it->second)];
+    if (src.dims != dst.dims || src.value->type().dtype() != dst.value->type().dtype())
+      return InvalidArgument("program '" + current_->name + "': update of state '" + state + "' from '" + src.value->name() + "' has type " +
+                             ir::PrintType(src.value->type()) + ", the state " + ir::PrintType(dst.value->type()));
+    last_[size_t(from)] = int(steps_.size());
+    int predicate = -1;
+    if (auto pred = current_->update_predicates.find(state); pred != current_->update_predicates.end()) {
+      PRECIS_ASSIGN_OR_RETURN(predicate, Predicate(pred->second, "update of state '" + state + "'"));
+    }
+    steps_.push_back(Step{nullptr, nullptr, "Identity", {from}, {it->second}, predicate, "update " + state});
+    return Status::Ok();
+  }
+
+  static std::string KernelName(const ir::Node& n, const ops::OpDef& def) {
+    if (!def.kernel.empty()) return def.kernel;
+    return n.domain().empty() ? n.op_type() : n.domain() + "::" + n.op_type();
+  }
+
+  // One memory plan for all programs on one timeline (program after program): temporaries of
+  // different programs may share bytes, inputs and program outputs live throughout.
   void PlanArena() {
-    const ir::Graph& g = *model_.graph;
     std::vector<PlannedTensor> planned;
     std::vector<size_t> arena_ids;
+    int end = int(steps_.size());
     for (size_t i = 0; i < tensors_.size(); ++i) {
-      if (tensors_[i].constant) continue;
+      Kind kind = tensors_[i].kind;
+      if (kind == Kind::kConstant || kind == Kind::kState) continue;
       PlannedTensor p{tensors_[i].bytes, first_[i], last_[i], -1};
-      if (std::find(g.outputs().begin(), g.outputs().end(), tensors_[i].value) != g.outputs().end())
-        p.last = int(steps_.size());
-      if (tensors_[i].value->kind() == ir::Value::Kind::kInput) p.first = -1;
+      if (kind == Kind::kIo) p.first = -1, p.last = end;
       arena_ids.push_back(i);
       planned.push_back(p);
     }
@@ -124,8 +229,8 @@ class Emitter {
     for (size_t k = 0; k < arena_ids.size(); ++k) index[arena_ids[k]] = int(k);
     for (size_t k = 0; k < arena_ids.size(); ++k) {
       int src = inplace_of_[arena_ids[k]];
-      // A graph output must keep its bytes to the end, so it never gives them away in place.
-      if (src >= 0 && index.count(size_t(src)) && planned[size_t(index[size_t(src)])].last != int(steps_.size()))
+      // An output must keep its bytes to the end, so it never gives them away in place.
+      if (src >= 0 && index.count(size_t(src)) && planned[size_t(index[size_t(src)])].last != end)
         planned[k].inplace_of = index[size_t(src)];
     }
     MemoryPlan mp = PlanMemory(planned);
@@ -135,10 +240,20 @@ class Emitter {
     result_.inplace_count = mp.inplace_count;
   }
 
+  static size_t Align(size_t n) { return (n + plan::kConstantAlignment - 1) / plan::kConstantAlignment * plan::kConstantAlignment; }
+
+  // Constants, then the initial values of state tensors, in the blob; state in its own region.
   void PlaceConstants() {
-    size_t offset = 0;
+    size_t offset = 0, state = 0;
     for (auto& t : tensors_) {
-      if (!t.constant) continue;
+      if (t.kind == Kind::kState) {
+        t.offset = state;
+        state = Align(state + t.bytes);
+        t.init_offset = offset;
+        offset = Align(offset + t.bytes);
+        continue;
+      }
+      if (t.kind != Kind::kConstant) continue;
       // Stripped weights: float constants of 1 KiB and more (shape and index constants stay).
       ir::DType d = t.value->type().dtype();
       t.synthetic = options_.strip_weights && t.bytes >= 1024 &&
@@ -148,78 +263,112 @@ class Emitter {
         continue;
       }
       t.offset = offset;
-      offset = (offset + t.bytes + plan::kConstantAlignment - 1) / plan::kConstantAlignment * plan::kConstantAlignment;
+      offset = Align(offset + t.bytes);
     }
     constants_size_ = offset;
+    state_size_ = state;
     result_.constant_bytes = offset;
   }
 
-  StatusOr<EmittedPlan> Write();
-
   struct Step {
-    const ir::Node* node;
+    const ir::Node* node;  // nullptr for a state update
     const ops::OpDef* def;
+    std::string kernel;
     std::vector<int> inputs, outputs;
+    int predicate = -1;
+    std::string label;  // the step's name when it has no node
   };
+  StatusOr<EmittedPlan> Write();
+  flatbuffers::Offset<plan::Step> WriteStep(flatbuffers::FlatBufferBuilder& b, const Step& s);
 
   const ir::Model& model_;
+  const std::vector<ProgramSource>& sources_;
   const EmitOptions& options_;
+  const ProgramSource* current_ = nullptr;
   std::vector<TensorEntry> tensors_;
-  std::unordered_map<const ir::Value*, int> ids_;
+  std::unordered_map<const ir::Value*, int> ids_;  // the current program's values
+  std::map<std::string, int> shared_;              // inputs, program outputs and state, by name
   std::vector<int> first_, last_, inplace_of_;
   std::vector<Step> steps_;
-  size_t constants_size_ = 0;
+  std::vector<Program> programs_;
+  size_t constants_size_ = 0, state_size_ = 0;
   EmittedPlan result_;
 };
 
+// The step's compute dtype (what its float inputs hold), accumulation dtype (the precision
+// record) and layout, next to its kernel-form attributes.
+flatbuffers::Offset<plan::Step> Emitter::WriteStep(flatbuffers::FlatBufferBuilder& b, const Step& s) {
+  auto kname = b.CreateString(s.kernel);
+  auto ins = b.CreateVector(s.inputs);
+  auto outs = b.CreateVector(s.outputs);
+  if (!s.node) return plan::CreateStep(b, kname, b.CreateString(s.label), ins, outs, 0, 0, 0, 0, s.predicate);
+  const ir::Node& n = *s.node;
+  auto opset_it = model_.opsets.find(n.domain());
+  int64_t opset = opset_it == model_.opsets.end() ? 0 : opset_it->second;
+  auto node_name = b.CreateString(n.name().empty() ? n.op_type() + "#" + std::to_string(n.index()) : n.name());
+  auto attrs = BuildStepAttrs(b, n, opset);
+  uint8_t compute = 0;
+  for (const ir::Value* v : n.inputs())
+    if (v && ir::IsFloat(v->type().dtype())) {
+      compute = uint8_t(ir::DTypeToOnnx(v->type().dtype()));
+      break;
+    }
+  uint8_t accumulate = n.precision().accumulate == ir::DType::kUndefined ? 0 : uint8_t(ir::DTypeToOnnx(n.precision().accumulate));
+  const ir::Attribute* layout = n.FindAttribute("layout");
+  auto layout_name = layout && layout->kind == ir::Attribute::Kind::kString ? b.CreateString(layout->s) : 0;
+  return plan::CreateStep(b, kname, node_name, ins, outs, attrs, compute, accumulate, layout_name, s.predicate);
+}
+
 StatusOr<EmittedPlan> Emitter::Write() {
-  const ir::Graph& g = *model_.graph;
   flatbuffers::FlatBufferBuilder b(1 << 16);
   b.ForceDefaults(false);
   std::vector<flatbuffers::Offset<plan::TensorDesc>> tensors;
   for (const auto& t : tensors_) {
     auto name = b.CreateString(t.value->name());
     auto dims = b.CreateVector(t.dims);
-    tensors.push_back(plan::CreateTensorDesc(b, name, uint8_t(ir::DTypeToOnnx(t.value->type().dtype())), dims,
-                                             t.constant ? plan::Placement_Constant : plan::Placement_Arena, t.offset, t.bytes,
-                                             t.synthetic));
+    plan::Placement placement = t.kind == Kind::kConstant ? plan::Placement_Constant
+                                : t.kind == Kind::kState  ? plan::Placement_State
+                                                          : plan::Placement_Arena;
+    tensors.push_back(plan::CreateTensorDesc(b, name, uint8_t(ir::DTypeToOnnx(t.value->type().dtype())), dims, placement, t.offset, t.bytes,
+                                             t.synthetic, t.init_offset));
   }
   // A plan for the GPU holds only steps with CUDA kernels: list every one without, at once.
   if (options_.target == "cuda") {
     std::string missing;
-    for (const Step& s : steps_) {
-      const ir::Node& n = *s.node;
-      std::string kernel = s.def->kernel.empty() ? (n.domain().empty() ? n.op_type() : n.domain() + "::" + n.op_type()) : s.def->kernel;
-      if (!rt::HasCudaKernel(kernel)) missing += (missing.empty() ? "" : ", ") + kernel + " '" + n.name() + "'";
-    }
+    for (const Step& s : steps_)
+      if (s.node && !rt::HasCudaKernel(s.kernel)) missing += (missing.empty() ? "" : ", ") + s.kernel + " '" + s.node->name() + "'";
     if (!missing.empty()) return Unimplemented("the CUDA backend has no kernel for: " + missing);
   } else if (options_.target != "cpu") {
     return InvalidArgument("unknown target '" + options_.target + "' (cpu or cuda)");
   }
-  std::vector<flatbuffers::Offset<plan::Step>> steps;
-  for (const Step& s : steps_) {
-    const ir::Node& n = *s.node;
-    auto opset_it = model_.opsets.find(n.domain());
-    int64_t opset = opset_it == model_.opsets.end() ? 0 : opset_it->second;
-    std::string kernel = s.def->kernel.empty() ? (n.domain().empty() ? n.op_type() : n.domain() + "::" + n.op_type()) : s.def->kernel;
-    auto kname = b.CreateString(kernel);
-    auto node_name = b.CreateString(n.name().empty() ? n.op_type() + "#" + std::to_string(n.index()) : n.name());
-    auto ins = b.CreateVector(s.inputs);
-    auto outs = b.CreateVector(s.outputs);
-    auto attrs = BuildStepAttrs(b, n, opset);
-    steps.push_back(plan::CreateStep(b, kname, node_name, ins, outs, attrs));
+  std::vector<flatbuffers::Offset<plan::Program>> programs;
+  for (size_t p = 0; p < programs_.size(); ++p) {
+    std::vector<flatbuffers::Offset<plan::Step>> steps;
+    for (size_t i = programs_[p].begin; i < programs_[p].end; ++i) steps.push_back(WriteStep(b, steps_[i]));
+    programs.push_back(plan::CreateProgram(b, b.CreateString(programs_[p].name), b.CreateVector(steps), b.CreateVector(programs_[p].inputs),
+                                           b.CreateVector(programs_[p].outputs)));
   }
-  std::vector<int32_t> inputs, outputs;
-  for (const ir::Value* v : g.inputs()) inputs.push_back(ids_.at(v));
-  for (const ir::Value* v : g.outputs()) outputs.push_back(ids_.at(v));
   flatbuffers::Offset<flatbuffers::String> report_json, report_text;
   if (!options_.report_json.empty()) report_json = b.CreateString(options_.report_json);
   if (!options_.report_text.empty()) report_text = b.CreateString(options_.report_text);
-  auto root = plan::CreatePlan(b, b.CreateString(options_.target), b.CreateString(options_.precision), options_.source_hash,
-                               b.CreateString("precis 0.1"), b.CreateVector(tensors), b.CreateVector(inputs),
-                               b.CreateVector(outputs), b.CreateVector(steps), result_.arena_bytes, result_.arena_lower_bound,
-                               report_json, report_text);
-  plan::FinishPlanBuffer(b, root);
+  plan::PlanBuilder root(b);
+  auto target = b.CreateString(options_.target);
+  auto precision = b.CreateString(options_.precision);
+  auto producer = b.CreateString("precis 0.1");
+  auto tensor_table = b.CreateVector(tensors);
+  auto program_table = b.CreateVector(programs);
+  root.add_target(target);
+  root.add_precision(precision);
+  root.add_source_hash(options_.source_hash);
+  root.add_producer(producer);
+  root.add_tensors(tensor_table);
+  root.add_arena_bytes(result_.arena_bytes);
+  root.add_arena_lower_bound(result_.arena_lower_bound);
+  if (!options_.report_json.empty()) root.add_report_json(report_json);
+  if (!options_.report_text.empty()) root.add_report_text(report_text);
+  root.add_programs(program_table);
+  root.add_state_bytes(state_size_);
+  plan::FinishPlanBuffer(b, root.Finish());
 
   plan::FileHeader h{};
   std::memcpy(h.magic, plan::kMagic, sizeof h.magic);
@@ -233,8 +382,11 @@ StatusOr<EmittedPlan> Emitter::Write() {
   std::vector<uint8_t>& out = result_.bytes;
   out.assign(size_t(h.file_size), 0);
   std::memcpy(out.data() + h.meta_offset, b.GetBufferPointer(), b.GetSize());
-  for (const auto& t : tensors_)
-    if (t.constant && !t.synthetic && t.bytes) std::memcpy(out.data() + h.const_offset + t.offset, t.value->data()->buffer().data(), t.bytes);
+  for (const auto& t : tensors_) {
+    if (!t.bytes || t.synthetic) continue;
+    if (t.kind == Kind::kConstant) std::memcpy(out.data() + h.const_offset + t.offset, t.value->data()->buffer().data(), t.bytes);
+    if (t.kind == Kind::kState) std::memcpy(out.data() + h.const_offset + t.init_offset, t.value->data()->buffer().data(), t.bytes);
+  }
   h.checksum = HashBytes(out.data() + sizeof h, out.size() - sizeof h);
   std::memcpy(out.data(), &h, sizeof h);
   result_.steps = steps_.size();
@@ -243,6 +395,14 @@ StatusOr<EmittedPlan> Emitter::Write() {
 
 }  // namespace
 
-StatusOr<EmittedPlan> EmitPlan(const ir::Model& model, const EmitOptions& options) { return Emitter(model, options).Run(); }
+StatusOr<EmittedPlan> EmitPrograms(const ir::Model& model, const std::vector<ProgramSource>& programs, const EmitOptions& options) {
+  return Emitter(model, programs, options).Run();
+}
+
+StatusOr<EmittedPlan> EmitPlan(const ir::Model& model, const EmitOptions& options) {
+  std::vector<ProgramSource> programs(1);
+  programs[0].graph = model.graph.get();
+  return EmitPrograms(model, programs, options);
+}
 
 }  // namespace precis::emit

@@ -1,9 +1,17 @@
-// The plan emitter: lowers a fully inferred IR graph (every value a tensor of static shape) to
-// runtime steps, plans the arena, and writes the plan file bytes (runtime/plan/plan_format.h).
-// Deterministic: the same graph and options give identical bytes.
+// The plan emitter: lowers fully inferred IR graphs (every value a tensor of static shape) to
+// programs of runtime steps, plans the arena, and writes the plan file bytes
+// (runtime/plan/plan_format.h). Deterministic: the same graphs and options give identical bytes.
+//
+// Several programs (each one IR graph) share one tensor table: graph inputs and program outputs
+// of one name are one tensor (same dtype and shape required); values named in EmitOptions::state
+// (graph inputs with a default value, or constants) become State tensors that persist across
+// runs, initialized from that value. A program updates a state tensor by naming a graph output
+// that overwrites it at the end of the program; a step may run under a bool scalar predicate.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +26,20 @@ struct EmitOptions {
   uint64_t source_hash = 0;
   std::string report_json, report_text;  // embedded precision report (may be empty)
   bool measure_only = false;             // plan the arena and stop: no bytes are written
+  std::set<std::string> state;           // names of the values that become State tensors
+};
+
+// One program: a name ("infer", "train_step", ...) and the graph it runs.
+struct ProgramSource {
+  std::string name = "infer";
+  const ir::Graph* graph = nullptr;
+  // Graph outputs that overwrite a state tensor when the program ends: output name -> state name.
+  // They are not outputs of the program.
+  std::map<std::string, std::string> state_updates;
+  // Steps that run only when a bool scalar value of the graph is true: node name -> value name;
+  // and state updates that do: state name -> value name (an optimizer step skipped on overflow).
+  std::map<std::string, std::string> predicates;
+  std::map<std::string, std::string> update_predicates;
 };
 
 struct EmittedPlan {
@@ -30,7 +52,11 @@ struct EmittedPlan {
 };
 
 // Errors: a value without a static tensor type (naming it and the symbolic dim), an operator
-// without an OpDef, a subgraph operator.
+// without an OpDef, a subgraph operator; for programs also: a shared name with two types, a state
+// name without an initial value, an update of a state that does not exist or does not match, a
+// predicate that is not a bool scalar of the program's graph.
+StatusOr<EmittedPlan> EmitPrograms(const ir::Model& model, const std::vector<ProgramSource>& programs, const EmitOptions& options);
+// One program, "infer", over the model's graph.
 StatusOr<EmittedPlan> EmitPlan(const ir::Model& model, const EmitOptions& options);
 
 }  // namespace precis::emit

@@ -17,51 +17,9 @@
 
 #include "precis/status.h"
 #include "precis/types.h"
-#include "runtime/plan/plan_generated.h"
+#include "runtime/exec/step.h"
 
 namespace precis::rt {
-
-struct Tensor {
-  std::string name;
-  DataType dtype = DataType::kUndefined;
-  std::vector<int64_t> dims;
-  int64_t numel = 0;
-  size_t bytes = 0;
-  uint8_t* data = nullptr;
-  bool is_constant = false;
-
-  int64_t rank() const { return int64_t(dims.size()); }
-  template <typename T> T* As() { return reinterpret_cast<T*>(data); }
-  template <typename T> const T* As() const { return reinterpret_cast<const T*>(data); }
-};
-
-// Read access to a step's attributes (sorted by name in the plan).
-class Attributes {
- public:
-  explicit Attributes(const flatbuffers::Vector<flatbuffers::Offset<plan::Attr>>* attrs = nullptr) : attrs_(attrs) {}
-  const plan::Attr* Find(const char* name) const;
-  bool Has(const char* name) const { return Find(name) != nullptr; }
-  int64_t Int(const char* name, int64_t fallback) const;
-  float Float(const char* name, float fallback) const;
-  std::string String(const char* name, const std::string& fallback) const;
-  std::vector<int64_t> Ints(const char* name, std::vector<int64_t> fallback = {}) const;
-  std::vector<float> Floats(const char* name, std::vector<float> fallback = {}) const;
-  std::vector<std::string> Strings(const char* name) const;
-
- private:
-  const flatbuffers::Vector<flatbuffers::Offset<plan::Attr>>* attrs_;
-};
-
-struct KernelArgs {
-  std::vector<Tensor*> inputs;   // nullptr: omitted optional input
-  std::vector<Tensor*> outputs;  // nullptr: omitted optional output
-  Attributes attrs;
-  std::string node;              // "Conv 'conv1'": names the step in messages
-
-  Tensor* in(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
-  Tensor* out(size_t i) const { return i < outputs.size() ? outputs[i] : nullptr; }
-  Status Error(const std::string& message) const { return InvalidArgument(node + ": " + message); }
-};
 
 struct CpuContext {
   int threads = 1;

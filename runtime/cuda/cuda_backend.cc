@@ -1,8 +1,11 @@
-// The CUDA backend: device memory, kernel set-up, and Run() with CUDA graph replay.
+// The CUDA backend: device memory, kernel set-up, and running programs with CUDA graph replay.
 #include "runtime/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+
+#include "runtime/exec/backend.h"
 
 #include "runtime/cuda/cuda_kernel.h"
 #include "runtime/cuda/widen_kernel.h"
@@ -42,64 +45,81 @@ StatusOr<PinnedBuffer> PinnedAlloc(size_t bytes, const std::string& what) {
     if (precis_e_ != cudaSuccess) return CudaError(precis_e_, (where));   \
   } while (0)
 
-class CudaBackendImpl final : public CudaBackend {
+class CudaBackendImpl final : public Backend {
  public:
+  explicit CudaBackendImpl(const SessionOptions& options) : options_(options) {}
   ~CudaBackendImpl() override {
     if (device_ >= 0) cudaSetDevice(device_);
-    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
-    if (graph_) cudaGraphDestroy(graph_);
-    kernels_.clear();
+    for (Program& p : programs_) {
+      if (p.graph_exec) cudaGraphExecDestroy(p.graph_exec);
+      if (p.graph) cudaGraphDestroy(p.graph);
+      p.kernels.clear();
+    }
     tables_.clear();
     if (dnn_) cudnnDestroy(dnn_);
     if (lt_) cublasLtDestroy(lt_);
     if (stream_) cudaStreamDestroy(stream_);
   }
 
-  Status Init(const plan::PlanView& view, std::vector<Tensor>& tensors, const std::vector<int>& inputs, const std::vector<int>& outputs,
-              const std::vector<KernelArgs>& steps, const std::vector<std::string>& names, const CudaBackendOptions& options);
-  Status Run(std::vector<Tensor>& tensors, std::vector<StepProfile>* profile,
-             const std::function<void(const TensorData&)>& observer) override;
+  Status Prepare(LoadedPlan& plan) override;
+  Status Run(size_t program, std::vector<StepProfile>* profile, const std::function<void(const TensorData&)>& observer) override;
+  Status ReadState(int id, void* dst) override;
+  Status WriteState(int id, const void* src) override;
+  std::vector<std::string> StepLabels(size_t program) const override {
+    std::vector<std::string> labels;
+    for (const std::string& k : plan_->programs[program].kernels) labels.push_back(k + " (cuda)");
+    return labels;
+  }
   std::string device_name() const override { return prop_.name; }
-  bool graph_replay() const override { return graph_exec_ != nullptr; }
+  bool graph_replay() const override { return replayed_; }
 
  private:
   struct Staged {
     int id;
     PinnedBuffer host;
   };
-  // Enqueues one whole run (error-flag reset, uploads, steps, downloads) on the stream.
-  Status Enqueue(std::vector<StepProfile>* profile, const std::function<void(const TensorData&)>& observer);
-  Status CheckErrors();
+  struct Program {
+    std::vector<KernelArgs> args;  // over device_tensors_
+    std::vector<std::unique_ptr<cuda::Kernel>> kernels;
+    DeviceBuffer errors;
+    PinnedBuffer host_errors;
+    bool capturable = true, warmed_up = false;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t graph_exec = nullptr;
+  };
+  Status OpenDevice();
+  Status PlaceTensors();
+  Status PrepareProgram(const ProgramSteps& steps, Program& out, size_t& scratch_bytes, size_t& workspace_bytes);
+  Status Stage();
+  void* StagedHost(int id) const;
+  // Enqueues one whole run of a program (error-flag reset, uploads, steps, downloads) on the stream.
+  Status Enqueue(size_t program, std::vector<StepProfile>* profile, const std::function<void(const TensorData&)>& observer);
+  Status CheckErrors(size_t program);
 
+  SessionOptions options_;
+  LoadedPlan* plan_ = nullptr;
   int device_ = -1;
   cudaDeviceProp prop_{};
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   cudnnHandle_t dnn_ = nullptr;
-  DeviceBuffer arena_, constants_, workspace_, scratch_, errors_;
-  PinnedBuffer host_errors_;
+  DeviceBuffer arena_, state_, constants_, workspace_, scratch_;
   std::vector<std::shared_ptr<void>> tables_;
   std::vector<Tensor> device_tensors_;
-  std::vector<KernelArgs> args_;
-  std::vector<std::unique_ptr<cuda::Kernel>> kernels_;
-  std::vector<std::string> step_names_;
-  std::vector<Staged> inputs_, outputs_;
+  std::vector<Program> programs_;
+  std::vector<Staged> inputs_, outputs_;  // every program's, each tensor once
   cuda::CudaContext ctx_;
-  bool capturable_ = true, graphs_ = true, warmed_up_ = false;
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t graph_exec_ = nullptr;
+  bool replayed_ = false;
   std::vector<uint8_t> observed_;  // host copy of an observed tensor
 };
 
-Status CudaBackendImpl::Init(const plan::PlanView& view, std::vector<Tensor>& tensors, const std::vector<int>& inputs,
-                             const std::vector<int>& outputs, const std::vector<KernelArgs>& steps, const std::vector<std::string>& names,
-                             const CudaBackendOptions& options) {
+Status CudaBackendImpl::OpenDevice() {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) return Unavailable(std::string("no usable CUDA device: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-  if (options.device_id < 0 || options.device_id >= count)
-    return InvalidArgument("CUDA device " + std::to_string(options.device_id) + " does not exist (" + std::to_string(count) + " found)");
-  device_ = options.device_id;
+  if (options_.device_id < 0 || options_.device_id >= count)
+    return InvalidArgument("CUDA device " + std::to_string(options_.device_id) + " does not exist (" + std::to_string(count) + " found)");
+  device_ = options_.device_id;
   PRECIS_CUDA_OR_RETURN(cudaSetDevice(device_), "cudaSetDevice");
   PRECIS_CUDA_OR_RETURN(cudaGetDeviceProperties(&prop_, device_), "cudaGetDeviceProperties");
   PRECIS_CUDA_OR_RETURN(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -109,21 +129,24 @@ Status CudaBackendImpl::Init(const plan::PlanView& view, std::vector<Tensor>& te
   if (de != CUDNN_STATUS_SUCCESS) return cuda::CudnnError(de, "cudnnCreate");
   de = cudnnSetStream(dnn_, stream_);
   if (de != CUDNN_STATUS_SUCCESS) return cuda::CudnnError(de, "cudnnSetStream");
-  graphs_ = options.graphs;
+  ctx_.stream = stream_;
+  ctx_.lt = lt_;
+  ctx_.dnn = dnn_;
+  ctx_.prop = &prop_;
+  ctx_.tables = &tables_;
+  return Status::Ok();
+}
 
-  // Every step needs a CUDA kernel; list all that lack one in one error.
-  const auto& registry = cuda::KernelRegistry::Get();
-  std::string missing;
-  for (size_t i = 0; i < steps.size(); ++i)
-    if (!registry.Find(names[i])) missing += (missing.empty() ? "" : ", ") + steps[i].node;
-  if (!missing.empty()) return Unimplemented("the CUDA backend has no kernel for: " + missing);
-
-  // Device memory: the arena as planned, the constants blob uploaded once.
+// Device memory: the arena as planned, the state initialized from the plan, the constants blob
+// uploaded once.
+Status CudaBackendImpl::PlaceTensors() {
+  const plan::PlanView& view = *plan_->view;
+  std::vector<Tensor>& tensors = *plan_->tensors;
   PRECIS_ASSIGN_OR_RETURN(arena_, DeviceAlloc(size_t(view.meta->arena_bytes()), "the arena"));
+  PRECIS_ASSIGN_OR_RETURN(state_, DeviceAlloc(size_t(view.meta->state_bytes()), "the state"));
   PRECIS_ASSIGN_OR_RETURN(constants_, DeviceAlloc(view.constants_size, "the constants"));
   if (view.constants_size)
     PRECIS_CUDA_OR_RETURN(cudaMemcpy(constants_.get(), view.constants, view.constants_size, cudaMemcpyHostToDevice), "uploading the constants");
-  ctx_.tables = &tables_;
   device_tensors_ = tensors;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const plan::TensorDesc* d = view.meta->tensors()->Get(flatbuffers::uoffset_t(i));
@@ -133,35 +156,41 @@ Status CudaBackendImpl::Init(const plan::PlanView& view, std::vector<Tensor>& te
       device_tensors_[i].data = static_cast<uint8_t*>(p);
       continue;
     }
-    uint8_t* base = static_cast<uint8_t*>(d->placement() == plan::Placement_Constant ? constants_.get() : arena_.get());
-    device_tensors_[i].data = base + d->offset();
+    void* base = d->placement() == plan::Placement_Constant ? constants_.get() : d->placement() == plan::Placement_State ? state_.get() : arena_.get();
+    device_tensors_[i].data = static_cast<uint8_t*>(base) + d->offset();
+    if (d->placement() == plan::Placement_State && tensors[i].bytes)
+      PRECIS_CUDA_OR_RETURN(cudaMemcpy(device_tensors_[i].data, view.constants + d->init_offset(), tensors[i].bytes, cudaMemcpyHostToDevice),
+                            "initializing state '" + tensors[i].name + "'");
   }
-  // Host side for Init: constants readable, every other tensor without data.
+  return Status::Ok();
+}
+
+// Each step's kernel: the one for the step's own dtypes, else (16-bit tensors it does not take)
+// widened. Init sees the constants on the host and every other tensor without data.
+Status CudaBackendImpl::PrepareProgram(const ProgramSteps& steps, Program& out, size_t& scratch_bytes, size_t& workspace_bytes) {
+  const auto& registry = cuda::KernelRegistry::Get();
+  std::vector<Tensor>& tensors = *plan_->tensors;
   std::vector<Tensor> host = tensors;
   for (auto& t : host)
     if (!t.is_constant) t.data = nullptr;
-  auto remap = [](const KernelArgs& a, std::vector<Tensor>& table, const std::vector<Tensor>& from) {
+  auto remap = [&](const KernelArgs& a, std::vector<Tensor>& table) {
     KernelArgs r = a;
     for (auto* v : {&r.inputs, &r.outputs})
       for (Tensor*& t : *v)
-        if (t) t = &table[size_t(t - from.data())];
+        if (t) t = &table[size_t(t - tensors.data())];
     return r;
   };
-
-  PRECIS_ASSIGN_OR_RETURN(errors_, DeviceAlloc(steps.size() * sizeof(int), "the error flags"));
-  PRECIS_ASSIGN_OR_RETURN(host_errors_, PinnedAlloc(steps.size() * sizeof(int), "the error flags"));
-  std::memset(host_errors_.get(), 0, steps.size() * sizeof(int));
-  ctx_.stream = stream_;
-  ctx_.lt = lt_;
-  ctx_.dnn = dnn_;
-  ctx_.prop = &prop_;
-  size_t scratch_bytes = 0, workspace_bytes = 0;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    KernelArgs h = remap(steps[i], host, tensors);
-    // The kernel on the step's own dtypes, else (16-bit tensors it does not take) widened.
-    cuda::KernelFactory factory = registry.Find(names[i]);
+  size_t n = steps.steps.size();
+  PRECIS_ASSIGN_OR_RETURN(out.errors, DeviceAlloc(n * sizeof(int), "the error flags"));
+  PRECIS_ASSIGN_OR_RETURN(out.host_errors, PinnedAlloc(n * sizeof(int), "the error flags"));
+  std::memset(out.host_errors.get(), 0, n * sizeof(int));
+  for (size_t i = 0; i < n; ++i) {
+    if (steps.predicates[i])
+      return Unimplemented(steps.steps[i].node + ": predicated steps do not run on the CUDA backend yet (run this plan on the CPU)");
+    KernelArgs h = remap(steps.steps[i], host);
+    cuda::KernelFactory factory = registry.Find(steps.kernels[i]);
     std::unique_ptr<cuda::Kernel> k = factory();
-    ctx_.error = static_cast<int*>(errors_.get()) + i;
+    ctx_.error = static_cast<int*>(out.errors.get()) + i;
     Status s = k->Init(h, ctx_);
     if (!s.ok() && s.code() == StatusCode::kUnimplemented && cuda::WidenKernel::HasHalfTensors(h)) {
       auto w = std::make_unique<cuda::WidenKernel>(factory());
@@ -173,18 +202,17 @@ Status CudaBackendImpl::Init(const plan::PlanView& view, std::vector<Tensor>& te
     PRECIS_RETURN_IF_ERROR(s);
     scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
     workspace_bytes = std::max(workspace_bytes, k->WorkspaceBytes());
-    capturable_ = capturable_ && k->Capturable();
-    args_.push_back(remap(steps[i], device_tensors_, tensors));
-    step_names_.push_back(names[i]);
-    kernels_.push_back(std::move(k));
+    out.capturable = out.capturable && k->Capturable();
+    out.args.push_back(remap(steps.steps[i], device_tensors_));
+    out.kernels.push_back(std::move(k));
   }
-  PRECIS_ASSIGN_OR_RETURN(scratch_, DeviceAlloc(scratch_bytes, "the kernel scratch"));
-  PRECIS_ASSIGN_OR_RETURN(workspace_, DeviceAlloc(workspace_bytes, "the library workspace"));
-  ctx_.scratch = static_cast<uint8_t*>(scratch_.get());
-  ctx_.workspace = workspace_.get();
-  ctx_.workspace_bytes = workspace_bytes;
+  return Status::Ok();
+}
 
-  // Pinned staging for each distinct model input and output.
+// Pinned staging for each distinct input and output of every program; the session's tensors
+// point at it. An input that is also an output shares one staging buffer: the output's.
+Status CudaBackendImpl::Stage() {
+  std::vector<Tensor>& tensors = *plan_->tensors;
   auto stage = [&](const std::vector<int>& ids, std::vector<Staged>& out, const char* what) -> Status {
     for (int id : ids) {
       if (std::any_of(out.begin(), out.end(), [&](const Staged& s) { return s.id == id; })) continue;
@@ -193,30 +221,58 @@ Status CudaBackendImpl::Init(const plan::PlanView& view, std::vector<Tensor>& te
     }
     return Status::Ok();
   };
-  PRECIS_RETURN_IF_ERROR(stage(inputs, inputs_, "input"));
-  PRECIS_RETURN_IF_ERROR(stage(outputs, outputs_, "output"));
+  for (const ProgramSteps& p : plan_->programs) {
+    PRECIS_RETURN_IF_ERROR(stage(p.inputs, inputs_, "input"));
+    PRECIS_RETURN_IF_ERROR(stage(p.outputs, outputs_, "output"));
+  }
   for (auto* list : {&inputs_, &outputs_})
     for (const Staged& s : *list) tensors[size_t(s.id)].data = static_cast<uint8_t*>(s.host.get());
-  // An input that is also an output shares one staging buffer: the output's.
   for (Staged& in : inputs_)
     for (const Staged& out : outputs_)
       if (in.id == out.id) in.host.reset();
+  return Status::Ok();
+}
+
+Status CudaBackendImpl::Prepare(LoadedPlan& plan) {
+  plan_ = &plan;
+  // Every step needs a CUDA kernel; list all that lack one in one error.
+  std::string missing;
+  for (const ProgramSteps& p : plan.programs)
+    for (size_t i = 0; i < p.steps.size(); ++i)
+      if (!cuda::KernelRegistry::Get().Find(p.kernels[i])) missing += (missing.empty() ? "" : ", ") + p.steps[i].node;
+  if (!missing.empty()) return Unimplemented("the CUDA backend has no kernel for: " + missing);
+  PRECIS_RETURN_IF_ERROR(OpenDevice());
+  PRECIS_RETURN_IF_ERROR(PlaceTensors());
+  size_t scratch_bytes = 0, workspace_bytes = 0;
+  programs_.resize(plan.programs.size());
+  for (size_t p = 0; p < plan.programs.size(); ++p)
+    PRECIS_RETURN_IF_ERROR(PrepareProgram(plan.programs[p], programs_[p], scratch_bytes, workspace_bytes));
+  PRECIS_ASSIGN_OR_RETURN(scratch_, DeviceAlloc(scratch_bytes, "the kernel scratch"));
+  PRECIS_ASSIGN_OR_RETURN(workspace_, DeviceAlloc(workspace_bytes, "the library workspace"));
+  ctx_.scratch = static_cast<uint8_t*>(scratch_.get());
+  ctx_.workspace = workspace_.get();
+  ctx_.workspace_bytes = workspace_bytes;
+  PRECIS_RETURN_IF_ERROR(Stage());
   PRECIS_CUDA_OR_RETURN(cudaStreamSynchronize(stream_), "loading the plan");
   return Status::Ok();
 }
 
-Status CudaBackendImpl::Enqueue(std::vector<StepProfile>* profile, const std::function<void(const TensorData&)>& observer) {
-  PRECIS_CUDA_OR_RETURN(cudaMemsetAsync(errors_.get(), 0, kernels_.size() * sizeof(int), stream_), "resetting the error flags");
-  auto staged = [&](int id) -> void* {
-    for (auto* list : {&inputs_, &outputs_})
-      for (const Staged& s : *list)
-        if (s.id == id && s.host) return s.host.get();
-    return nullptr;
-  };
-  for (const Staged& in : inputs_) {
-    const Tensor& d = device_tensors_[size_t(in.id)];
+void* CudaBackendImpl::StagedHost(int id) const {
+  for (const Staged& s : outputs_)
+    if (s.id == id) return s.host.get();
+  for (const Staged& s : inputs_)
+    if (s.id == id) return s.host.get();
+  return nullptr;
+}
+
+Status CudaBackendImpl::Enqueue(size_t program, std::vector<StepProfile>* profile, const std::function<void(const TensorData&)>& observer) {
+  Program& prog = programs_[program];
+  const ProgramSteps& steps = plan_->programs[program];
+  PRECIS_CUDA_OR_RETURN(cudaMemsetAsync(prog.errors.get(), 0, prog.kernels.size() * sizeof(int), stream_), "resetting the error flags");
+  for (int id : steps.inputs) {
+    const Tensor& d = device_tensors_[size_t(id)];
     if (d.bytes && !d.is_constant)
-      PRECIS_CUDA_OR_RETURN(cudaMemcpyAsync(d.data, staged(in.id), d.bytes, cudaMemcpyHostToDevice, stream_), "uploading input '" + d.name + "'");
+      PRECIS_CUDA_OR_RETURN(cudaMemcpyAsync(d.data, StagedHost(id), d.bytes, cudaMemcpyHostToDevice, stream_), "uploading input '" + d.name + "'");
   }
   cudaEvent_t start = nullptr, stop = nullptr;
   if (profile) {
@@ -224,16 +280,16 @@ Status CudaBackendImpl::Enqueue(std::vector<StepProfile>* profile, const std::fu
     PRECIS_CUDA_OR_RETURN(cudaEventCreate(&stop), "cudaEventCreate");
   }
   Status status;
-  for (size_t i = 0; i < kernels_.size() && status.ok(); ++i) {
-    ctx_.error = static_cast<int*>(errors_.get()) + i;
+  for (size_t i = 0; i < prog.kernels.size() && status.ok(); ++i) {
+    ctx_.error = static_cast<int*>(prog.errors.get()) + i;
     if (profile) cudaEventRecord(start, stream_);
-    status = kernels_[i]->Run(args_[i], ctx_);
+    status = prog.kernels[i]->Run(prog.args[i], ctx_);
     if (!status.ok()) break;
     if (profile) {
       cudaEventRecord(stop, stream_);
       cudaError_t e = cudaEventSynchronize(stop);
       if (e != cudaSuccess) {
-        status = CudaError(e, args_[i].node);
+        status = CudaError(e, prog.args[i].node);
         break;
       }
       float ms = 0;
@@ -242,13 +298,13 @@ Status CudaBackendImpl::Enqueue(std::vector<StepProfile>* profile, const std::fu
       ++(*profile)[i].runs;
     }
     if (observer) {
-      for (const Tensor* out : args_[i].outputs) {
+      for (const Tensor* out : prog.args[i].outputs) {
         if (!out) continue;
         observed_.resize(out->bytes);
         cudaError_t e = cudaMemcpyAsync(observed_.data(), out->data, out->bytes, cudaMemcpyDeviceToHost, stream_);
         if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
         if (e != cudaSuccess) {
-          status = CudaError(e, args_[i].node + ": reading its output");
+          status = CudaError(e, prog.args[i].node + ": reading its output");
           break;
         }
         observer(TensorData{{out->name, out->dtype, out->dims}, observed_.data()});
@@ -258,74 +314,88 @@ Status CudaBackendImpl::Enqueue(std::vector<StepProfile>* profile, const std::fu
   if (start) cudaEventDestroy(start);
   if (stop) cudaEventDestroy(stop);
   PRECIS_RETURN_IF_ERROR(status);
-  for (const Staged& out : outputs_) {
-    const Tensor& d = device_tensors_[size_t(out.id)];
+  for (int id : steps.outputs) {
+    const Tensor& d = device_tensors_[size_t(id)];
     if (d.bytes)
-      PRECIS_CUDA_OR_RETURN(cudaMemcpyAsync(out.host.get(), d.data, d.bytes, cudaMemcpyDeviceToHost, stream_), "downloading output '" + d.name + "'");
+      PRECIS_CUDA_OR_RETURN(cudaMemcpyAsync(StagedHost(id), d.data, d.bytes, cudaMemcpyDeviceToHost, stream_), "downloading output '" + d.name + "'");
   }
-  PRECIS_CUDA_OR_RETURN(cudaMemcpyAsync(host_errors_.get(), errors_.get(), kernels_.size() * sizeof(int), cudaMemcpyDeviceToHost, stream_),
+  PRECIS_CUDA_OR_RETURN(cudaMemcpyAsync(prog.host_errors.get(), prog.errors.get(), prog.kernels.size() * sizeof(int), cudaMemcpyDeviceToHost, stream_),
                         "reading the error flags");
   return Status::Ok();
 }
 
-Status CudaBackendImpl::CheckErrors() {
-  const int* flags = static_cast<const int*>(host_errors_.get());
-  for (size_t i = 0; i < kernels_.size(); ++i)
-    if (flags[i]) return InvalidArgument(args_[i].node + ": " + cuda::DeviceErrorMessage(flags[i]));
+Status CudaBackendImpl::CheckErrors(size_t program) {
+  const Program& prog = programs_[program];
+  const int* flags = static_cast<const int*>(prog.host_errors.get());
+  for (size_t i = 0; i < prog.kernels.size(); ++i)
+    if (flags[i]) return InvalidArgument(prog.args[i].node + ": " + cuda::DeviceErrorMessage(flags[i]));
   return Status::Ok();
 }
 
-Status CudaBackendImpl::Run(std::vector<Tensor>& tensors, std::vector<StepProfile>* profile,
-                            const std::function<void(const TensorData&)>& observer) {
+Status CudaBackendImpl::Run(size_t program, std::vector<StepProfile>* profile, const std::function<void(const TensorData&)>& observer) {
   PRECIS_CUDA_OR_RETURN(cudaSetDevice(device_), "cudaSetDevice");
+  Program& prog = programs_[program];
+  const ProgramSteps& steps = plan_->programs[program];
+  std::vector<Tensor>& tensors = *plan_->tensors;
   // Bound inputs: copy caller memory into the pinned staging first.
-  for (const Staged& in : inputs_) {
-    const Tensor& t = tensors[size_t(in.id)];
-    void* host = in.host ? in.host.get() : nullptr;
-    for (const Staged& out : outputs_)
-      if (out.id == in.id) host = out.host.get();
+  for (int id : steps.inputs) {
+    const Tensor& t = tensors[size_t(id)];
+    void* host = StagedHost(id);
     if (t.data != host && t.bytes) std::memcpy(host, t.data, t.bytes);
   }
   // The first run is eager even when runs are replayed from a CUDA graph: library calls (cuDNN,
   // cuBLASLt) do their one-time setup outside a capture, and the capture starts at the second
   // run (cudnn-frontend warms its graphs up the same way).
-  bool eager = profile || observer || !graphs_ || !capturable_ || !warmed_up_;
+  bool eager = profile || observer || !options_.cuda_graphs || !prog.capturable || !prog.warmed_up;
   if (eager) {
-    PRECIS_RETURN_IF_ERROR(Enqueue(profile, observer));
-    warmed_up_ = true;
+    PRECIS_RETURN_IF_ERROR(Enqueue(program, profile, observer));
+    prog.warmed_up = true;
   } else {
-    if (!graph_exec_) {
+    if (!prog.graph_exec) {
       PRECIS_CUDA_OR_RETURN(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-      Status s = Enqueue(nullptr, nullptr);
+      Status s = Enqueue(program, nullptr, nullptr);
       cudaGraph_t g = nullptr;
       cudaError_t e = cudaStreamEndCapture(stream_, &g);
       PRECIS_RETURN_IF_ERROR(s);
-      if (e != cudaSuccess) return CudaError(e, "capturing the run into a CUDA graph");
-      graph_ = g;
-      PRECIS_CUDA_OR_RETURN(cudaGraphInstantiate(&graph_exec_, graph_, 0), "cudaGraphInstantiate");
+      if (e != cudaSuccess) return CudaError(e, "capturing program '" + steps.name + "' into a CUDA graph");
+      prog.graph = g;
+      PRECIS_CUDA_OR_RETURN(cudaGraphInstantiate(&prog.graph_exec, prog.graph, 0), "cudaGraphInstantiate");
     }
-    PRECIS_CUDA_OR_RETURN(cudaGraphLaunch(graph_exec_, stream_), "cudaGraphLaunch");
+    PRECIS_CUDA_OR_RETURN(cudaGraphLaunch(prog.graph_exec, stream_), "cudaGraphLaunch");
+    replayed_ = true;
   }
-  PRECIS_CUDA_OR_RETURN(cudaStreamSynchronize(stream_), "running the plan");
-  PRECIS_RETURN_IF_ERROR(CheckErrors());
+  PRECIS_CUDA_OR_RETURN(cudaStreamSynchronize(stream_), "running program '" + steps.name + "'");
+  PRECIS_RETURN_IF_ERROR(CheckErrors(program));
   // Bound outputs: copy the staged result out.
-  for (const Staged& out : outputs_) {
-    Tensor& t = tensors[size_t(out.id)];
-    if (t.data != out.host.get() && t.bytes) std::memcpy(t.data, out.host.get(), t.bytes);
+  for (int id : steps.outputs) {
+    Tensor& t = tensors[size_t(id)];
+    void* host = StagedHost(id);
+    if (t.data != host && t.bytes) std::memcpy(t.data, host, t.bytes);
   }
   return Status::Ok();
 }
 
-}  // namespace
-
-StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const plan::PlanView& view, std::vector<Tensor>& tensors,
-                                                           const std::vector<int>& inputs, const std::vector<int>& outputs,
-                                                           const std::vector<KernelArgs>& steps, const std::vector<std::string>& kernels,
-                                                           const CudaBackendOptions& options) {
-  auto backend = std::make_unique<CudaBackendImpl>();
-  PRECIS_RETURN_IF_ERROR(backend->Init(view, tensors, inputs, outputs, steps, kernels, options));
-  return std::unique_ptr<CudaBackend>(std::move(backend));
+Status CudaBackendImpl::ReadState(int id, void* dst) {
+  const Tensor& d = device_tensors_[size_t(id)];
+  PRECIS_CUDA_OR_RETURN(cudaSetDevice(device_), "cudaSetDevice");
+  if (d.bytes) PRECIS_CUDA_OR_RETURN(cudaMemcpy(dst, d.data, d.bytes, cudaMemcpyDeviceToHost), "reading state '" + d.name + "'");
+  return Status::Ok();
 }
+
+Status CudaBackendImpl::WriteState(int id, const void* src) {
+  const Tensor& d = device_tensors_[size_t(id)];
+  PRECIS_CUDA_OR_RETURN(cudaSetDevice(device_), "cudaSetDevice");
+  if (d.bytes) PRECIS_CUDA_OR_RETURN(cudaMemcpy(d.data, src, d.bytes, cudaMemcpyHostToDevice), "writing state '" + d.name + "'");
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const SessionOptions& options) {
+  return std::unique_ptr<Backend>(new CudaBackendImpl(options));
+}
+
+[[maybe_unused]] const bool kRegistered = RegisterBackend(Device::kCuda, &CreateCudaBackend);
+
+}  // namespace
 
 bool CudaBackendBuilt() { return true; }
 

@@ -15,6 +15,9 @@ StatusOr<PlanView> ValidatePlan(const uint8_t* data, size_t size) {
   if (h.version > kFormatVersion)
     return Unimplemented("plan format version " + std::to_string(h.version) + " is newer than this runtime's (" +
                          std::to_string(kFormatVersion) + "): recompile the model or update the runtime");
+  if (h.version == 1)
+    return Unimplemented("plan format version 1 is no longer supported (this runtime reads version " + std::to_string(kFormatVersion) +
+                         "): recompile the model with this release's precis compile");
   if (h.version < 1 || h.header_bytes != sizeof(FileHeader)) return InvalidArgument("plan header is corrupt");
   if (h.file_size != size)
     return InvalidArgument("plan is truncated or padded: header says " + std::to_string(h.file_size) + " bytes, file has " +
@@ -29,6 +32,13 @@ StatusOr<PlanView> ValidatePlan(const uint8_t* data, size_t size) {
   if (!VerifyPlanBuffer(verifier)) return InvalidArgument("plan metadata fails verification");
   PlanView view;
   view.meta = GetPlan(meta);
+  if (!view.meta->programs() || view.meta->programs()->size() == 0) return InvalidArgument("plan has no programs");
+  if (view.meta->modules())
+    for (const Module* m : *view.meta->modules()) {
+      std::string name = m->name() ? m->name()->str() : "?";
+      uint64_t hash = m->code() ? HashBytes(m->code()->data(), m->code()->size()) : HashBytes(nullptr, 0);
+      if (hash != m->hash()) return InvalidArgument("plan module '" + name + "' fails its content hash");
+    }
   view.constants = data + h.const_offset;
   view.constants_size = size_t(h.const_size);
   return view;

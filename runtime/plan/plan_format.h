@@ -1,7 +1,7 @@
 // The plan file container: a 64-byte header, the FlatBuffers metadata (plan.fbs) and a 64-byte
 // aligned constants blob. ValidatePlan checks everything a loader relies on before any of it is
-// used: magic, format version, section bounds, the checksum of all bytes after the header, and
-// the FlatBuffers verifier. A truncated, corrupted or newer-version plan is refused by name.
+// used: magic, format version, section bounds, the checksum of all bytes after the header, the
+// FlatBuffers verifier and the content hash of every code module. A truncated, corrupted or newer-version plan is refused by name.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +13,9 @@
 namespace precis::plan {
 
 inline constexpr char kMagic[8] = {'P', 'R', 'E', 'C', 'I', 'S', 'P', 'L'};
-inline constexpr uint32_t kFormatVersion = 1;
+// 2: programs, State tensors, per-step dtypes/layout/predicate, modules (plan.fbs). Version 1
+// plans are refused with a request to recompile.
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr size_t kConstantAlignment = 64;
 
 struct FileHeader {

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "precis/c_api.h"
 
@@ -31,6 +32,19 @@ int main(int argc, char** argv) {
   }
   if (precis_set_input(s, name, 1, dims, rank, x, n * sizeof(float)) != 0 || precis_run(s) != 0) {
     fprintf(stderr, "run: %s\n", precis_last_error());
+    return 1;
+  }
+  const char* program;
+  if (precis_num_programs(s) != 1 || precis_program_name(s, 0, &program) != 0 || strcmp(program, "infer") != 0) {
+    fprintf(stderr, "an inference plan has the one program 'infer'\n");
+    return 1;
+  }
+  if (precis_run_program(s, "infer") != 0 || precis_run_program(s, "train_step") == 0 || !strstr(precis_last_error(), "no program")) {
+    fprintf(stderr, "run_program: %s\n", precis_last_error());
+    return 1;
+  }
+  if (precis_num_state(s) != 0 || precis_load_state(s, "/nonexistent.state") == 0) {
+    fprintf(stderr, "an inference plan has no state, and a missing state file is an error\n");
     return 1;
   }
   const char* out_name;

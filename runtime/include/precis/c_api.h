@@ -30,8 +30,22 @@ int precis_output_info(const precis_session* session, int i, const char** name, 
 
 int precis_set_input(precis_session* session, const char* name, int dtype, const int64_t* dims, int rank, const void* data,
                      size_t bytes);
+/* Runs the default program ("infer", or the plan's only one); precis_run_program runs one by name. */
 int precis_run(precis_session* session);
+int precis_run_program(precis_session* session, const char* program);
+int precis_num_programs(const precis_session* session);
+int precis_program_name(const precis_session* session, int i, const char** name);
 int precis_output(const precis_session* session, const char* name, const void** data, size_t* bytes);
+
+/* State tensors (persisting across runs: trained weights, optimizer moments, counters). Read and
+ * write copy `bytes` (the tensor's exact size); save/load write and read all state as one file
+ * (atomic replace; a file of another plan, truncated or corrupted, is refused and changes nothing). */
+int precis_num_state(const precis_session* session);
+int precis_state_info(const precis_session* session, int i, const char** name, int* dtype, const int64_t** dims, int* rank);
+int precis_read_state(const precis_session* session, const char* name, void* data, size_t bytes);
+int precis_write_state(precis_session* session, const char* name, const void* data, size_t bytes);
+int precis_save_state(const precis_session* session, const char* path);
+int precis_load_state(precis_session* session, const char* path);
 
 const char* precis_last_error(void);
 

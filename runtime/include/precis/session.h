@@ -59,8 +59,13 @@ class Session {
   static StatusOr<std::unique_ptr<Session>> FromBuffer(const void* data, size_t size, const SessionOptions& options = {});
   ~Session();
 
+  // Inputs and outputs of the default program.
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
+  // The plan's programs, in plan order; and the inputs/outputs of one (an error names the known).
+  const std::vector<std::string>& programs() const;
+  StatusOr<std::vector<TensorInfo>> ProgramInputs(const std::string& program) const;
+  StatusOr<std::vector<TensorInfo>> ProgramOutputs(const std::string& program) const;
   size_t arena_bytes() const;
   const std::string& precision() const;
   // "cpu", or the CUDA device's name ("cuda: NVIDIA H200"); and whether Run() replays a CUDA graph.
@@ -72,14 +77,27 @@ class Session {
   Status BindInput(const std::string& name, const void* data, size_t bytes);
   Status BindOutput(const std::string& name, void* data, size_t bytes);
   Status Run();
+  Status Run(const std::string& program);
   StatusOr<TensorData> Output(const std::string& name) const;
   // Calls `observer` with every output of every step right after the step runs (calibration
   // reads each tensor's range this way). An empty function removes it. Costs nothing when unset.
   void SetStepObserver(std::function<void(const TensorData&)> observer);
   // The embedded precision report, as JSON or text; empty when the plan has none.
   std::string report(bool json) const;
-  // One entry per step, in plan order; empty unless SessionOptions::profile was set.
+  // One entry per step of the program run last (the default program before any run), in plan
+  // order; empty unless SessionOptions::profile was set.
   const std::vector<StepProfile>& profile() const;
+
+  // State tensors, in plan order. Read/Write copy one tensor's bytes (errors: unknown name,
+  // wrong dtype, shape or byte size). SaveState writes every state tensor to `path` atomically
+  // (a temporary file renamed over it: an interrupted save leaves the previous file intact) with
+  // a checksum and the plan's state signature; LoadState validates the whole file (truncation,
+  // corruption, a file of another plan's state: each a clear error) before changing anything.
+  const std::vector<TensorInfo>& state() const;
+  Status ReadState(const std::string& name, void* data, size_t bytes) const;
+  Status WriteState(const std::string& name, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes);
+  Status SaveState(const std::string& path) const;
+  Status LoadState(const std::string& path);
 
   struct Impl;
 

@@ -83,6 +83,56 @@ int precis_run(precis_session* s) {
   return st.ok() ? 0 : Fail(st);
 }
 
+int precis_run_program(precis_session* s, const char* program) {
+  if (!s || !program) return Fail("null argument");
+  precis::Status st = s->session->Run(program);
+  return st.ok() ? 0 : Fail(st);
+}
+
+int precis_num_programs(const precis_session* s) { return s ? int(s->session->programs().size()) : Fail("session is null"); }
+
+int precis_program_name(const precis_session* s, int i, const char** name) {
+  if (!s || !name) return Fail("null argument");
+  const auto& names = s->session->programs();
+  if (i < 0 || size_t(i) >= names.size()) return Fail("index out of range");
+  *name = names[size_t(i)].c_str();
+  return 0;
+}
+
+int precis_num_state(const precis_session* s) { return s ? int(s->session->state().size()) : Fail("session is null"); }
+
+int precis_state_info(const precis_session* s, int i, const char** name, int* dtype, const int64_t** dims, int* rank) {
+  return s ? Info(s->session->state(), i, name, dtype, dims, rank) : Fail("session is null");
+}
+
+int precis_read_state(const precis_session* s, const char* name, void* data, size_t bytes) {
+  if (!s || !name || (!data && bytes)) return Fail("null argument");
+  precis::Status st = s->session->ReadState(name, data, bytes);
+  return st.ok() ? 0 : Fail(st);
+}
+
+int precis_write_state(precis_session* s, const char* name, const void* data, size_t bytes) {
+  if (!s || !name || (!data && bytes)) return Fail("null argument");
+  for (const precis::TensorInfo& t : s->session->state())
+    if (t.name == name) {
+      precis::Status st = s->session->WriteState(name, t.dtype, t.dims, data, bytes);
+      return st.ok() ? 0 : Fail(st);
+    }
+  return Fail(precis::InvalidArgument(std::string("no state tensor '") + name + "'"));
+}
+
+int precis_save_state(const precis_session* s, const char* path) {
+  if (!s || !path) return Fail("null argument");
+  precis::Status st = s->session->SaveState(path);
+  return st.ok() ? 0 : Fail(st);
+}
+
+int precis_load_state(precis_session* s, const char* path) {
+  if (!s || !path) return Fail("null argument");
+  precis::Status st = s->session->LoadState(path);
+  return st.ok() ? 0 : Fail(st);
+}
+
 int precis_output(const precis_session* s, const char* name, const void** data, size_t* bytes) {
   if (!s || !name) return Fail("null argument");
   auto out = s->session->Output(name);

@@ -1,0 +1,191 @@
+// The CPU backend: one host arena and one host state region as planned, a kernel object per step
+// of every program (fast kernel where one applies, else the reference kernel; 16-bit steps a
+// kernel does not take natively run widened to FP32), and a loop that runs a program's steps.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "runtime/base/aligned_buffer.h"
+#include "runtime/cpu/kernel.h"
+#include "runtime/cpu/step_adapters.h"
+#include "runtime/cpu/widen_kernel.h"
+#include "runtime/exec/backend.h"
+
+namespace precis::rt {
+namespace {
+
+using Chosen = std::pair<std::unique_ptr<Kernel>, const char*>;
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const SessionOptions& options) : options_(options) {
+    ctx_.threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    ctx_.reference_only = options.reference_kernels;
+  }
+
+  Status Prepare(LoadedPlan& plan) override;
+  Status Run(size_t program, std::vector<StepProfile>* profile, const std::function<void(const TensorData&)>& observer) override;
+  Status ReadState(int id, void* dst) override {
+    const Tensor& t = (*plan_->tensors)[size_t(id)];
+    if (t.bytes) std::memcpy(dst, t.data, t.bytes);
+    return Status::Ok();
+  }
+  Status WriteState(int id, const void* src) override {
+    const Tensor& t = (*plan_->tensors)[size_t(id)];
+    if (t.bytes) std::memcpy(t.data, src, t.bytes);
+    return Status::Ok();
+  }
+  std::vector<std::string> StepLabels(size_t program) const override { return programs_[program].labels; }
+  std::string device_name() const override { return "cpu"; }
+
+ private:
+  struct Program {
+    std::vector<std::unique_ptr<Kernel>> kernels;
+    std::vector<std::string> labels;
+  };
+  StatusOr<Chosen> ChooseKernel(KernelFactory reference, KernelFactory fast, const KernelArgs& a);
+  StatusOr<std::unique_ptr<Kernel>> MakeStepKernel(const std::string& kernel_name, const std::string& layout, const KernelArgs& a,
+                                                   std::string& label);
+  Status PlaceTensors();
+
+  SessionOptions options_;
+  CpuContext ctx_;
+  LoadedPlan* plan_ = nullptr;
+  AlignedBuffer arena_, state_, scratch_;
+  std::vector<Program> programs_;
+};
+
+// Order of preference: the fast kernel on the step's own dtypes, the fast kernel widened to FP32
+// (steps with FP16/BF16 tensors), the reference kernel, the reference widened. A fast kernel
+// that returns Unimplemented from Init does not apply (nor does one that rejects a step with
+// 16-bit tensors: the widened form is tried next); the reference kernel's error is the one
+// reported when nothing applies. Steps whose float tensors mix FP16/BF16 with FP32 (a compute
+// op writing FP32 from FP16 operands) run widened unless a kernel accepts them as they are.
+StatusOr<Chosen> CpuBackend::ChooseKernel(KernelFactory reference, KernelFactory fast, const KernelArgs& a) {
+  bool half = WidenKernel::HasHalfTensors(a);
+  if (ctx_.reference_only) fast = nullptr;
+  auto attempt = [&](KernelFactory f, bool widen) -> StatusOr<std::unique_ptr<Kernel>> {
+    std::unique_ptr<Kernel> k = widen ? std::make_unique<WidenKernel>(f()) : f();
+    PRECIS_RETURN_IF_ERROR(k->Init(a, ctx_));
+    return k;
+  };
+  if (fast) {
+    auto k = attempt(fast, false);
+    if (k.ok()) return std::make_pair(std::move(*k), " (fast)");
+    if (!half && k.status().code() != StatusCode::kUnimplemented) return k.status();
+    if (half) {
+      auto w = attempt(fast, true);
+      if (w.ok()) return std::make_pair(std::move(*w), " (fast, widened)");
+    }
+  }
+  auto k = attempt(reference, false);
+  if (k.ok()) return std::make_pair(std::move(*k), "");
+  if (half) {
+    auto w = attempt(reference, true);
+    if (w.ok()) return std::make_pair(std::move(*w), " (widened)");
+  }
+  return k.status();
+}
+
+// Steps of GPU plans: NHWC convolutions, pools and BatchNormalization, and fused activations,
+// run through adapters around the ordinary kernels (step_adapters.h).
+StatusOr<std::unique_ptr<Kernel>> CpuBackend::MakeStepKernel(const std::string& kernel_name, const std::string& layout,
+                                                              const KernelArgs& a, std::string& label) {
+  const auto& registry = KernelRegistry::Cpu();
+  KernelFactory factory = registry.Find(kernel_name);
+  if (!factory) return Unimplemented(a.node + ": the CPU backend has no kernel '" + kernel_name + "'");
+  KernelFactory fast = registry.FindFast(kernel_name);
+  static const char* const kNhwcKernels[] = {"AveragePool", "BatchNormalization", "Conv", "GlobalAveragePool", "GlobalMaxPool", "MaxPool"};
+  bool nhwc_kernel = std::find(std::begin(kNhwcKernels), std::end(kNhwcKernels), kernel_name) != std::end(kNhwcKernels);
+  std::unique_ptr<Kernel> kernel;
+  std::string variant;
+  if (layout == "NHWC" && nhwc_kernel) {
+    auto choose = [&, factory, fast](const KernelArgs& inner) -> StatusOr<std::unique_ptr<Kernel>> {
+      PRECIS_ASSIGN_OR_RETURN(Chosen chosen, ChooseKernel(factory, fast, inner));
+      variant = std::string(" (NHWC)") + chosen.second;
+      return std::move(chosen.first);
+    };
+    kernel = std::make_unique<NhwcStep>(choose, kernel_name == "Conv");
+    PRECIS_RETURN_IF_ERROR(kernel->Init(a, ctx_));
+  } else if (!layout.empty() && layout != "NCHW") {
+    return Unimplemented(a.node + ": layout '" + layout + "' (the CPU backend runs NCHW, and NHWC for Conv, pools and BatchNormalization)");
+  } else {
+    PRECIS_ASSIGN_OR_RETURN(Chosen chosen, ChooseKernel(factory, fast, a));
+    kernel = std::move(chosen.first);
+    variant = chosen.second;
+  }
+  if (a.attrs.Has("activation")) {
+    kernel = std::make_unique<ActivationEpilogue>(std::move(kernel));
+    PRECIS_RETURN_IF_ERROR(kernel->Init(a, ctx_));
+    variant += " (+" + a.attrs.String("activation", "") + ")";
+  }
+  label = kernel_name + variant;
+  return kernel;
+}
+
+// Arena and state tensors get their host storage; state starts from its initial value.
+Status CpuBackend::PlaceTensors() {
+  const plan::Plan* p = plan_->view->meta;
+  arena_ = AllocateAligned(size_t(p->arena_bytes()));
+  state_ = AllocateAligned(size_t(p->state_bytes()));
+  if (!arena_ || !state_)
+    return Internal("cannot allocate the arena (" + std::to_string(p->arena_bytes()) + " bytes) and state (" +
+                    std::to_string(p->state_bytes()) + " bytes)");
+  std::vector<Tensor>& tensors = *plan_->tensors;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const plan::TensorDesc* d = p->tensors()->Get(flatbuffers::uoffset_t(i));
+    if (d->placement() == plan::Placement_Arena) tensors[i].data = arena_.get() + d->offset();
+    if (d->placement() != plan::Placement_State) continue;
+    tensors[i].data = state_.get() + d->offset();
+    if (tensors[i].bytes) std::memcpy(tensors[i].data, plan_->view->constants + d->init_offset(), tensors[i].bytes);
+  }
+  return Status::Ok();
+}
+
+Status CpuBackend::Prepare(LoadedPlan& plan) {
+  plan_ = &plan;
+  PRECIS_RETURN_IF_ERROR(PlaceTensors());
+  size_t scratch_bytes = 0;
+  for (const ProgramSteps& p : plan.programs) {
+    Program& out = programs_.emplace_back();
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      std::string label;
+      PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, MakeStepKernel(p.kernels[i], p.layouts[i], p.steps[i], label));
+      scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
+      out.kernels.push_back(std::move(k));
+      out.labels.push_back(std::move(label));
+    }
+  }
+  if (scratch_bytes) {
+    scratch_ = AllocateAligned(scratch_bytes);
+    if (!scratch_) return Internal("cannot allocate kernel scratch (" + std::to_string(scratch_bytes) + " bytes)");
+  }
+  ctx_.scratch = scratch_.get();
+  return Status::Ok();
+}
+
+Status CpuBackend::Run(size_t program, std::vector<StepProfile>* profile, const std::function<void(const TensorData&)>& observer) {
+  const ProgramSteps& p = plan_->programs[program];
+  std::vector<std::unique_ptr<Kernel>>& kernels = programs_[program].kernels;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (p.predicates[i] && p.predicates[i]->data[0] == 0) continue;
+    auto start = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    PRECIS_RETURN_IF_ERROR(kernels[i]->Run(p.steps[i], ctx_));
+    if (profile) {
+      (*profile)[i].total_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      ++(*profile)[i].runs;
+    }
+    if (observer)
+      for (const Tensor* out : p.steps[i].outputs)
+        if (out) observer(TensorData{{out->name, out->dtype, out->dims}, out->data});
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const SessionOptions& options) { return std::unique_ptr<Backend>(new CpuBackend(options)); }
+
+[[maybe_unused]] const bool kRegistered = RegisterBackend(Device::kCpu, &CreateCpuBackend);
+
+}  // namespace
+}  // namespace precis::rt

@@ -1,0 +1,68 @@
+// The seam between the session and a backend. The session validates the plan, builds the tensor
+// table and each program's step arguments, and then only dispatches: a Backend creates the
+// kernels, owns the memory (arena, state, device copies) and runs programs. Backends register
+// themselves by device (RegisterBackend, from a static initializer in the backend's library);
+// the session never names a backend.
+//
+// Contract of Prepare: every step of every program gets a kernel, or the error names the step
+// (all steps without a kernel in one message); the arena and the state are allocated once, the
+// state initialized from the plan; afterwards every non-constant tensor's data points at host
+// memory the session reads and writes (the arena on the CPU; pinned staging for inputs, outputs
+// on a device backend; state tensors may have no host data: use ReadState/WriteState). Run
+// allocates nothing on the CPU. Steps with a predicate run only when its bool value is true.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "precis/session.h"
+#include "runtime/exec/step.h"
+#include "runtime/plan/plan_format.h"
+
+namespace precis::rt {
+
+// One program of a loaded plan, over the session's tensor table.
+struct ProgramSteps {
+  std::string name;
+  std::vector<KernelArgs> steps;
+  std::vector<std::string> kernels;        // each step's kernel name
+  std::vector<std::string> layouts;        // each step's layout ("" or "NCHW": the default)
+  std::vector<const Tensor*> predicates;   // each step's predicate (a bool scalar) or nullptr
+  std::vector<int> inputs, outputs;        // tensor ids
+};
+
+struct LoadedPlan {
+  const plan::PlanView* view = nullptr;
+  std::vector<Tensor>* tensors = nullptr;  // constants readable on the host; the rest without data
+  std::vector<ProgramSteps> programs;
+  std::vector<int> state;                  // ids of State tensors
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // The plan and its tensor table must outlive the backend.
+  virtual Status Prepare(LoadedPlan& plan) = 0;
+  // Runs program `program`; `profile` (one entry per step) gets each step's time when non-null;
+  // `observer` sees every step's outputs (host copies) when set.
+  virtual Status Run(size_t program, std::vector<StepProfile>* profile, const std::function<void(const TensorData&)>& observer) = 0;
+  // State tensor `id`: its bytes to/from host memory of its byte size.
+  virtual Status ReadState(int id, void* dst) = 0;
+  virtual Status WriteState(int id, const void* src) = 0;
+  // "Conv (fast)", "MatMul (cuda)": each step's kernel and variant, for profiles.
+  virtual std::vector<std::string> StepLabels(size_t program) const = 0;
+  virtual std::string device_name() const = 0;
+  virtual bool graph_replay() const { return false; }
+};
+
+using BackendFactory = StatusOr<std::unique_ptr<Backend>> (*)(const SessionOptions& options);
+
+// Registers the backend of `device` (once per device; a second registration is a bug). Returns
+// true so that a backend can register from a namespace-scope initializer.
+bool RegisterBackend(Device device, BackendFactory factory);
+// nullptr when this build has no backend for `device`.
+BackendFactory FindBackend(Device device);
+
+}  // namespace precis::rt

@@ -1,0 +1,409 @@
+// Session: plan validation, the tensor table and each program's step arguments, then dispatch to
+// the backend registered for the session's device (runtime/exec/backend.h). The session never
+// names a backend and runs no kernel itself.
+#include "precis/session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "runtime/base/aligned_buffer.h"
+#include "runtime/base/half.h"
+#include "runtime/base/mapped_file.h"
+#include "runtime/exec/backend.h"
+#include "runtime/exec/state_file.h"
+#include "runtime/plan/plan_format.h"
+
+namespace precis {
+
+struct Session::Impl {
+  SessionOptions options;
+  std::shared_ptr<const MappedFile> file;  // the mapped plan, or
+  AlignedBuffer owned_plan;                // a copy of a plan given as a buffer
+  plan::PlanView view;
+  std::vector<rt::Tensor> tensors;
+  std::vector<uint8_t*> home;  // each tensor's own storage, restored when unbound
+  rt::LoadedPlan loaded;
+  std::unique_ptr<rt::Backend> backend;
+  std::vector<std::string> program_names;
+  struct ProgramIo {
+    std::vector<TensorInfo> inputs, outputs;
+  };
+  std::vector<ProgramIo> io;
+  size_t default_program = 0, last_program = 0;
+  std::unordered_map<std::string, int> input_ids, output_ids, state_ids;
+  std::vector<TensorInfo> state;
+  std::string precision;
+  std::vector<std::vector<StepProfile>> profiles;  // per program, when profiling
+  std::function<void(const TensorData&)> observer;
+  std::vector<AlignedBuffer> synthetic;  // weights of a --strip-weights plan
+
+  Status Load(const uint8_t* data, size_t size);
+  Status LoadTensors();
+  Status LoadPrograms();
+  StatusOr<uint8_t*> SyntheticWeight(const rt::Tensor& t);
+  StatusOr<rt::KernelArgs> StepArgs(const plan::Step* s);
+  StatusOr<size_t> FindProgram(const std::string& name) const;
+  StatusOr<int> FindState(const std::string& name) const;
+};
+
+// The tensor table: dtypes, dims and byte sizes checked against each other and against the
+// section each tensor lies in. Constants point at the plan's bytes; the backend places the rest.
+Status Session::Impl::LoadTensors() {
+  const plan::Plan* p = view.meta;
+  if (!p->tensors()) return InvalidArgument("plan lacks its tensor table");
+  tensors.resize(p->tensors()->size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const plan::TensorDesc* d = p->tensors()->Get(flatbuffers::uoffset_t(i));
+    rt::Tensor& t = tensors[i];
+    t.name = d->name() ? d->name()->str() : "#" + std::to_string(i);
+    if (!IsValidDataType(d->dtype())) return InvalidArgument("plan tensor '" + t.name + "' has an invalid dtype");
+    t.dtype = DataType(d->dtype());
+    if (d->dims()) t.dims.assign(d->dims()->begin(), d->dims()->end());
+    int64_t n = 1;
+    for (int64_t dim : t.dims) {
+      if (dim < 0 || (dim > 0 && n > (int64_t(1) << 50) / dim)) return InvalidArgument("plan tensor '" + t.name + "' has bad dims");
+      n *= dim;
+    }
+    t.numel = n;
+    t.bytes = size_t(n) * DataTypeSize(t.dtype);
+    if (d->bytes() != t.bytes) return InvalidArgument("plan tensor '" + t.name + "' byte size does not match its shape");
+    auto outside = [&](uint64_t offset, uint64_t limit) { return offset > limit || t.bytes > limit - offset; };
+    switch (d->placement()) {
+      case plan::Placement_Constant:
+        t.is_constant = true;
+        if (d->synthetic()) {
+          if (!options.synthetic_weights)
+            return InvalidArgument("plan tensor '" + t.name + "' was left out (the plan was compiled with --strip-weights, for " +
+                                   "benchmarks): open it with synthetic weights (precis bench/precis_plan_bench)");
+          PRECIS_ASSIGN_OR_RETURN(t.data, SyntheticWeight(t));
+          break;
+        }
+        if (outside(d->offset(), view.constants_size)) return InvalidArgument("plan tensor '" + t.name + "' lies outside its section");
+        t.data = const_cast<uint8_t*>(view.constants) + d->offset();
+        break;
+      case plan::Placement_Arena:
+        if (outside(d->offset(), p->arena_bytes())) return InvalidArgument("plan tensor '" + t.name + "' lies outside its section");
+        break;
+      case plan::Placement_State:
+        if (outside(d->offset(), p->state_bytes()) || outside(d->init_offset(), view.constants_size))
+          return InvalidArgument("plan state tensor '" + t.name + "' lies outside its section");
+        loaded.state.push_back(int(i));
+        state_ids[t.name] = int(i);
+        state.push_back({t.name, t.dtype, t.dims});
+        break;
+      default:
+        return InvalidArgument("plan tensor '" + t.name + "' has an unknown placement");
+    }
+  }
+  return Status::Ok();
+}
+
+// Deterministic pseudo-random values for a stripped weight: uniform in [-1/16, 1/16] (small enough
+// that deep nets stay finite in FP16), the same for every session.
+StatusOr<uint8_t*> Session::Impl::SyntheticWeight(const rt::Tensor& t) {
+  AlignedBuffer buf = AllocateAligned(t.bytes);
+  if (!buf) return Internal("cannot allocate synthetic weight '" + t.name + "'");
+  uint64_t state = 0x9E3779B97F4A7C15ull ^ t.bytes;
+  for (char c : t.name) state = (state ^ uint8_t(c)) * 0x100000001B3ull;
+  for (int64_t i = 0; i < t.numel; ++i) {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    float v = (float((state >> 40) & 0xFFFFFF) / float(1 << 24) - 0.5f) * 0.125f;
+    uint8_t* p = buf.get() + size_t(i) * DataTypeSize(t.dtype);
+    if (t.dtype == DataType::kF32) std::memcpy(p, &v, 4);
+    else if (t.dtype == DataType::kF64) { double d = v; std::memcpy(p, &d, 8); }
+    else { uint16_t h = t.dtype == DataType::kF16 ? FloatToHalf(v) : FloatToBf16(v); std::memcpy(p, &h, 2); }
+  }
+  synthetic.push_back(std::move(buf));
+  return synthetic.back().get();
+}
+
+StatusOr<rt::KernelArgs> Session::Impl::StepArgs(const plan::Step* s) {
+  std::string kernel_name = s->kernel() ? s->kernel()->str() : "";
+  rt::KernelArgs a;
+  a.node = kernel_name + " '" + (s->node() ? s->node()->str() : "") + "'";
+  auto ids = [&](const flatbuffers::Vector<int32_t>* v, std::vector<rt::Tensor*>& out) -> Status {
+    if (!v) return Status::Ok();
+    for (int32_t id : *v) {
+      if (id == -1) out.push_back(nullptr);
+      else if (id < 0 || size_t(id) >= tensors.size()) return InvalidArgument(a.node + ": tensor id out of range");
+      else out.push_back(&tensors[size_t(id)]);
+    }
+    return Status::Ok();
+  };
+  PRECIS_RETURN_IF_ERROR(ids(s->inputs(), a.inputs));
+  PRECIS_RETURN_IF_ERROR(ids(s->outputs(), a.outputs));
+  a.attrs = rt::Attributes(s->attrs());
+  return a;
+}
+
+// Each program's steps (arguments, kernel names, layouts, predicates) and inputs/outputs. Input
+// and output names are shared by all programs (the same tensor).
+Status Session::Impl::LoadPrograms() {
+  for (const plan::Program* p : *view.meta->programs()) {
+    rt::ProgramSteps& prog = loaded.programs.emplace_back();
+    prog.name = p->name() ? p->name()->str() : "";
+    if (prog.name.empty() || std::find(program_names.begin(), program_names.end(), prog.name) != program_names.end())
+      return InvalidArgument("plan has a program without a name or two programs named '" + prog.name + "'");
+    program_names.push_back(prog.name);
+    if (!p->steps() || !p->inputs() || !p->outputs()) return InvalidArgument("plan program '" + prog.name + "' lacks steps, inputs or outputs");
+    for (const plan::Step* s : *p->steps()) {
+      PRECIS_ASSIGN_OR_RETURN(rt::KernelArgs a, StepArgs(s));
+      const rt::Tensor* predicate = nullptr;
+      if (s->predicate() != -1) {
+        if (s->predicate() < 0 || size_t(s->predicate()) >= tensors.size()) return InvalidArgument(a.node + ": predicate id out of range");
+        predicate = &tensors[size_t(s->predicate())];
+        if (predicate->dtype != DataType::kBool || predicate->numel != 1 || predicate->is_constant)
+          return InvalidArgument(a.node + ": predicate '" + predicate->name + "' is not a bool scalar computed at run time");
+      }
+      prog.kernels.push_back(s->kernel() ? s->kernel()->str() : "");
+      prog.layouts.push_back(s->layout() ? s->layout()->str() : "");
+      prog.predicates.push_back(predicate);
+      prog.steps.push_back(std::move(a));
+    }
+    ProgramIo& pio = io.emplace_back();
+    auto list = [&](const flatbuffers::Vector<int32_t>* ids, std::vector<int>& out_ids, std::vector<TensorInfo>& infos,
+                    std::unordered_map<std::string, int>& by_name) -> Status {
+      for (int32_t id : *ids) {
+        if (id < 0 || size_t(id) >= tensors.size()) return InvalidArgument("plan program '" + prog.name + "': input/output id out of range");
+        const rt::Tensor& t = tensors[size_t(id)];
+        out_ids.push_back(id);
+        infos.push_back({t.name, t.dtype, t.dims});
+        by_name[t.name] = id;
+      }
+      return Status::Ok();
+    };
+    PRECIS_RETURN_IF_ERROR(list(p->inputs(), prog.inputs, pio.inputs, input_ids));
+    PRECIS_RETURN_IF_ERROR(list(p->outputs(), prog.outputs, pio.outputs, output_ids));
+  }
+  auto infer = std::find(program_names.begin(), program_names.end(), "infer");
+  default_program = last_program = infer == program_names.end() ? 0 : size_t(infer - program_names.begin());
+  return Status::Ok();
+}
+
+Status Session::Impl::Load(const uint8_t* data, size_t size) {
+  PRECIS_ASSIGN_OR_RETURN(view, plan::ValidatePlan(data, size));
+  // Plans for "cuda" hold only steps with CUDA kernels; they run on the CPU too (the reference).
+  std::string target = view.meta->target() ? view.meta->target()->str() : "cpu";
+  if (target != "cpu" && target != "cuda") return Unimplemented("plan targets '" + target + "', which this runtime does not know");
+  precision = view.meta->precision() ? view.meta->precision()->str() : "fp32";
+  PRECIS_RETURN_IF_ERROR(LoadTensors());
+  PRECIS_RETURN_IF_ERROR(LoadPrograms());
+  rt::BackendFactory factory = rt::FindBackend(options.device);
+  if (!factory)
+    return Unimplemented(options.device == Device::kCuda
+                             ? "this build of the Precis runtime has no CUDA backend (configure with the CUDA toolkit and -DPRECIS_CUDA=ON)"
+                             : "this build of the Precis runtime has no CPU backend");
+  PRECIS_ASSIGN_OR_RETURN(backend, factory(options));
+  loaded.view = &view;
+  loaded.tensors = &tensors;
+  PRECIS_RETURN_IF_ERROR(backend->Prepare(loaded));
+  if (options.profile)
+    for (size_t p = 0; p < loaded.programs.size(); ++p) {
+      std::vector<StepProfile>& entries = profiles.emplace_back();
+      std::vector<std::string> labels = backend->StepLabels(p);
+      for (size_t i = 0; i < labels.size(); ++i) {
+        const plan::Step* s = view.meta->programs()->Get(flatbuffers::uoffset_t(p))->steps()->Get(flatbuffers::uoffset_t(i));
+        entries.push_back({labels[i], s->node() ? s->node()->str() : "", 0.0, 0});
+      }
+    }
+  home.reserve(tensors.size());
+  for (const auto& t : tensors) home.push_back(t.data);
+  return Status::Ok();
+}
+
+StatusOr<size_t> Session::Impl::FindProgram(const std::string& name) const {
+  for (size_t i = 0; i < program_names.size(); ++i)
+    if (program_names[i] == name) return i;
+  std::string known;
+  for (const auto& n : program_names) known += (known.empty() ? "" : ", ") + n;
+  return InvalidArgument("the plan has no program '" + name + "' (programs: " + known + ")");
+}
+
+StatusOr<int> Session::Impl::FindState(const std::string& name) const {
+  auto it = state_ids.find(name);
+  if (it != state_ids.end()) return it->second;
+  std::string known;
+  for (const auto& t : state) known += (known.empty() ? "" : ", ") + t.name;
+  return InvalidArgument("the plan has no state tensor '" + name + "' (state: " + (known.empty() ? "none" : known) + ")");
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+StatusOr<std::unique_ptr<Session>> Session::Open(const std::string& path, const SessionOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  PRECIS_ASSIGN_OR_RETURN(impl->file, MappedFile::Open(path));
+  Status s = impl->Load(impl->file->data(), impl->file->size());
+  if (!s.ok()) return s.WithContext(path);
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+StatusOr<std::unique_ptr<Session>> Session::FromBuffer(const void* data, size_t size, const SessionOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->owned_plan = AllocateAligned(size);
+  if (!impl->owned_plan) return Internal("cannot allocate the plan copy");
+  if (size) std::memcpy(impl->owned_plan.get(), data, size);
+  PRECIS_RETURN_IF_ERROR(impl->Load(impl->owned_plan.get(), size));
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+const std::vector<TensorInfo>& Session::inputs() const { return impl_->io[impl_->default_program].inputs; }
+const std::vector<TensorInfo>& Session::outputs() const { return impl_->io[impl_->default_program].outputs; }
+const std::vector<std::string>& Session::programs() const { return impl_->program_names; }
+
+StatusOr<std::vector<TensorInfo>> Session::ProgramInputs(const std::string& program) const {
+  PRECIS_ASSIGN_OR_RETURN(size_t p, impl_->FindProgram(program));
+  return impl_->io[p].inputs;
+}
+
+StatusOr<std::vector<TensorInfo>> Session::ProgramOutputs(const std::string& program) const {
+  PRECIS_ASSIGN_OR_RETURN(size_t p, impl_->FindProgram(program));
+  return impl_->io[p].outputs;
+}
+
+size_t Session::arena_bytes() const { return size_t(impl_->view.meta->arena_bytes()); }
+const std::string& Session::precision() const { return impl_->precision; }
+std::string Session::device_name() const {
+  std::string name = impl_->backend->device_name();
+  return name == "cpu" ? name : "cuda: " + name;
+}
+bool Session::graph_replay() const { return impl_->backend->graph_replay(); }
+
+Status ParseDevice(const std::string& text, Device* device, int* device_id) {
+  *device_id = 0;
+  if (text == "cpu") {
+    *device = Device::kCpu;
+    return Status::Ok();
+  }
+  if (text == "cuda" || text.rfind("cuda:", 0) == 0) {
+    *device = Device::kCuda;
+    if (text != "cuda") {
+      std::string n = text.substr(5);
+      if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos)
+        return InvalidArgument("bad device '" + text + "' (expected cpu, cuda or cuda:N)");
+      *device_id = std::stoi(n);
+    }
+    return Status::Ok();
+  }
+  return InvalidArgument("unknown device '" + text + "' (expected cpu, cuda or cuda:N)");
+}
+
+static std::string Names(const std::unordered_map<std::string, int>& ids) {
+  std::vector<std::string> names;
+  for (const auto& [name, id] : ids) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+Status Session::SetInput(const std::string& name, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes) {
+  auto it = impl_->input_ids.find(name);
+  if (it == impl_->input_ids.end()) return InvalidArgument("no input named '" + name + "' (inputs: " + Names(impl_->input_ids) + ")");
+  rt::Tensor& t = impl_->tensors[size_t(it->second)];
+  if (dtype != t.dtype)
+    return InvalidArgument("input '" + name + "' must be " + DataTypeName(t.dtype) + ", got " + DataTypeName(dtype));
+  if (dims != t.dims)
+    return InvalidArgument("input '" + name + "' must have shape " + DimsToString(t.dims) + ", got " + DimsToString(dims));
+  if (bytes != t.bytes) return InvalidArgument("input '" + name + "' needs " + std::to_string(t.bytes) + " bytes, got " + std::to_string(bytes));
+  t.data = impl_->home[size_t(it->second)];
+  if (bytes) std::memcpy(t.data, data, bytes);
+  return Status::Ok();
+}
+
+Status Session::BindInput(const std::string& name, const void* data, size_t bytes) {
+  auto it = impl_->input_ids.find(name);
+  if (it == impl_->input_ids.end()) return InvalidArgument("no input named '" + name + "'");
+  rt::Tensor& t = impl_->tensors[size_t(it->second)];
+  if (bytes != t.bytes) return InvalidArgument("input '" + name + "' needs " + std::to_string(t.bytes) + " bytes, got " + std::to_string(bytes));
+  t.data = static_cast<uint8_t*>(const_cast<void*>(data));
+  return Status::Ok();
+}
+
+Status Session::BindOutput(const std::string& name, void* data, size_t bytes) {
+  auto it = impl_->output_ids.find(name);
+  if (it == impl_->output_ids.end()) return InvalidArgument("no output named '" + name + "'");
+  rt::Tensor& t = impl_->tensors[size_t(it->second)];
+  if (t.is_constant) return InvalidArgument("output '" + name + "' is a constant and cannot be bound");
+  if (bytes != t.bytes) return InvalidArgument("output '" + name + "' needs " + std::to_string(t.bytes) + " bytes, got " + std::to_string(bytes));
+  t.data = static_cast<uint8_t*>(data);
+  return Status::Ok();
+}
+
+Status Session::Run() { return Run(impl_->program_names[impl_->default_program]); }
+
+Status Session::Run(const std::string& program) {
+  Impl& m = *impl_;
+  PRECIS_ASSIGN_OR_RETURN(size_t p, m.FindProgram(program));
+  m.last_program = p;
+  return m.backend->Run(p, m.profiles.empty() ? nullptr : &m.profiles[p], m.observer);
+}
+
+void Session::SetStepObserver(std::function<void(const TensorData&)> observer) { impl_->observer = std::move(observer); }
+
+std::string Session::report(bool json) const {
+  const auto* s = json ? impl_->view.meta->report_json() : impl_->view.meta->report_text();
+  return s ? s->str() : std::string();
+}
+
+const std::vector<StepProfile>& Session::profile() const {
+  static const std::vector<StepProfile> kNone;
+  return impl_->profiles.empty() ? kNone : impl_->profiles[impl_->last_program];
+}
+
+const std::vector<TensorInfo>& Session::state() const { return impl_->state; }
+
+Status Session::ReadState(const std::string& name, void* data, size_t bytes) const {
+  PRECIS_ASSIGN_OR_RETURN(int id, impl_->FindState(name));
+  const rt::Tensor& t = impl_->tensors[size_t(id)];
+  if (bytes != t.bytes) return InvalidArgument("state '" + name + "' has " + std::to_string(t.bytes) + " bytes, got a buffer of " + std::to_string(bytes));
+  return impl_->backend->ReadState(id, data);
+}
+
+Status Session::WriteState(const std::string& name, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes) {
+  PRECIS_ASSIGN_OR_RETURN(int id, impl_->FindState(name));
+  const rt::Tensor& t = impl_->tensors[size_t(id)];
+  if (dtype != t.dtype) return InvalidArgument("state '" + name + "' is " + DataTypeName(t.dtype) + ", got " + DataTypeName(dtype));
+  if (dims != t.dims) return InvalidArgument("state '" + name + "' has shape " + DimsToString(t.dims) + ", got " + DimsToString(dims));
+  if (bytes != t.bytes) return InvalidArgument("state '" + name + "' needs " + std::to_string(t.bytes) + " bytes, got " + std::to_string(bytes));
+  return impl_->backend->WriteState(id, data);
+}
+
+Status Session::SaveState(const std::string& path) const {
+  std::vector<rt::StateRecord> records;
+  for (int id : impl_->loaded.state) {
+    const rt::Tensor& t = impl_->tensors[size_t(id)];
+    rt::StateRecord& r = records.emplace_back();
+    r.info = {t.name, t.dtype, t.dims};
+    r.bytes.resize(t.bytes);
+    PRECIS_RETURN_IF_ERROR(impl_->backend->ReadState(id, r.bytes.data()));
+  }
+  return rt::WriteStateFile(path, rt::StateSignature(impl_->state), records);
+}
+
+// The whole file is read and checked against the plan before any state tensor changes.
+Status Session::LoadState(const std::string& path) {
+  PRECIS_ASSIGN_OR_RETURN(std::vector<rt::StateRecord> records, rt::ReadStateFile(path, rt::StateSignature(impl_->state)));
+  const std::vector<int>& ids = impl_->loaded.state;
+  if (records.size() != ids.size()) return InvalidArgument("state file '" + path + "' holds " + std::to_string(records.size()) + " tensors, the plan " + std::to_string(ids.size()));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const rt::Tensor& t = impl_->tensors[size_t(ids[i])];
+    const rt::StateRecord& r = records[i];
+    if (r.info.name != t.name || r.info.dtype != t.dtype || r.info.dims != t.dims || r.bytes.size() != t.bytes)
+      return InvalidArgument("state file '" + path + "': tensor " + std::to_string(i) + " ('" + r.info.name + "') does not match the plan's '" + t.name + "'");
+  }
+  for (size_t i = 0; i < ids.size(); ++i) PRECIS_RETURN_IF_ERROR(impl_->backend->WriteState(ids[i], records[i].bytes.data()));
+  return Status::Ok();
+}
+
+StatusOr<TensorData> Session::Output(const std::string& name) const {
+  auto it = impl_->output_ids.find(name);
+  if (it == impl_->output_ids.end()) return InvalidArgument("no output named '" + name + "' (outputs: " + Names(impl_->output_ids) + ")");
+  const rt::Tensor& t = impl_->tensors[size_t(it->second)];
+  return TensorData{{t.name, t.dtype, t.dims}, t.data};
+}
+
+}  // namespace precis

@@ -1,0 +1,334 @@
+// Plan format 2: programs sharing state, predicated steps, state files, modules and refusal of
+// format-1 plans. The plans are emitted from small text-IR graphs; expected values are computed
+// here by hand (plain float sums), never by the code under test.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include <gtest/gtest.h>
+
+#include "compiler/emit/plan_emitter.h"
+#include "compiler/ir/text.h"
+#include "passes/infer_shapes.h"
+#include "precis/c_api.h"
+#include "precis/session.h"
+#include "runtime/base/hash.h"
+#include "runtime/plan/plan_format.h"
+
+namespace precis {
+namespace {
+
+// "step": acc <- acc + x (only when %go), y = 2 * (acc + x), z = 3 * x (only when %go).
+constexpr const char* kStep = R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "step" {
+  input %acc: f32[4] = [1.0, 2.0, 3.0, 4.0]
+  input %x: f32[4]
+  input %go: bool[]
+  const %two: f32[] = [2.0]
+  const %three: f32[] = [3.0]
+  %sum = Add(%acc, %x) precision {reason = "compute-op", accumulate = f32}
+  %y = Mul(%sum, %two)
+  %z = Mul(%x, %three) name "triple"
+  output %y
+  output %z
+  output %sum
+}
+)";
+
+// "read": out = acc * 1 (the state as the other program sees it).
+constexpr const char* kRead = R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "read" {
+  input %acc: f32[4] = [1.0, 2.0, 3.0, 4.0]
+  const %one: f32[] = [1.0]
+  %out = Mul(%acc, %one)
+  output %out
+}
+)";
+
+std::unique_ptr<ir::Model> Parse(const char* text) {
+  auto model = ir::ParseModel(text);
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  passes::InferOptions infer;
+  auto inferred = passes::InferShapesAndFold(**model, infer);
+  EXPECT_TRUE(inferred.ok()) << inferred.status().ToString();
+  return std::move(*model);
+}
+
+struct Emitted {
+  std::unique_ptr<ir::Model> step, read;
+  std::vector<uint8_t> bytes;
+};
+
+Emitted EmitTwoPrograms(std::vector<float> init = {}) {
+  Emitted e{Parse(kStep), Parse(kRead), {}};
+  std::vector<emit::ProgramSource> programs(2);
+  programs[0].name = "step";
+  programs[0].graph = e.step->graph.get();
+  programs[0].state_updates["sum"] = "acc";
+  programs[0].update_predicates["acc"] = "go";
+  programs[0].predicates["triple"] = "go";
+  programs[1].name = "read";
+  programs[1].graph = e.read->graph.get();
+  emit::EmitOptions options;
+  options.state = {"acc"};
+  auto plan = emit::EmitPrograms(*e.step, programs, options);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  if (plan.ok()) e.bytes = plan->bytes;
+  return e;
+}
+
+std::vector<float> ReadAcc(Session& s) {
+  std::vector<float> acc(4);
+  EXPECT_TRUE(s.ReadState("acc", acc.data(), 16).ok());
+  return acc;
+}
+
+Status Step(Session& s, std::vector<float> x, bool go) {
+  uint8_t flag = go;
+  PRECIS_RETURN_IF_ERROR(s.SetInput("x", DataType::kF32, {4}, x.data(), 16));
+  PRECIS_RETURN_IF_ERROR(s.SetInput("go", DataType::kBool, {}, &flag, 1));
+  return s.Run("step");
+}
+
+std::vector<float> Out(Session& s, const std::string& name) {
+  auto t = s.Output(name);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  const float* p = static_cast<const float*>(t->data);
+  return std::vector<float>(p, p + t->info.NumElements());
+}
+
+std::string TempPath(const std::string& name) { return ::testing::TempDir() + "/" + name + "." + std::to_string(::getpid()); }
+
+TEST(PlanPrograms, TwoProgramsShareState) {
+  Emitted e = EmitTwoPrograms();
+  auto s = Session::FromBuffer(e.bytes.data(), e.bytes.size());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Session& session = **s;
+  EXPECT_EQ(session.programs(), (std::vector<std::string>{"step", "read"}));
+  ASSERT_EQ(session.state().size(), 1u);
+  EXPECT_EQ(session.state()[0].name, "acc");
+  auto step_inputs = session.ProgramInputs("step");
+  ASSERT_TRUE(step_inputs.ok());
+  ASSERT_EQ(step_inputs->size(), 2u);  // x and go: the state is not an input
+  EXPECT_EQ((*step_inputs)[0].name, "x");
+  EXPECT_EQ(ReadAcc(session), (std::vector<float>{1, 2, 3, 4}));
+  ASSERT_TRUE(Step(session, {0.5f, 1, -2, 8}, true).ok());
+  EXPECT_EQ(Out(session, "y"), (std::vector<float>{3, 6, 2, 24}));  // 2 * (acc + x)
+  EXPECT_EQ(ReadAcc(session), (std::vector<float>{1.5f, 3, 1, 12}));
+  ASSERT_TRUE(Step(session, {1, 1, 1, 1}, true).ok());
+  ASSERT_TRUE(session.Run("read").ok());
+  EXPECT_EQ(Out(session, "out"), (std::vector<float>{2.5f, 4, 2, 13}));
+  auto missing = session.Run("train");
+  EXPECT_NE(missing.message().find("no program 'train' (programs: step, read)"), std::string::npos) << missing.ToString();
+}
+
+TEST(PlanPrograms, PredicatedStepsRunOrAreSkippedByTheFlag) {
+  Emitted e = EmitTwoPrograms();
+  auto s = Session::FromBuffer(e.bytes.data(), e.bytes.size());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Session& session = **s;
+  ASSERT_TRUE(Step(session, {1, 2, 3, 4}, true).ok());
+  EXPECT_EQ(Out(session, "z"), (std::vector<float>{3, 6, 9, 12}));
+  EXPECT_EQ(ReadAcc(session), (std::vector<float>{2, 4, 6, 8}));
+  // go false: the predicated Mul and the state update do not run; the unpredicated steps do.
+  ASSERT_TRUE(Step(session, {10, 10, 10, 10}, false).ok());
+  EXPECT_EQ(Out(session, "z"), (std::vector<float>{3, 6, 9, 12}));
+  EXPECT_EQ(Out(session, "y"), (std::vector<float>{24, 28, 32, 36}));
+  EXPECT_EQ(ReadAcc(session), (std::vector<float>{2, 4, 6, 8}));
+  ASSERT_TRUE(Step(session, {10, 10, 10, 10}, true).ok());
+  EXPECT_EQ(Out(session, "z"), (std::vector<float>{30, 30, 30, 30}));
+  EXPECT_EQ(ReadAcc(session), (std::vector<float>{12, 14, 16, 18}));
+}
+
+TEST(PlanPrograms, StateSaveLoadRoundTripsBitwise) {
+  Emitted e = EmitTwoPrograms();
+  auto a = Session::FromBuffer(e.bytes.data(), e.bytes.size());
+  auto b = Session::FromBuffer(e.bytes.data(), e.bytes.size());
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Values with full mantissas, a NaN payload and a negative zero: bitwise, not approximately.
+  std::vector<float> v = {0.1f, -0.0f, std::nanf("0x123"), 3.4e38f};
+  ASSERT_TRUE((*a)->WriteState("acc", DataType::kF32, {4}, v.data(), 16).ok());
+  std::string path = TempPath("state");
+  ASSERT_TRUE((*a)->SaveState(path).ok());
+  ASSERT_TRUE((*b)->LoadState(path).ok());
+  std::vector<float> back = ReadAcc(**b);
+  EXPECT_EQ(std::memcmp(back.data(), v.data(), 16), 0);
+  std::ifstream tmp(path + ".tmp." + std::to_string(::getpid()));
+  EXPECT_FALSE(tmp.good()) << "the temporary file of the atomic save is left behind";
+  std::remove(path.c_str());
+}
+
+std::vector<uint8_t> ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+void WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+}
+
+TEST(PlanPrograms, BadStateFilesAreRefusedAndChangeNothing) {
+  Emitted e = EmitTwoPrograms();
+  auto s = Session::FromBuffer(e.bytes.data(), e.bytes.size());
+  ASSERT_TRUE(s.ok());
+  Session& session = **s;
+  std::string path = TempPath("state_bad");
+  ASSERT_TRUE(session.SaveState(path).ok());
+  std::vector<uint8_t> good = ReadFile(path);
+  std::vector<float> marker = {9, 9, 9, 9};
+  ASSERT_TRUE(session.WriteState("acc", DataType::kF32, {4}, marker.data(), 16).ok());
+  auto expect_refused = [&](const std::vector<uint8_t>& bytes, const std::string& why) {
+    WriteFile(path, bytes);
+    Status st = session.LoadState(path);
+    EXPECT_FALSE(st.ok()) << why;
+    EXPECT_NE(st.message().find(why), std::string::npos) << st.ToString();
+    EXPECT_EQ(ReadAcc(session), marker) << "a refused file changed the state";
+  };
+  expect_refused(std::vector<uint8_t>(good.begin(), good.begin() + long(good.size() / 2)), "checksum");
+  expect_refused(std::vector<uint8_t>(good.begin(), good.begin() + 10), "truncated");
+  auto corrupt = good;
+  corrupt[corrupt.size() - 20] ^= 0x40;
+  expect_refused(corrupt, "checksum");
+  auto magic = good;
+  magic[0] = 'X';
+  expect_refused(magic, "magic");
+  EXPECT_NE(session.LoadState(path + ".missing").message().find("cannot open"), std::string::npos);
+
+  // A state file of another plan (a state tensor of another shape) is refused by name.
+  auto other_model = ir::ParseModel(R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "other" {
+  input %acc: f32[2] = [1.0, 2.0]
+  const %one: f32[] = [1.0]
+  %out = Mul(%acc, %one)
+  output %out
+}
+)");
+  ASSERT_TRUE(other_model.ok());
+  ASSERT_TRUE(passes::InferShapesAndFold(**other_model, passes::InferOptions{}).ok());
+  emit::EmitOptions options;
+  options.state = {"acc"};
+  auto other_plan = emit::EmitPlan(**other_model, options);
+  ASSERT_TRUE(other_plan.ok()) << other_plan.status().ToString();
+  auto other = Session::FromBuffer(other_plan->bytes.data(), other_plan->bytes.size());
+  ASSERT_TRUE(other.ok());
+  std::string other_path = TempPath("state_other");
+  ASSERT_TRUE((*other)->SaveState(other_path).ok());
+  Status st = session.LoadState(other_path);
+  EXPECT_NE(st.message().find("different plan"), std::string::npos) << st.ToString();
+  EXPECT_EQ(ReadAcc(session), marker);
+  std::remove(path.c_str());
+  std::remove(other_path.c_str());
+}
+
+TEST(PlanPrograms, StateAccessErrorsNameTheProblem) {
+  Emitted e = EmitTwoPrograms();
+  auto s = Session::FromBuffer(e.bytes.data(), e.bytes.size());
+  ASSERT_TRUE(s.ok());
+  std::vector<float> v(4);
+  std::vector<double> d(4);
+  EXPECT_NE((*s)->ReadState("w", v.data(), 16).message().find("no state tensor 'w' (state: acc)"), std::string::npos);
+  EXPECT_NE((*s)->ReadState("acc", v.data(), 12).message().find("16 bytes"), std::string::npos);
+  EXPECT_NE((*s)->WriteState("acc", DataType::kF64, {4}, d.data(), 32).message().find("is f32, got f64"), std::string::npos);
+  EXPECT_NE((*s)->WriteState("acc", DataType::kF32, {2, 2}, v.data(), 16).message().find("has shape 4, got 2x2"), std::string::npos);
+}
+
+TEST(PlanPrograms, EmitterRefusesInconsistentPrograms) {
+  auto step = Parse(kStep);
+  std::vector<emit::ProgramSource> programs(1);
+  programs[0].name = "step";
+  programs[0].graph = step->graph.get();
+  emit::EmitOptions options;
+  options.state = {"acc"};
+  programs[0].state_updates["sum"] = "nosuch";
+  auto r = emit::EmitPrograms(*step, programs, options);
+  EXPECT_NE(r.status().message().find("updates 'nosuch', which is not a state tensor"), std::string::npos) << r.status().ToString();
+  programs[0].state_updates = {{"y", "acc"}};
+  programs[0].predicates["triple"] = "x";
+  r = emit::EmitPrograms(*step, programs, options);
+  EXPECT_NE(r.status().message().find("predicate 'x' is not a bool scalar"), std::string::npos) << r.status().ToString();
+  programs[0].predicates.clear();
+  options.state = {"x"};
+  r = emit::EmitPrograms(*step, programs, options);
+  EXPECT_NE(r.status().message().find("state 'x' must be a constant or a graph input with a default"), std::string::npos) << r.status().ToString();
+}
+
+TEST(PlanPrograms, CApiRunsProgramsAndState) {
+  Emitted e = EmitTwoPrograms();
+  precis_session* s = nullptr;
+  ASSERT_EQ(precis_session_from_buffer(e.bytes.data(), e.bytes.size(), 1, &s), 0) << precis_last_error();
+  const char* name = nullptr;
+  ASSERT_EQ(precis_num_programs(s), 2);
+  ASSERT_EQ(precis_program_name(s, 1, &name), 0);
+  EXPECT_STREQ(name, "read");
+  ASSERT_EQ(precis_num_state(s), 1);
+  int dtype = 0, rank = 0;
+  const int64_t* dims = nullptr;
+  ASSERT_EQ(precis_state_info(s, 0, &name, &dtype, &dims, &rank), 0);
+  EXPECT_STREQ(name, "acc");
+  EXPECT_EQ(rank, 1);
+  float x[4] = {1, 1, 1, 1}, acc[4];
+  uint8_t go = 1;
+  int64_t four = 4;
+  ASSERT_EQ(precis_set_input(s, "x", 1, &four, 1, x, 16), 0) << precis_last_error();
+  ASSERT_EQ(precis_set_input(s, "go", 9, nullptr, 0, &go, 1), 0) << precis_last_error();
+  ASSERT_EQ(precis_run_program(s, "step"), 0) << precis_last_error();
+  ASSERT_EQ(precis_read_state(s, "acc", acc, 16), 0);
+  EXPECT_EQ(std::vector<float>(acc, acc + 4), (std::vector<float>{2, 3, 4, 5}));
+  std::string path = TempPath("c_state");
+  ASSERT_EQ(precis_save_state(s, path.c_str()), 0) << precis_last_error();
+  float zeros[4] = {0, 0, 0, 0};
+  ASSERT_EQ(precis_write_state(s, "acc", zeros, 16), 0);
+  EXPECT_NE(precis_write_state(s, "acc", zeros, 8), 0);
+  ASSERT_EQ(precis_load_state(s, path.c_str()), 0) << precis_last_error();
+  ASSERT_EQ(precis_read_state(s, "acc", acc, 16), 0);
+  EXPECT_EQ(std::vector<float>(acc, acc + 4), (std::vector<float>{2, 3, 4, 5}));
+  EXPECT_NE(precis_run_program(s, "nope"), 0);
+  precis_session_free(s);
+  std::remove(path.c_str());
+}
+
+// Recomputes the checksum after a deliberate edit.
+void Reseal(std::vector<uint8_t>& bytes) {
+  plan::FileHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  h.checksum = HashBytes(bytes.data() + sizeof h, bytes.size() - sizeof h);
+  std::memcpy(bytes.data(), &h, sizeof h);
+}
+
+TEST(PlanPrograms, FormatOnePlansAskForARecompile) {
+  Emitted e = EmitTwoPrograms();
+  plan::FileHeader h;
+  std::memcpy(&h, e.bytes.data(), sizeof h);
+  EXPECT_EQ(h.version, 2u);
+  h.version = 1;
+  std::memcpy(e.bytes.data(), &h, sizeof h);
+  Reseal(e.bytes);
+  auto s = Session::FromBuffer(e.bytes.data(), e.bytes.size());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("recompile"), std::string::npos) << s.status().ToString();
+}
+
+TEST(PlanPrograms, StepsCarryAccumulationDtypeAndLayout) {
+  Emitted e = EmitTwoPrograms();
+  auto view = plan::ValidatePlan(e.bytes.data(), e.bytes.size());
+  ASSERT_TRUE(view.ok());
+  const plan::Program* step = view->meta->programs()->Get(0);
+  ASSERT_EQ(step->steps()->size(), 4u);  // Add, Mul, Mul, the state update
+  EXPECT_EQ(step->steps()->Get(0)->compute_dtype(), uint8_t(DataType::kF32));
+  EXPECT_EQ(step->steps()->Get(0)->accumulation_dtype(), uint8_t(DataType::kF32));
+  EXPECT_EQ(step->steps()->Get(1)->accumulation_dtype(), 0);
+  EXPECT_EQ(step->steps()->Get(2)->predicate(), step->steps()->Get(3)->predicate());
+  EXPECT_NE(step->steps()->Get(2)->predicate(), -1);
+  EXPECT_EQ(step->steps()->Get(0)->predicate(), -1);
+}
+
+}  // namespace
+}  // namespace precis
