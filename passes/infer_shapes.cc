@@ -5,7 +5,7 @@
 #include <cstring>
 #include <map>
 
-#include "compiler/emit/evaluate.h"
+#include "compiler/ops/evaluate.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
 
@@ -151,7 +151,7 @@ class Inferrer {
     if (bytes > options_.max_fold_bytes) return false;
     for (size_t i = 0; i < types.size(); ++i)
       if (types[i].is_unknown()) return false;  // kernels expect every output present
-    auto results = emit::EvaluateNode(node, def.kernel.empty() ? node.op_type() : def.kernel, opset, inputs, types);
+    auto results = ops::EvaluateNode(node, def.kernel.empty() ? node.op_type() : def.kernel, opset, inputs, types);
     if (!results.ok()) {
       first_error_ = results.status();
       return false;

@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <unordered_map>
 
 #include "compiler/emit/memory_planner.h"
-#include "compiler/emit/step_attrs.h"
+#include "compiler/ops/step_attrs.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
 #include "runtime/base/hash.h"
@@ -81,26 +82,72 @@ class Emitter {
     const ir::Graph& g = *src.graph;
     current_ = &src;
     ids_.clear();
+    PRECIS_RETURN_IF_ERROR(SelectProgram(src));
     Program prog{src.name, {}, {}, steps_.size(), 0};
     for (const ir::Value* v : g.inputs()) {
+      if (!src.outputs.empty() && !used_.count(v)) continue;
       PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
       if (tensors_[size_t(id)].kind == Kind::kIo) prog.inputs.push_back(id);
     }
-    for (const auto& n : g.nodes()) PRECIS_RETURN_IF_ERROR(CollectStep(*n));
-    for (const ir::Value* v : g.outputs()) {
+    for (const auto& n : g.nodes())
+      if (needed_.count(n.get())) PRECIS_RETURN_IF_ERROR(CollectStep(*n));
+    for (const ir::Value* v : selected_) {
       PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
-      auto update = src.state_updates.find(v->name());
-      if (update == src.state_updates.end()) {
-        prog.outputs.push_back(id);
-        continue;
-      }
-      PRECIS_RETURN_IF_ERROR(AddStateUpdate(id, update->second));
+      prog.outputs.push_back(id);
     }
-    for (const auto& [out, state] : src.state_updates)
-      if (std::none_of(g.outputs().begin(), g.outputs().end(), [&](const ir::Value* v) { return v->name() == out; }))
-        return InvalidArgument("program '" + src.name + "': state update from '" + out + "', which is not a graph output");
+    for (const auto& [from, state] : src.state_updates) {
+      PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*g.FindLocal(from)));
+      PRECIS_RETURN_IF_ERROR(AddStateUpdate(id, state));
+    }
     prog.end = steps_.size();
     programs_.push_back(std::move(prog));
+    return Status::Ok();
+  }
+
+  // The program's outputs (selected_), and the nodes (needed_) and values (used_) they, the state
+  // updates and the predicates of needed steps depend on.
+  Status SelectProgram(const ProgramSource& src) {
+    const ir::Graph& g = *src.graph;
+    selected_.clear();
+    needed_.clear();
+    used_.clear();
+    auto lookup = [&](const std::string& name, const char* what) -> StatusOr<const ir::Value*> {
+      const ir::Value* v = g.FindLocal(name);
+      if (!v) return InvalidArgument("program '" + src.name + "': " + what + " '" + name + "' is not a value of its graph");
+      return v;
+    };
+    std::vector<const ir::Value*> roots;
+    if (src.outputs.empty()) {
+      for (const ir::Value* v : g.outputs())
+        if (!src.state_updates.count(v->name())) selected_.push_back(v);
+      for (const auto& [from, state] : src.state_updates)
+        if (std::none_of(g.outputs().begin(), g.outputs().end(), [&](const ir::Value* v) { return v->name() == from; }))
+          return InvalidArgument("program '" + src.name + "': state update from '" + from + "', which is not a graph output");
+      for (const auto& n : g.nodes()) needed_.insert(n.get());
+      return Status::Ok();
+    }
+    for (const std::string& name : src.outputs) {
+      PRECIS_ASSIGN_OR_RETURN(const ir::Value* v, lookup(name, "output"));
+      selected_.push_back(v);
+    }
+    roots = selected_;
+    for (const auto& [from, state] : src.state_updates) {
+      PRECIS_ASSIGN_OR_RETURN(const ir::Value* v, lookup(from, "state update source"));
+      roots.push_back(v);
+    }
+    // Backwards over the node order; a needed predicated node adds its predicate.
+    std::set<const ir::Value*> wanted(roots.begin(), roots.end());
+    for (auto it = g.nodes().rbegin(); it != g.nodes().rend(); ++it) {
+      const ir::Node* n = it->get();
+      bool feeds = std::any_of(n->outputs().begin(), n->outputs().end(), [&](const ir::Value* o) { return o && wanted.count(o); });
+      if (!feeds) continue;
+      needed_.insert(n);
+      for (const ir::Value* in : n->inputs())
+        if (in) wanted.insert(in);
+      if (auto pred = src.predicates.find(n->name()); pred != src.predicates.end())
+        if (const ir::Value* v = g.Lookup(pred->second)) wanted.insert(v);
+    }
+    used_ = std::move(wanted);
     return Status::Ok();
   }
 
@@ -109,8 +156,7 @@ class Emitter {
     if (options_.state.count(v.name()) && (v.is_constant() || (v.kind() == ir::Value::Kind::kInput && v.data()))) return Kind::kState;
     if (v.is_constant()) return Kind::kConstant;
     if (v.kind() == ir::Value::Kind::kInput) return Kind::kIo;
-    const auto& outs = current_->graph->outputs();
-    if (std::find(outs.begin(), outs.end(), &v) != outs.end() && !current_->state_updates.count(v.name())) return Kind::kIo;
+    if (std::find(selected_.begin(), selected_.end(), &v) != selected_.end()) return Kind::kIo;
     return Kind::kArena;
   }
 
@@ -148,7 +194,7 @@ class Emitter {
     if (!def) return Unimplemented(n.Describe() + ": no operator definition");
     for (const auto& a : n.attributes())
       if (!a.graphs.empty()) return Unimplemented(n.Describe() + ": operators with subgraphs cannot be emitted yet");
-    Step s{&n, def, KernelName(n, *def), {}, {}, -1};
+    Step s{&n, def, KernelName(n, *def), {}, {}, -1, ""};
     for (const ir::Value* v : n.inputs()) {
       if (!v) {
         s.inputs.push_back(-1);
@@ -285,6 +331,9 @@ class Emitter {
   const std::vector<ProgramSource>& sources_;
   const EmitOptions& options_;
   const ProgramSource* current_ = nullptr;
+  std::vector<const ir::Value*> selected_;  // the current program's outputs
+  std::set<const ir::Node*> needed_;
+  std::set<const ir::Value*> used_;
   std::vector<TensorEntry> tensors_;
   std::unordered_map<const ir::Value*, int> ids_;  // the current program's values
   std::map<std::string, int> shared_;              // inputs, program outputs and state, by name
@@ -306,7 +355,7 @@ flatbuffers::Offset<plan::Step> Emitter::WriteStep(flatbuffers::FlatBufferBuilde
   auto opset_it = model_.opsets.find(n.domain());
   int64_t opset = opset_it == model_.opsets.end() ? 0 : opset_it->second;
   auto node_name = b.CreateString(n.name().empty() ? n.op_type() + "#" + std::to_string(n.index()) : n.name());
-  auto attrs = BuildStepAttrs(b, n, opset);
+  auto attrs = ops::BuildStepAttrs(b, n, opset);
   uint8_t compute = 0;
   for (const ir::Value* v : n.inputs())
     if (v && ir::IsFloat(v->type().dtype())) {

@@ -33,8 +33,12 @@ struct EmitOptions {
 struct ProgramSource {
   std::string name = "infer";
   const ir::Graph* graph = nullptr;
+  // The program's outputs (graph values, by name); empty: the graph's outputs. With a selection,
+  // the program holds only the nodes its outputs, state updates and predicates need (an
+  // evaluation program over a training graph).
+  std::vector<std::string> outputs;
   // Graph outputs that overwrite a state tensor when the program ends: output name -> state name.
-  // They are not outputs of the program.
+  // They are not outputs of the program; with an output selection they may be any graph value.
   std::map<std::string, std::string> state_updates;
   // Steps that run only when a bool scalar value of the graph is true: node name -> value name;
   // and state updates that do: state name -> value name (an optimizer step skipped on overflow).

@@ -141,6 +141,13 @@ void Graph::ConvertInputToConstant(Value* value, Tensor data) {
   constants_.push_back(value);
 }
 
+void Graph::ConvertConstantToInput(Value* value) {
+  PRECIS_CHECK(value->owner_ == this && value->kind_ == Value::Kind::kConstant) << value->name_;
+  constants_.erase(std::find(constants_.begin(), constants_.end(), value));
+  value->kind_ = Value::Kind::kInput;
+  inputs_.push_back(value);
+}
+
 void Graph::RemoveNode(Node* node) {
   PRECIS_CHECK(node->owner_ == this) << "node of another graph";
   for (Value* out : node->outputs_) {

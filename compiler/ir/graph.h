@@ -142,6 +142,8 @@ class Graph {
   void ConvertToConstant(Value* value, Tensor data);
   // Turns a graph input into a constant holding `data` (the graph no longer has that input).
   void ConvertInputToConstant(Value* value, Tensor data);
+  // Turns a constant into a graph input whose default value is its data (a weight to be trained).
+  void ConvertConstantToInput(Value* value);
   // Removes a node whose outputs have no uses and are not graph outputs (or are nullptr);
   // its input uses are dropped. Indices of later nodes shift down.
   void RemoveNode(Node* node);

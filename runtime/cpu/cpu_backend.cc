@@ -11,6 +11,7 @@
 #include "runtime/cpu/step_adapters.h"
 #include "runtime/cpu/widen_kernel.h"
 #include "runtime/exec/backend.h"
+#include "runtime/exec/evaluator.h"
 
 namespace precis::rt {
 namespace {
@@ -186,6 +187,22 @@ Status CpuBackend::Run(size_t program, std::vector<StepProfile>* profile, const 
 StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const SessionOptions& options) { return std::unique_ptr<Backend>(new CpuBackend(options)); }
 
 [[maybe_unused]] const bool kRegistered = RegisterBackend(Device::kCpu, &CreateCpuBackend);
+
+// Compile-time evaluation (constant folding): the reference kernel, single-threaded, with its
+// own scratch.
+Status EvaluateWithReferenceKernel(const std::string& kernel_name, const KernelArgs& args) {
+  KernelFactory factory = KernelRegistry::Cpu().Find(kernel_name);
+  if (!factory) return Unimplemented(args.node + ": no CPU kernel '" + kernel_name + "' to evaluate it");
+  std::unique_ptr<Kernel> kernel = factory();
+  CpuContext ctx;
+  ctx.reference_only = true;
+  PRECIS_RETURN_IF_ERROR(kernel->Init(args, ctx));
+  std::vector<uint8_t> scratch(kernel->ScratchBytes());
+  ctx.scratch = scratch.data();
+  return kernel->Run(args, ctx);
+}
+
+[[maybe_unused]] const bool kEvaluatorRegistered = RegisterStepEvaluator(&EvaluateWithReferenceKernel);
 
 }  // namespace
 }  // namespace precis::rt

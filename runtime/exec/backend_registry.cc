@@ -1,8 +1,10 @@
-// The backend registry: one factory per device, filled by the backends' static initializers.
+// The backend registry (one factory per device) and the step evaluator, filled by the backends'
+// static initializers.
 #include <array>
 
 #include "runtime/base/check.h"
 #include "runtime/exec/backend.h"
+#include "runtime/exec/evaluator.h"
 
 namespace precis::rt {
 namespace {
@@ -22,5 +24,20 @@ bool RegisterBackend(Device device, BackendFactory factory) {
 }
 
 BackendFactory FindBackend(Device device) { return Factories()[size_t(device)]; }
+
+namespace {
+StepEvaluator& Evaluator() {
+  static StepEvaluator evaluator = nullptr;
+  return evaluator;
+}
+}  // namespace
+
+bool RegisterStepEvaluator(StepEvaluator evaluator) {
+  PRECIS_CHECK(Evaluator() == nullptr) << "a step evaluator registered twice";
+  Evaluator() = evaluator;
+  return true;
+}
+
+StepEvaluator FindStepEvaluator() { return Evaluator(); }
 
 }  // namespace precis::rt

@@ -1,12 +1,13 @@
-// Compile-time evaluation of one node through the runtime's CPU kernel, so that constant
-// folding and the runtime share one implementation of every operator's semantics.
+// Compile-time evaluation of one node through the runtime's reference kernel (the step evaluator
+// of runtime/exec/evaluator.h), so that constant folding and the runtime share one implementation
+// of every operator's semantics.
 #pragma once
 
 #include <vector>
 
 #include "compiler/ir/graph.h"
 
-namespace precis::emit {
+namespace precis::ops {
 
 // Evaluates `node` (kernel `kernel_name`) on constant `inputs` (nullptr for omitted ones),
 // producing tensors of `output_types` (static tensor types). Unimplemented when the kernel is
@@ -15,4 +16,4 @@ StatusOr<std::vector<ir::Tensor>> EvaluateNode(const ir::Node& node, const std::
                                                const std::vector<const ir::Tensor*>& inputs,
                                                const std::vector<ir::Type>& output_types);
 
-}  // namespace precis::emit
+}  // namespace precis::ops

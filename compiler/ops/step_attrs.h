@@ -9,9 +9,9 @@
 #include "compiler/ir/graph.h"
 #include "runtime/plan/plan_generated.h"
 
-namespace precis::emit {
+namespace precis::ops {
 
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::Attr>>> BuildStepAttrs(
     flatbuffers::FlatBufferBuilder& b, const ir::Node& node, int64_t opset);
 
-}  // namespace precis::emit
+}  // namespace precis::ops

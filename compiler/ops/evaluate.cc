@@ -1,16 +1,17 @@
-// EvaluateNode: runs one CPU kernel on IR constants.
-#include "compiler/emit/evaluate.h"
+// EvaluateNode: runs one node on IR constants through the registered step evaluator (the CPU
+// reference kernels when the runtime is linked).
+#include "compiler/ops/evaluate.h"
 
-#include "compiler/emit/step_attrs.h"
-#include "runtime/cpu/kernel.h"
+#include "compiler/ops/step_attrs.h"
+#include "runtime/exec/evaluator.h"
 
-namespace precis::emit {
+namespace precis::ops {
 
 StatusOr<std::vector<ir::Tensor>> EvaluateNode(const ir::Node& node, const std::string& kernel_name, int64_t opset,
                                                const std::vector<const ir::Tensor*>& inputs,
                                                const std::vector<ir::Type>& output_types) {
-  rt::KernelFactory factory = rt::KernelRegistry::Cpu().Find(kernel_name);
-  if (!factory) return Unimplemented(node.Describe() + ": no CPU kernel '" + kernel_name + "' to evaluate it");
+  rt::StepEvaluator evaluate = rt::FindStepEvaluator();
+  if (!evaluate) return Unimplemented(node.Describe() + ": no reference kernels are linked to evaluate it (link precis_runtime)");
   flatbuffers::FlatBufferBuilder b;
   auto attrs = BuildStepAttrs(b, node, opset);
   plan::StepBuilder sb(b);
@@ -52,17 +53,11 @@ StatusOr<std::vector<ir::Tensor>> EvaluateNode(const ir::Node& node, const std::
     out[i].data = out_storage[i].data();
     args.outputs.push_back(node.outputs()[i] ? &out[i] : nullptr);
   }
-  auto kernel = factory();
-  rt::CpuContext ctx;
-  ctx.reference_only = true;
-  PRECIS_RETURN_IF_ERROR(kernel->Init(args, ctx));
-  std::vector<uint8_t> scratch(kernel->ScratchBytes());
-  ctx.scratch = scratch.data();
-  PRECIS_RETURN_IF_ERROR(kernel->Run(args, ctx));
+  PRECIS_RETURN_IF_ERROR(evaluate(kernel_name, args));
   std::vector<ir::Tensor> results;
   for (size_t i = 0; i < output_types.size(); ++i)
     results.emplace_back(output_types[i].dtype(), out[i].dims, ir::Buffer::Own(std::move(out_storage[i])));
   return results;
 }
 
-}  // namespace precis::emit
+}  // namespace precis::ops

@@ -1,9 +1,9 @@
 // IR attributes -> plan::Attr tables.
-#include "compiler/emit/step_attrs.h"
+#include "compiler/ops/step_attrs.h"
 
 #include <algorithm>
 
-namespace precis::emit {
+namespace precis::ops {
 
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::Attr>>> BuildStepAttrs(
     flatbuffers::FlatBufferBuilder& b, const ir::Node& node, int64_t opset) {
@@ -69,4 +69,4 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::Attr>>> BuildS
   return b.CreateVector(out);
 }
 
-}  // namespace precis::emit
+}  // namespace precis::ops

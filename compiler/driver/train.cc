@@ -1,0 +1,242 @@
+// CompileTraining (see train.h): weights to state, the loss, autodiff, the optimizer, and the two
+// programs of a training plan.
+#include "compiler/driver/train.h"
+
+#include <cstring>
+#include <regex>
+
+#include "compiler/ir/text.h"
+#include "compiler/ops/gradient.h"
+#include "passes/autodiff.h"
+#include "passes/infer_shapes.h"
+#include "passes/specialize_inputs.h"
+
+namespace precis::driver {
+namespace {
+
+int64_t OpsetOf(const ir::Model& model) {
+  auto it = model.opsets.find("");
+  return it == model.opsets.end() ? 1 : it->second;
+}
+
+std::vector<int64_t> StaticDims(const ir::Value& v) {
+  std::vector<int64_t> dims;
+  for (const ir::Dim& d : v.type().shape().dims()) dims.push_back(d.value());
+  return dims;
+}
+
+// Float initializers are the model's weights; ONNX-internal constants (folded shapes, scalars of
+// formulas, exporter-made names) are not.
+bool IsWeight(const ir::Value& v) {
+  if (!v.is_constant() || !ir::IsFloat(v.type().dtype()) || !v.data() || v.data()->NumElements() < 2) return false;
+  const std::string& n = v.name();
+  return n.rfind("onnx::", 0) != 0 && n.rfind("/", 0) != 0 && n.find("Constant") == std::string::npos;
+}
+
+// A state input holding `dims` of `value` (optimizer moments, counters).
+ir::Value* StateInput(ir::Graph& g, const std::string& name, const std::vector<int64_t>& dims, float value) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<float> data(size_t(n), value);
+  std::vector<uint8_t> bytes(data.size() * 4);
+  if (!bytes.empty()) std::memcpy(bytes.data(), data.data(), bytes.size());
+  return g.AddInputWithDefault(name, ir::Type::Tensor(ir::DType::kF32, ir::Shape::FromStatic(dims)),
+                               ir::Tensor(ir::DType::kF32, dims, ir::Buffer::Own(std::move(bytes))));
+}
+
+class TrainingAssembler {
+ public:
+  TrainingAssembler(ir::Model& model, const TrainOptions& o) : model_(model), g_(*model.graph), o_(o), opset_(OpsetOf(model)) {}
+
+  StatusOr<TrainPlan> Run() {
+    PRECIS_RETURN_IF_ERROR(CheckOptions());
+    PRECIS_RETURN_IF_ERROR(passes::SpecializeInputs(model_, o_.shapes));
+    PRECIS_RETURN_IF_ERROR(ChooseWeights());
+    PRECIS_RETURN_IF_ERROR(passes::InferShapesAndFold(model_).status());
+    for (const ir::Value* v : g_.outputs()) model_outputs_.push_back(v->name());
+    result_.forward_nodes = int(g_.nodes().size());
+    PRECIS_ASSIGN_OR_RETURN(ir::Value * raw_loss, AddLoss());
+    ir::Value* loss = NameLoss(raw_loss);
+    PRECIS_ASSIGN_OR_RETURN(passes::GradientResult grads, passes::BuildGradients(model_, loss->name(), result_.weights));
+    result_.backward_nodes = grads.backward_nodes;
+    size_t before = g_.nodes().size();
+    AddOptimizer(grads);
+    result_.optimizer_nodes = int(g_.nodes().size() - before);
+    PRECIS_RETURN_IF_ERROR(passes::InferShapesAndFold(model_).status());
+    return Emit(loss->name());
+  }
+
+ private:
+  Status CheckOptions() {
+    if (o_.loss != "cross-entropy" && o_.loss != "mse" && o_.loss != "output")
+      return InvalidArgument("unknown loss '" + o_.loss + "' (cross-entropy, mse or output)");
+    if (o_.optimizer != "sgd" && o_.optimizer != "adamw") return InvalidArgument("unknown optimizer '" + o_.optimizer + "' (sgd or adamw)");
+    if (!(o_.lr > 0)) return InvalidArgument("the learning rate must be positive");
+    if (o_.loss != "output" && g_.FindLocal(o_.label)) return InvalidArgument("the label name '" + o_.label + "' is already a value of the model");
+    return Status::Ok();
+  }
+
+  Status ChooseWeights() {
+    std::regex freeze;
+    if (!o_.freeze.empty()) {
+      try {
+        freeze = std::regex(o_.freeze);
+      } catch (const std::regex_error& e) {
+        return InvalidArgument("--freeze: bad regular expression '" + o_.freeze + "': " + e.what());
+      }
+    }
+    std::vector<ir::Value*> weights;
+    for (ir::Value* v : g_.constants())
+      if (IsWeight(*v)) weights.push_back(v);
+    for (ir::Value* v : weights) {
+      if (!o_.freeze.empty() && std::regex_search(v->name(), freeze)) {
+        result_.frozen.push_back(v->name());
+        continue;
+      }
+      g_.ConvertConstantToInput(v);
+      result_.weights.push_back(v->name());
+    }
+    if (result_.weights.empty())
+      return InvalidArgument(result_.frozen.empty() ? "the model has no trainable weights (no float initializers)"
+                                                    : "every weight matches --freeze '" + o_.freeze + "': nothing to train");
+    return Status::Ok();
+  }
+
+  StatusOr<ir::Value*> ModelOutput() {
+    if (o_.loss_output.empty()) {
+      if (g_.outputs().size() != 1)
+        return InvalidArgument("the model has " + std::to_string(g_.outputs().size()) + " outputs: name the one the loss reads with --loss-output");
+      return g_.outputs()[0];
+    }
+    for (ir::Value* v : g_.outputs())
+      if (v->name() == o_.loss_output) return v;
+    return InvalidArgument("--loss-output '" + o_.loss_output + "' is not an output of the model");
+  }
+
+  StatusOr<ir::Value*> AddLoss() {
+    PRECIS_ASSIGN_OR_RETURN(ir::Value * out, ModelOutput());
+    const ir::Type& t = out->type();
+    if (!t.is_tensor() || !t.shape().is_static() || (t.dtype() != ir::DType::kF32))
+      return InvalidArgument("the loss reads output '" + out->name() + "' of type " + ir::PrintType(t) + ": FP32 training needs an f32 tensor of static shape");
+    std::vector<int64_t> dims = StaticDims(*out);
+    ops::IrBuilder b(g_, opset_, "loss", "the loss");
+    if (o_.loss == "output") {
+      if (dims.size() > 1 || (dims.size() == 1 && dims[0] != 1))
+        return InvalidArgument("--loss output: output '" + out->name() + "' has shape " + ir::PrintType(t) + ", not a scalar");
+      return dims.empty() ? out : b.Op("Reshape", {out, b.Int64s({})});
+    }
+    if (o_.loss == "mse") {
+      ir::Value* label = g_.AddInput(o_.label, t);
+      ir::Value* d = b.Op("Sub", {out, label});
+      return b.Op("ReduceMean", {b.Op("Mul", {d, d})}, {ops::GradAttr::Int("keepdims", 0)});
+    }
+    if (dims.size() < 2) return InvalidArgument("cross-entropy reads logits [N, C] or [N, C, d...]; output '" + out->name() + "' has shape " + ir::PrintType(t));
+    if (opset_ < 13) return Unimplemented("cross-entropy training needs opset 13 or newer (the model has " + std::to_string(opset_) + ")");
+    std::vector<int64_t> label_dims = dims;
+    label_dims.erase(label_dims.begin() + 1);
+    ir::Value* label = g_.AddInput(o_.label, ir::Type::Tensor(ir::DType::kI64, ir::Shape::FromStatic(label_dims)));
+    return b.Op("SoftmaxCrossEntropyLoss", {out, label}, Attrs());
+  }
+
+  // The loss under its public name, "loss" (or "loss1"... when the model uses that name).
+  ir::Value* NameLoss(ir::Value* loss) {
+    std::string name = "loss";
+    for (int i = 1; g_.FindLocal(name); ++i) name = "loss" + std::to_string(i);
+    ir::Value* named = g_.NewValue(name);
+    named->set_type(loss->type());
+    g_.AddNode("", "Identity", "loss", {loss}, {named}, {});
+    return named;
+  }
+
+  std::vector<ops::GradAttr> Attrs() const {
+    std::vector<ops::GradAttr> attrs;
+    if (o_.has_ignore_index) attrs.push_back(ops::GradAttr::Int("ignore_index", o_.ignore_index));
+    return attrs;
+  }
+
+  // torch.optim formulas, in FP32. SGD: g += wd*p; buf = momentum*buf + g; d = nesterov ? g +
+  // momentum*buf : buf; p -= lr*d. AdamW: p *= 1 - lr*wd; m = b1*m + (1-b1)*g; v = b2*v +
+  // (1-b2)*g^2; t += 1; p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps).
+  void AddOptimizer(const passes::GradientResult& grads) {
+    ops::IrBuilder b(g_, opset_, "optimizer", "the optimizer");
+    const ir::DType f = ir::DType::kF32;
+    ir::Value* lr = StateInput(g_, "optimizer.lr", {}, float(o_.lr));
+    ir::Value* step = StateInput(g_, "optimizer.step", {}, 0.0f);
+    state_ = {"optimizer.lr", "optimizer.step"};
+    ir::Value* t = b.Op("Add", {step, b.Scalar(1.0, f)});
+    updates_[t->name()] = "optimizer.step";
+    ir::Value *bc1 = nullptr, *bc2_sqrt = nullptr, *decay = nullptr;
+    if (o_.optimizer == "adamw") {
+      bc1 = b.Op("Sub", {b.Scalar(1.0, f), b.Op("Pow", {b.Scalar(o_.beta1, f), t})});
+      bc2_sqrt = b.Op("Sqrt", {b.Op("Sub", {b.Scalar(1.0, f), b.Op("Pow", {b.Scalar(o_.beta2, f), t})})});
+      if (o_.weight_decay != 0) decay = b.Op("Sub", {b.Scalar(1.0, f), b.Op("Mul", {lr, b.Scalar(o_.weight_decay, f)})});
+    }
+    for (const std::string& name : result_.weights) {
+      ir::Value* p = g_.FindLocal(name);
+      ir::Value* g = grads.grads.at(name);
+      std::vector<int64_t> dims = StaticDims(*p);
+      ir::Value* next = nullptr;
+      if (o_.optimizer == "sgd") {
+        if (o_.weight_decay != 0) g = b.Op("Add", {g, b.Op("Mul", {p, b.Scalar(o_.weight_decay, f)})});
+        ir::Value* d = g;
+        if (o_.momentum != 0) {
+          ir::Value* buf = StateInput(g_, name + ".momentum_buffer", dims, 0.0f);
+          ir::Value* buf_next = b.Op("Add", {b.Op("Mul", {buf, b.Scalar(o_.momentum, f)}), g});
+          Update(buf_next, buf->name());
+          d = o_.nesterov ? b.Op("Add", {g, b.Op("Mul", {buf_next, b.Scalar(o_.momentum, f)})}) : buf_next;
+        }
+        next = b.Op("Sub", {p, b.Op("Mul", {d, lr})});
+      } else {
+        ir::Value* m = StateInput(g_, name + ".exp_avg", dims, 0.0f);
+        ir::Value* v = StateInput(g_, name + ".exp_avg_sq", dims, 0.0f);
+        ir::Value* m_next = b.Op("Add", {b.Op("Mul", {m, b.Scalar(o_.beta1, f)}), b.Op("Mul", {g, b.Scalar(1 - o_.beta1, f)})});
+        ir::Value* v_next = b.Op("Add", {b.Op("Mul", {v, b.Scalar(o_.beta2, f)}), b.Op("Mul", {b.Op("Mul", {g, g}), b.Scalar(1 - o_.beta2, f)})});
+        Update(m_next, m->name());
+        Update(v_next, v->name());
+        ir::Value* base = decay ? b.Op("Mul", {p, decay}) : p;
+        ir::Value* denom = b.Op("Add", {b.Op("Div", {b.Op("Sqrt", {v_next}), bc2_sqrt}), b.Scalar(o_.eps, f)});
+        ir::Value* step_size = b.Op("Div", {lr, bc1});
+        next = b.Op("Sub", {base, b.Op("Mul", {step_size, b.Op("Div", {m_next, denom})})});
+      }
+      Update(next, name);
+    }
+  }
+
+  void Update(ir::Value* next, const std::string& state) {
+    updates_[next->name()] = state;
+    state_.push_back(state);
+  }
+
+  StatusOr<TrainPlan> Emit(const std::string& loss) {
+    std::vector<emit::ProgramSource> programs(2);
+    programs[0].name = "train_step";
+    programs[0].graph = &g_;
+    programs[0].outputs = {loss};
+    programs[0].state_updates = updates_;
+    programs[1].name = "eval_step";
+    programs[1].graph = &g_;
+    programs[1].outputs = {loss};
+    for (const std::string& out : model_outputs_)
+      if (out != loss) programs[1].outputs.push_back(out);
+    emit::EmitOptions options;
+    options.precision = "fp32";
+    for (const std::string& w : result_.weights) options.state.insert(w);
+    for (const std::string& s : state_) options.state.insert(s);
+    PRECIS_ASSIGN_OR_RETURN(result_.plan, emit::EmitPrograms(model_, programs, options));
+    return std::move(result_);
+  }
+
+  ir::Model& model_;
+  ir::Graph& g_;
+  const TrainOptions& o_;
+  int64_t opset_;
+  TrainPlan result_;
+  std::vector<std::string> model_outputs_, state_;
+  std::map<std::string, std::string> updates_;  // new value -> the state it overwrites
+};
+
+}  // namespace
+
+StatusOr<TrainPlan> CompileTraining(ir::Model& model, const TrainOptions& options) { return TrainingAssembler(model, options).Run(); }
+
+}  // namespace precis::driver

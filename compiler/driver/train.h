@@ -1,0 +1,49 @@
+// Training plans: from an ONNX forward model, a plan with programs `train_step` (inputs + label ->
+// loss; weights, optimizer moments and the step counter updated in place) and `eval_step` (loss
+// and the model's outputs, nothing updated), sharing the weights as state. FP32 for now.
+//
+// Assembly: trainable weights (float initializers, minus --freeze matches) become state inputs so
+// nothing folds them away; the loss is added (cross-entropy over logits [N, C] or [N, C, d...]
+// against an integer label, mean reduction; mse against a float label; or a model output that is
+// already a scalar loss); shapes are inferred; reverse-mode autodiff (passes/autodiff.h) builds
+// the gradients; an optimizer subgraph with the formulas of torch.optim (SGD with momentum,
+// nesterov and weight decay; AdamW with decoupled decay and bias correction) computes the new
+// weights and moments, which overwrite their state at the end of train_step.
+// Errors: unknown loss/optimizer, label or loss-output names that clash or are missing, a loss
+// output that is not a scalar (loss "output"), no trainable weights, ops without gradient rules
+// (all listed at once).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/emit/plan_emitter.h"
+#include "compiler/ir/graph.h"
+
+namespace precis::driver {
+
+struct TrainOptions {
+  std::string loss = "cross-entropy";  // cross-entropy | mse | output
+  std::string label = "label";         // the label input added to the training plan
+  std::string loss_output;             // the model output the loss reads; empty: the only one
+  bool has_ignore_index = false;
+  int64_t ignore_index = -100;
+  std::string optimizer = "sgd";       // sgd | adamw
+  double lr = 0.01, momentum = 0, weight_decay = 0;
+  bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  std::string freeze;                  // regex: weights it matches are not trained
+  std::map<std::string, std::vector<int64_t>> shapes;  // --shape
+};
+
+struct TrainPlan {
+  emit::EmittedPlan plan;
+  std::vector<std::string> weights;   // trained weights (state), in plan order
+  std::vector<std::string> frozen;    // float initializers left constant
+  int forward_nodes = 0, backward_nodes = 0, optimizer_nodes = 0;
+};
+
+StatusOr<TrainPlan> CompileTraining(ir::Model& model, const TrainOptions& options);
+
+}  // namespace precis::driver

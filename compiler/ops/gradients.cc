@@ -1,0 +1,406 @@
+// The gradient rules (see gradient.h) and the builders they use. Each rule is a few lines of IR
+// ops; the algebra is in the comment above it (g: the gradient of the output, y: the output).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "compiler/ir/dtype.h"
+#include "compiler/ops/gradient.h"
+#include "compiler/ops/op_registry.h"
+#include "runtime/base/check.h"
+
+namespace precis::ops {
+
+std::vector<int64_t> IrBuilder::Dims(const ir::Value* v) const {
+  std::vector<int64_t> dims;
+  PRECIS_CHECK(v->type().is_tensor() && v->type().shape().is_static()) << what_ << ": value '" << v->name() << "' has no static shape";
+  for (const ir::Dim& d : v->type().shape().dims()) dims.push_back(d.value());
+  return dims;
+}
+
+int64_t GradContext::Int(const char* name, int64_t fallback) const {
+  const ir::Attribute* a = node_.FindAttribute(name);
+  return a && a->kind == ir::Attribute::Kind::kInt ? a->i : fallback;
+}
+
+float GradContext::Float(const char* name, float fallback) const {
+  const ir::Attribute* a = node_.FindAttribute(name);
+  return a && a->kind == ir::Attribute::Kind::kFloat ? a->f : fallback;
+}
+
+std::vector<int64_t> GradContext::Ints(const char* name, std::vector<int64_t> fallback) const {
+  const ir::Attribute* a = node_.FindAttribute(name);
+  return a && a->kind == ir::Attribute::Kind::kInts ? a->ints : fallback;
+}
+
+std::string IrBuilder::Fresh(const std::string& base) {
+  std::string stem = base;
+  for (int i = 0;; ++i) {
+    std::string name = i ? stem + std::to_string(i) : stem;
+    if (!graph_.FindLocal(name)) return name;
+  }
+}
+
+std::vector<ir::Value*> IrBuilder::OpN(const std::string& op, std::vector<ir::Value*> inputs, std::vector<GradAttr> specs,
+                                         size_t outputs) {
+  std::vector<ir::Attribute> attrs;
+  for (GradAttr& spec : specs) {
+    ir::Attribute& a = attrs.emplace_back();
+    a.name = spec.name;
+    a.kind = spec.kind;
+    a.i = spec.i;
+    a.f = spec.f;
+    a.ints = std::move(spec.ints);
+  }
+  std::vector<ir::Value*> outs;
+  for (size_t i = 0; i < outputs; ++i) outs.push_back(graph_.NewValue(Fresh(base_ + "_" + op)));
+  ir::Node* n = graph_.AddNode("", op, Fresh(base_ + "/" + op), std::move(inputs), outs, std::move(attrs));
+  const OpDef* def = OpRegistry::Get().Find("", op);
+  PRECIS_CHECK(def && def->infer) << what_ << " uses " << op << ", which has no definition";
+  InferContext ctx(*n, opset_);
+  Status s = def->infer(ctx);
+  PRECIS_CHECK(s.ok()) << what_ << ": " << s.ToString();
+  for (size_t i = 0; i < outputs && i < ctx.outputs().size(); ++i) outs[i]->set_type(ctx.outputs()[i]);
+  return outs;
+}
+
+ir::Value* IrBuilder::Op(const std::string& op, std::vector<ir::Value*> inputs, std::vector<GradAttr> attrs) {
+  return OpN(op, std::move(inputs), std::move(attrs), 1)[0];
+}
+
+namespace {
+
+std::vector<uint8_t> FloatBytes(const std::vector<double>& values, ir::DType dtype) {
+  PRECIS_CHECK(dtype == ir::DType::kF32 || dtype == ir::DType::kF64) << "built constants are f32 or f64 (16-bit values come from casts)";
+  std::vector<uint8_t> bytes(values.size() * size_t(ir::DTypeSize(dtype)));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == ir::DType::kF64) std::memcpy(bytes.data() + 8 * i, &values[i], 8);
+    else {
+      float f = float(values[i]);
+      std::memcpy(bytes.data() + 4 * i, &f, 4);
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+ir::Value* IrBuilder::Scalar(double value, ir::DType dtype) {
+  return graph_.AddConstant(Fresh(base_ + "_const"), ir::Tensor(dtype, {}, ir::Buffer::Own(FloatBytes({value}, dtype))));
+}
+
+ir::Value* IrBuilder::Floats(const std::vector<double>& values, ir::DType dtype) {
+  return graph_.AddConstant(Fresh(base_ + "_const"), ir::Tensor(dtype, {int64_t(values.size())}, ir::Buffer::Own(FloatBytes(values, dtype))));
+}
+
+ir::Value* IrBuilder::Int64s(const std::vector<int64_t>& values) {
+  std::vector<uint8_t> bytes(values.size() * 8);
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return graph_.AddConstant(Fresh(base_ + "_ints"), ir::Tensor(ir::DType::kI64, {int64_t(values.size())}, ir::Buffer::Own(std::move(bytes))));
+}
+
+ir::Value* IrBuilder::SumAxes(ir::Value* g, const std::vector<int64_t>& axes, bool keepdims) {
+  if (axes.empty()) return g;
+  return Op("ReduceSum", {g, Int64s(axes)}, {GradAttr::Int("keepdims", keepdims ? 1 : 0)});
+}
+
+// Sum over the leading dims `like` lacks and the dims where it has 1 and g does not.
+ir::Value* IrBuilder::Unbroadcast(ir::Value* g, const ir::Value* like) {
+  std::vector<int64_t> gd = Dims(g), ld = Dims(like);
+  if (gd == ld) return g;
+  size_t lead = gd.size() - ld.size();
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < gd.size(); ++i)
+    if (i < lead || (ld[i - lead] == 1 && gd[i] != 1)) axes.push_back(int64_t(i));
+  ir::Value* summed = SumAxes(g, axes, true);
+  return Op("Reshape", {summed, Int64s(ld)});
+}
+
+namespace {
+
+using G = GradContext;
+using V = std::vector<ir::Value*>;
+
+// The last two axes swapped (matrix transpose of a batch).
+ir::Value* SwapLast(G& c, ir::Value* v) {
+  size_t r = c.Dims(v).size();
+  std::vector<int64_t> perm(r);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[r - 1], perm[r - 2]);
+  return c.Op("Transpose", {v}, {GradAttr::Ints("perm", perm)});
+}
+
+// Reduction axes of a ReduceSum/ReduceMean node, normalized and sorted (all axes when empty).
+std::vector<int64_t> ReduceAxes(G& c) {
+  std::vector<int64_t> axes;
+  int64_t rank = int64_t(c.Dims(c.in(0)).size());
+  if (c.in(1) && c.in(1)->is_constant()) {
+    const ir::Tensor& t = *c.in(1)->data();
+    axes.resize(size_t(t.NumElements()));
+    if (!axes.empty()) std::memcpy(axes.data(), t.buffer().data(), axes.size() * 8);
+  } else {
+    axes = c.Ints("axes");
+  }
+  if (axes.empty()) {
+    axes.resize(size_t(rank));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+// g of a reduction, expanded back over the reduced axes to the input's shape.
+ir::Value* ExpandReduced(G& c, ir::Value* g, const std::vector<int64_t>& axes) {
+  std::vector<int64_t> in = c.Dims(c.in(0)), kept = in;
+  for (int64_t a : axes) kept[size_t(a)] = 1;
+  ir::Value* shaped = c.Dims(g) == kept ? g : c.Op("Reshape", {g, c.Int64s(kept)});
+  return c.Op("Expand", {shaped, c.Int64s(in)});
+}
+
+int64_t SoftmaxAxis(G& c) {
+  int64_t axis = c.Int("axis", -1);
+  return axis < 0 ? axis + int64_t(c.Dims(c.in(0)).size()) : axis;
+}
+
+// dA = g, dB = g (each unbroadcast)
+V AddGrad(G& c) { return {c.Unbroadcast(c.grad(0), c.in(0)), c.Unbroadcast(c.grad(0), c.in(1))}; }
+// dA = g, dB = -g
+V SubGrad(G& c) { return {c.Unbroadcast(c.grad(0), c.in(0)), c.wants(1) ? c.Unbroadcast(c.Op("Neg", {c.grad(0)}), c.in(1)) : nullptr}; }
+// dA = g*B, dB = g*A
+V MulGrad(G& c) {
+  return {c.wants(0) ? c.Unbroadcast(c.Op("Mul", {c.grad(0), c.in(1)}), c.in(0)) : nullptr,
+          c.wants(1) ? c.Unbroadcast(c.Op("Mul", {c.grad(0), c.in(0)}), c.in(1)) : nullptr};
+}
+// y = A/B: dA = g/B, dB = -g*y/B
+V DivGrad(G& c) {
+  return {c.wants(0) ? c.Unbroadcast(c.Op("Div", {c.grad(0), c.in(1)}), c.in(0)) : nullptr,
+          c.wants(1) ? c.Unbroadcast(c.Op("Neg", {c.Op("Div", {c.Op("Mul", {c.grad(0), c.out(0)}), c.in(1)})}), c.in(1)) : nullptr};
+}
+// y = A^B: dA = g*B*A^(B-1), dB = g*y*log(A)
+V PowGrad(G& c) {
+  ir::DType t = c.Dtype(c.in(0));
+  ir::Value* da = nullptr;
+  ir::Value* db = nullptr;
+  if (c.wants(0)) {
+    ir::Value* b = c.Dtype(c.in(1)) == t ? c.in(1) : c.Op("Cast", {c.in(1)}, {GradAttr::Int("to", int64_t(ir::DTypeToOnnx(t)))});
+    ir::Value* pw = c.Op("Pow", {c.in(0), c.Op("Sub", {b, c.Scalar(1.0, t)})});
+    da = c.Unbroadcast(c.Op("Mul", {c.Op("Mul", {c.grad(0), b}), pw}), c.in(0));
+  }
+  if (c.wants(1)) db = c.Unbroadcast(c.Op("Mul", {c.Op("Mul", {c.grad(0), c.out(0)}), c.Op("Log", {c.in(0)})}), c.in(1));
+  return {da, db};
+}
+V NegGrad(G& c) { return {c.Op("Neg", {c.grad(0)})}; }
+V IdentityGrad(G& c) { return {c.grad(0)}; }
+// dx = g * (x > 0)
+V ReluGrad(G& c) {
+  ir::DType t = c.Dtype(c.in(0));
+  ir::Value* mask = c.Op("Cast", {c.Op("Greater", {c.in(0), c.Scalar(0.0, t)})}, {GradAttr::Int("to", int64_t(ir::DTypeToOnnx(t)))});
+  return {c.Op("Mul", {c.grad(0), mask})};
+}
+// dx = g*y*(1-y)
+V SigmoidGrad(G& c) {
+  ir::Value* y = c.out(0);
+  return {c.Op("Mul", {c.Op("Mul", {c.grad(0), y}), c.Op("Sub", {c.Scalar(1.0, c.Dtype(y)), y})})};
+}
+// dx = g*(1-y^2)
+V TanhGrad(G& c) {
+  ir::Value* y = c.out(0);
+  return {c.Op("Mul", {c.grad(0), c.Op("Sub", {c.Scalar(1.0, c.Dtype(y)), c.Op("Mul", {y, y})})})};
+}
+// dx = g*y
+V ExpGrad(G& c) { return {c.Op("Mul", {c.grad(0), c.out(0)})}; }
+// dx = g/x
+V LogGrad(G& c) { return {c.Op("Div", {c.grad(0), c.in(0)})}; }
+// dx = g/(2y)
+V SqrtGrad(G& c) { return {c.Op("Div", {c.grad(0), c.Op("Mul", {c.out(0), c.Scalar(2.0, c.Dtype(c.out(0)))})})}; }
+// dx = g * 2/sqrt(pi) * exp(-x^2)
+V ErfGrad(G& c) {
+  ir::Value* x = c.in(0);
+  ir::Value* e = c.Op("Exp", {c.Op("Neg", {c.Op("Mul", {x, x})})});
+  return {c.Op("Mul", {c.Op("Mul", {c.grad(0), e}), c.Scalar(2.0 / std::sqrt(M_PI), c.Dtype(x))})};
+}
+// dx = g * sign(x)
+V AbsGrad(G& c) { return {c.Op("Mul", {c.grad(0), c.Op("Sign", {c.in(0)})})}; }
+// y = A@B (rank >= 2): dA = g@B^T, dB = A^T@g (batch dims unbroadcast)
+V MatMulGrad(G& c) {
+  return {c.wants(0) ? c.Unbroadcast(c.Op("MatMul", {c.grad(0), SwapLast(c, c.in(1))}), c.in(0)) : nullptr,
+          c.wants(1) ? c.Unbroadcast(c.Op("MatMul", {SwapLast(c, c.in(0)), c.grad(0)}), c.in(1)) : nullptr};
+}
+// y = alpha*A'B' + beta*C with A' = transA ? A^T : A: each gradient is a Gemm of g and the other
+// operand, with the transposes that make its shape that of the input.
+V GemmGrad(G& c) {
+  int64_t ta = c.Int("transA", 0), tb = c.Int("transB", 0);
+  GradAttr alpha = GradAttr::Float("alpha", c.Float("alpha", 1.0f));
+  auto gemm = [&](ir::Value* x, ir::Value* y, int64_t tx, int64_t ty) {
+    return c.Op("Gemm", {x, y}, {alpha, GradAttr::Int("transA", tx), GradAttr::Int("transB", ty)});
+  };
+  ir::Value* g = c.grad(0);
+  ir::Value *da = nullptr, *db = nullptr, *dc = nullptr;
+  if (c.wants(0)) da = ta ? gemm(c.in(1), g, tb, 1) : gemm(g, c.in(1), 0, tb ? 0 : 1);
+  if (c.wants(1)) db = tb ? gemm(g, c.in(0), 1, ta) : gemm(c.in(0), g, ta ? 0 : 1, 0);
+  if (c.wants(2) && c.in(2)) {
+    float beta = c.Float("beta", 1.0f);
+    ir::Value* scaled = beta == 1.0f ? g : c.Op("Mul", {g, c.Scalar(beta, c.Dtype(g))});
+    dc = c.Unbroadcast(scaled, c.in(2));
+  }
+  return {da, db, dc};
+}
+// Transpose(perm): dx = Transpose(g, inverse perm)
+V TransposeGrad(G& c) {
+  size_t r = c.Dims(c.in(0)).size();
+  std::vector<int64_t> perm = c.Ints("perm");
+  if (perm.empty())
+    for (size_t i = 0; i < r; ++i) perm.push_back(int64_t(r - 1 - i));
+  std::vector<int64_t> inverse(r);
+  for (size_t i = 0; i < r; ++i) inverse[size_t(perm[i])] = int64_t(i);
+  return {c.Op("Transpose", {c.grad(0)}, {GradAttr::Ints("perm", inverse)})};
+}
+// Reshape, Flatten, Squeeze, Unsqueeze: dx = g reshaped to x's shape
+V ReshapeGrad(G& c) { return {c.Op("Reshape", {c.grad(0), c.Int64s(c.Dims(c.in(0)))})}; }
+// ReduceSum: dx = g expanded over the reduced axes
+V ReduceSumGrad(G& c) { return {ExpandReduced(c, c.grad(0), ReduceAxes(c))}; }
+// ReduceMean: dx = g/n expanded over the reduced axes
+V ReduceMeanGrad(G& c) {
+  std::vector<int64_t> axes = ReduceAxes(c), in = c.Dims(c.in(0));
+  double n = 1;
+  for (int64_t a : axes) n *= double(in[size_t(a)]);
+  ir::Value* g = c.Op("Div", {c.grad(0), c.Scalar(n, c.Dtype(c.grad(0)))});
+  return {ExpandReduced(c, g, axes)};
+}
+// y = softmax(x): dx = y*(g - sum(g*y, axis))
+V SoftmaxGrad(G& c) {
+  ir::Value* y = c.out(0);
+  ir::Value* s = c.SumAxes(c.Op("Mul", {c.grad(0), y}), {SoftmaxAxis(c)}, true);
+  return {c.Op("Mul", {y, c.Op("Sub", {c.grad(0), s})})};
+}
+// y = logsoftmax(x): dx = g - exp(y)*sum(g, axis)
+V LogSoftmaxGrad(G& c) {
+  ir::Value* s = c.SumAxes(c.grad(0), {SoftmaxAxis(c)}, true);
+  return {c.Op("Sub", {c.grad(0), c.Op("Mul", {c.Op("Exp", {c.out(0)}), s})})};
+}
+// Cast: dx = g cast back to x's dtype (float inputs only)
+V CastGrad(G& c) {
+  if (!ir::IsFloat(c.Dtype(c.in(0)))) return {nullptr};
+  return {c.Op("Cast", {c.grad(0)}, {GradAttr::Int("to", int64_t(ir::DTypeToOnnx(c.Dtype(c.in(0)))))})};
+}
+// Where(cond, a, b): da = g where cond, db = g where not cond
+V WhereGrad(G& c) {
+  ir::Value* zero = c.Scalar(0.0, c.Dtype(c.grad(0)));
+  return {nullptr, c.wants(1) ? c.Unbroadcast(c.Op("Where", {c.in(0), c.grad(0), zero}), c.in(1)) : nullptr,
+          c.wants(2) ? c.Unbroadcast(c.Op("Where", {c.in(0), zero, c.grad(0)}), c.in(2)) : nullptr};
+}
+// Concat(axis): each input's slice of g
+V ConcatGrad(G& c) {
+  size_t r = c.Dims(c.out(0)).size();
+  int64_t axis = c.Int("axis", 0);
+  if (axis < 0) axis += int64_t(r);
+  V out;
+  int64_t start = 0;
+  for (size_t i = 0; i < c.node().inputs().size(); ++i) {
+    int64_t len = c.Dims(c.in(i))[size_t(axis)];
+    out.push_back(c.wants(i) ? c.Op("Slice", {c.grad(0), c.Int64s({start}), c.Int64s({start + len}), c.Int64s({axis})}) : nullptr);
+    start += len;
+  }
+  return out;
+}
+
+// SoftmaxCrossEntropyLoss(scores [N, C, d...], labels [N, d...], weights [C]?): with p = softmax
+// over axis 1, w_i the weight of sample i's class (1 without weights) times 0 where the label is
+// ignore_index: d scores = (p - onehot(label)) * w_i * g_i, divided by sum(w) for the mean.
+// A gradient of the optional log-probability output adds g_lp - p * sum(g_lp, axis 1).
+V SoftmaxCrossEntropyGrad(G& c) {
+  ir::Value* scores = c.in(0);
+  ir::DType t = c.Dtype(scores);
+  std::vector<int64_t> sd = c.Dims(scores);
+  ir::Value* labels = c.Dtype(c.in(1)) == ir::DType::kI64 ? c.in(1) : c.Op("Cast", {c.in(1)}, {GradAttr::Int("to", 7)});
+  ir::Value* p = c.Op("Softmax", {scores}, {GradAttr::Int("axis", 1)});
+  ir::Value* sample = nullptr;  // w_i, or nullptr for all ones
+  ir::Value* safe_labels = labels;
+  if (c.node().FindAttribute("ignore_index")) {
+    ir::Value* keep = c.Op("Not", {c.Op("Equal", {labels, c.Int64s({c.Int("ignore_index", -100)})})});
+    safe_labels = c.Op("Where", {keep, labels, c.Int64s({0})});
+    sample = c.Op("Cast", {keep}, {GradAttr::Int("to", int64_t(ir::DTypeToOnnx(t)))});
+  }
+  if (c.in(2)) {
+    ir::Value* w = c.Op("Gather", {c.in(2), safe_labels}, {GradAttr::Int("axis", 0)});
+    sample = sample ? c.Op("Mul", {sample, w}) : w;
+  }
+  std::vector<int64_t> ld = c.Dims(labels);
+  if (!sample) {
+    std::vector<double> ones(size_t(std::accumulate(ld.begin(), ld.end(), int64_t(1), std::multiplies<int64_t>())), 1.0);
+    sample = c.Op("Reshape", {c.Floats(ones, t), c.Int64s(ld)});
+  }
+  V out(c.node().inputs().size(), nullptr);
+  ir::Value* g = c.grad(0);
+  std::string reduction;
+  if (const ir::Attribute* a = c.node().FindAttribute("reduction")) reduction = a->s;
+  if (reduction.empty()) reduction = "mean";
+  ir::Value* coeff = c.Op("Mul", {sample, g});
+  if (reduction == "mean") coeff = c.Op("Div", {coeff, c.Op("ReduceSum", {sample}, {GradAttr::Int("keepdims", 0)})});
+  std::vector<int64_t> kept = ld;
+  kept.insert(kept.begin() + 1, 1);
+  ir::Value* onehot = c.Op("OneHot", {safe_labels, c.Int64s({sd[1]}), c.Floats({0.0, 1.0}, t)}, {GradAttr::Int("axis", 1)});
+  ir::Value* ds = c.Op("Mul", {c.Op("Sub", {p, onehot}), c.Op("Reshape", {coeff, c.Int64s(kept)})});
+  if (c.grad(1)) {
+    ir::Value* s = c.SumAxes(c.grad(1), {1}, true);
+    ds = c.Op("Add", {ds, c.Op("Sub", {c.grad(1), c.Op("Mul", {p, s})})});
+  }
+  out[0] = ds;
+  return out;
+}
+
+const std::vector<GradRule>& Rules() {
+  // Sorted by op type; opset ranges where the operator's form changed (axes as an input).
+  static const std::vector<GradRule> rules = {
+      {.op_type = "Abs", .fn = AbsGrad},
+      {.op_type = "Add", .fn = AddGrad},
+      {.op_type = "Cast", .fn = CastGrad},
+      {.op_type = "Concat", .min_opset = 4, .fn = ConcatGrad},
+      {.op_type = "Div", .fn = DivGrad},
+      {.op_type = "Erf", .fn = ErfGrad},
+      {.op_type = "Exp", .fn = ExpGrad},
+      {.op_type = "Flatten", .fn = ReshapeGrad},
+      {.op_type = "Gemm", .fn = GemmGrad},
+      {.op_type = "Identity", .fn = IdentityGrad},
+      {.op_type = "Log", .fn = LogGrad},
+      {.op_type = "LogSoftmax", .min_opset = 13, .fn = LogSoftmaxGrad},
+      {.op_type = "MatMul", .fn = MatMulGrad},
+      {.op_type = "Mul", .fn = MulGrad},
+      {.op_type = "Neg", .fn = NegGrad},
+      {.op_type = "Pow", .fn = PowGrad},
+      {.op_type = "ReduceMean", .fn = ReduceMeanGrad, .non_differentiable = {1}},
+      {.op_type = "ReduceSum", .fn = ReduceSumGrad, .non_differentiable = {1}},
+      {.op_type = "Relu", .fn = ReluGrad},
+      {.op_type = "Reshape", .min_opset = 5, .fn = ReshapeGrad, .non_differentiable = {1}},
+      {.op_type = "Sigmoid", .fn = SigmoidGrad},
+      {.op_type = "Softmax", .min_opset = 13, .fn = SoftmaxGrad},
+      {.op_type = "SoftmaxCrossEntropyLoss", .min_opset = 13, .fn = SoftmaxCrossEntropyGrad, .non_differentiable = {1, 2}},
+      {.op_type = "Sqrt", .fn = SqrtGrad},
+      {.op_type = "Squeeze", .fn = ReshapeGrad, .non_differentiable = {1}},
+      {.op_type = "Sub", .fn = SubGrad},
+      {.op_type = "Tanh", .fn = TanhGrad},
+      {.op_type = "Transpose", .fn = TransposeGrad},
+      {.op_type = "Unsqueeze", .fn = ReshapeGrad, .non_differentiable = {1}},
+      {.op_type = "Where", .fn = WhereGrad, .non_differentiable = {0}},
+  };
+  return rules;
+}
+
+}  // namespace
+
+const GradRule* FindGradRule(const std::string& op_type, int64_t opset) {
+  for (const GradRule& r : Rules())
+    if (r.op_type == op_type && opset >= r.min_opset && opset <= r.max_opset) return &r;
+  return nullptr;
+}
+
+std::vector<std::string> GradOps() {
+  std::vector<std::string> ops;
+  for (const GradRule& r : Rules())
+    if (ops.empty() || ops.back() != r.op_type) ops.push_back(r.op_type);
+  return ops;
+}
+
+}  // namespace precis::ops
