@@ -1,4 +1,4 @@
-// The pass registry and the pipeline driver: every built-in
+// The pass registry, the pipeline driver and the compile driver's use of them: every built-in
 // name is unique and listed in order; passes report "changed" truthfully (no-change cases
 // included); a pass that breaks an invariant is named by the verifier's error; the per-pass
 // records and the print-after callback see every pass.
@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "compiler/driver/compile.h"
 #include "compiler/ir/text.h"
 #include "compiler/ir/verifier.h"
 #include "passes/pass_pipeline.h"
@@ -177,6 +178,20 @@ TEST(PassPipeline, RecordsAndCallbackSeeEveryPass) {
   EXPECT_FALSE(records[1].changed);
   EXPECT_FALSE(records[2].changed);
   for (const PassRecord& r : records) EXPECT_GE(r.ms, 0) << r.name;
+}
+
+TEST(CompileDriver, VerifiesEveryPassAndTimesIt) {
+  auto model = Parse();
+  driver::CompileOptions options;
+  options.precision = "fp16";
+  options.verify_passes = true;
+  auto result = driver::Compile(*model, options);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  std::vector<std::string> phases;
+  for (const auto& [name, ms] : result->phase_ms) phases.push_back(name);
+  for (const char* pass : {"specialize-inputs", "inline-if", "infer", "fold-batchnorm", "dce", "patterns", "precision", "fold-casts", "fuse-casts"})
+    EXPECT_NE(std::find(phases.begin(), phases.end(), pass), phases.end()) << pass;
+  EXPECT_GT(result->precision.low_nodes, 0);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "compiler/onnx/importer.h"
-#include "passes/pipeline.h"
+#include "compiler/driver/compile.h"
 #include "runtime/base/hash.h"
 #include "runtime/base/mapped_file.h"
 #include "tools/precis/calibrate.h"
@@ -26,15 +26,15 @@ constexpr const char* kCompileUsage =
 
 }  // namespace
 
-StatusOr<passes::CompileResult> CompileModelFile(const std::string& path, const passes::CompileOptions& base) {
-  passes::CompileOptions options = base;
+StatusOr<driver::CompileResult> CompileModelFile(const std::string& path, const driver::CompileOptions& base) {
+  driver::CompileOptions options = base;
   auto start = std::chrono::steady_clock::now();
   PRECIS_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
   options.source_hash = HashBytes(file->data(), file->size());
   PRECIS_ASSIGN_OR_RETURN(auto model, onnx::ImportModelFile(path));
   if (options.model_name.empty()) options.model_name = path;
   auto import_done = std::chrono::steady_clock::now();
-  auto result = passes::Compile(*model, options);
+  auto result = driver::Compile(*model, options);
   if (!result.ok()) return result.status().WithContext(path);
   result->phase_ms.insert(result->phase_ms.begin(), {"import", std::chrono::duration<double, std::milli>(import_done - start).count()});
   return result;
@@ -44,7 +44,7 @@ int CompileCommand(const std::vector<std::string>& args) {
   std::string model, out, report_file, calibrate;
   bool quiet = false, report_text = false;
   double error_budget = 0;
-  passes::CompileOptions options;
+  driver::CompileOptions options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
