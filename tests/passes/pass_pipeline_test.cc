@@ -180,6 +180,22 @@ TEST(PassPipeline, RecordsAndCallbackSeeEveryPass) {
   for (const PassRecord& r : records) EXPECT_GE(r.ms, 0) << r.name;
 }
 
+TEST(PassPipeline, VerificationByDefaultInDebugBuildsOrWhenTheEnvironmentAsks) {
+#ifdef NDEBUG
+  constexpr bool kDebug = false;
+#else
+  constexpr bool kDebug = true;
+#endif
+  const char* saved = std::getenv("PRECIS_VERIFY_PASSES");
+  std::string restore = saved ? saved : "";
+  setenv("PRECIS_VERIFY_PASSES", "1", 1);
+  EXPECT_TRUE(VerifyPassesByDefault());
+  setenv("PRECIS_VERIFY_PASSES", "0", 1);
+  EXPECT_EQ(VerifyPassesByDefault(), kDebug);
+  if (saved) setenv("PRECIS_VERIFY_PASSES", restore.c_str(), 1);
+  else unsetenv("PRECIS_VERIFY_PASSES");
+}
+
 TEST(CompileDriver, VerifiesEveryPassAndTimesIt) {
   auto model = Parse();
   driver::CompileOptions options;

@@ -141,6 +141,8 @@ elif [ "$(grep -c '^graph "g"' "$tmp/opt_print_after_all.out")" -ne 5 ]; then
 else
   echo "ok   opt_print_after_all"
 fi
+run compile_verify_passes compile "$relu" -o "$tmp/verify.plan" --precision fp16 --verify-passes --shape x=3x4x5 --quiet
+if [ "$rc" -ne 0 ]; then fail "compile_verify_passes: exit $rc: $(head -c 300 "$tmp/compile_verify_passes.err")"; else echo "ok   compile_verify_passes"; fi
 
 expect_usage_error bad_device "unknown device" run "$relu" --device gpu --random --shape x=3x4x5
 expect_usage_error bad_device_id "cuda:N" run "$relu" --device cuda:x --random --shape x=3x4x5

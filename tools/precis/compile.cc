@@ -22,7 +22,8 @@ constexpr const char* kCompileUsage =
     "                      [--report FILE.json] [--report-text]\n"
     "                      [--calibrate random:N|DIR|FILE.npz] [--overflow-limit X] [--error-budget X]\n"
     "                      [--keep-fp32 OP[,OP]] [--keep-fp32-nodes REGEX] [--force-low REGEX]\n"
-    "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--no-fold-batchnorm] [--quiet]\n";
+    "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--no-fold-batchnorm] [--quiet]\n"
+    "                      [--verify-passes] (verify the IR after every pass; also PRECIS_VERIFY_PASSES=1)\n";
 
 }  // namespace
 
@@ -104,6 +105,8 @@ int CompileCommand(const std::vector<std::string>& args) {
       options.precision_options.keep_io_types = a == "--keep-io-types";
     } else if (a == "--no-fold") {
       options.fold_constants = false;
+    } else if (a == "--verify-passes") {
+      options.verify_passes = true;
     } else if (a == "--quiet") {
       quiet = true;
     } else if (a == "--help" || a == "-h") {
