@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "compiler/ir/precision_reason.h"
 #include "passes/match.h"
 
 namespace precis::passes {
@@ -226,8 +227,8 @@ LayoutStats ChooseLayout(ir::Graph& g) {
   }
   if (region.empty()) return stats;
 
-  const ir::PrecisionRecord entry_record{ir::DType::kUndefined, "layout", "NCHW -> NHWC into a tensor-core convolution region"};
-  const ir::PrecisionRecord exit_record{ir::DType::kUndefined, "layout", "NHWC -> NCHW out of a tensor-core convolution region"};
+  const ir::PrecisionRecord entry_record{ir::DType::kUndefined, std::string(ir::ReasonName(ir::Reason::kLayout)), "NCHW -> NHWC into a tensor-core convolution region"};
+  const ir::PrecisionRecord exit_record{ir::DType::kUndefined, std::string(ir::ReasonName(ir::Reason::kLayout)), "NHWC -> NCHW out of a tensor-core convolution region"};
   // A layout change: a Transpose, or a Reshape (which the planner runs in place) where the
   // permutation moves no data.
   auto change = [&](Value* from, Value* to, const int (&perm)[4], const std::string& name) -> Node* {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 
+#include "compiler/ir/precision_reason.h"
 #include "passes/match.h"
 
 namespace precis::passes {
@@ -152,7 +153,7 @@ void RewriteBias(ir::Graph& g, const BiasMatch& match) {
     bias = g.AddConstant(FreshName(g, bias->name() + ".row"), ir::Tensor(bias->data()->dtype(), {n}, bias->data()->buffer()));
 
   std::vector<Node*> added;
-  ir::PrecisionRecord view{ir::DType::kUndefined, "fusion", "2-D view for the fused Gemm '" + m->name() + "'"};
+  ir::PrecisionRecord view{ir::DType::kUndefined, std::string(ir::ReasonName(ir::Reason::kFusion)), "2-D view for the fused Gemm '" + m->name() + "'"};
   if (m->precision().empty()) view = {};
   std::vector<ir::Attribute> attrs;
   if (match.act) attrs.push_back(StringAttr("activation", match.act->name));

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiler/ir/precision_reason.h"
 #include "compiler/ops/op_registry.h"
 #include "passes/match.h"
 #include "runtime/base/half_array.h"
@@ -27,8 +28,9 @@ struct NodeState {
   Run run = Run::kUndecided;
   bool out_f32 = false;   // a low compute node that writes FP32 directly
   bool has_fp32 = false;  // the node reads or writes an FP32 tensor
-  std::string reason, evidence;
-  std::string pattern;    // the recognized operation this node belongs to, if any
+  std::optional<ir::Reason> reason;
+  std::string evidence;
+  std::optional<ir::Reason> pattern;    // the recognized operation this node belongs to, if any
 };
 
 bool IsFp32(const ir::Value* v) { return v && v->type().is_tensor() && v->type().dtype() == ir::DType::kF32; }
@@ -46,10 +48,11 @@ std::vector<ir::Attribute> CastTo(ir::DType dtype) {
 }
 
 // Pattern reasons set by RecognizePatterns and the class they impose on the nodes they mark.
-std::optional<PrecisionClass> PatternClass(const std::string& reason) {
-  if (reason == "layernorm-pattern" || reason == "rmsnorm-pattern" || reason == "cross-entropy-pattern")
+std::optional<PrecisionClass> PatternClass(std::optional<ir::Reason> reason) {
+  using ir::Reason;
+  if (reason == Reason::kLayerNormPattern || reason == Reason::kRmsNormPattern || reason == Reason::kCrossEntropyPattern)
     return PrecisionClass::kKeepFp32;
-  if (reason == "gelu-pattern") return PrecisionClass::kFollow;
+  if (reason == Reason::kGeluPattern) return PrecisionClass::kFollow;
   return std::nullopt;
 }
 
@@ -137,22 +140,22 @@ Status Painter::Classify() {
     for (const auto& a : n->attributes()) subgraph |= !a.graphs.empty();
     s.cls = def && !subgraph ? def->precision : PrecisionClass::kUnclassified;
     s.low_inputs = def ? def->low_inputs : -1;
-    std::string pattern = n->precision().reason;
+    std::optional<ir::Reason> pattern = ir::ParseReason(n->precision().reason);
     if (auto c = PatternClass(pattern)) s.cls = *c;
     if (!s.has_fp32) {
       s.run = Run::kF32;
-      s.reason = "no-fp32-tensors";
+      s.reason = ir::Reason::kNoFp32Tensors;
       continue;
     }
     switch (s.cls) {
-      case PrecisionClass::kCompute: s.run = Run::kLow, s.reason = "compute-op"; break;
-      case PrecisionClass::kKeepFp32: s.run = Run::kF32, s.reason = "keep-fp32-policy"; break;
-      case PrecisionClass::kUntouched: s.run = Run::kF32, s.reason = "untouched-op"; break;
-      case PrecisionClass::kUnclassified: s.run = Run::kF32, s.reason = "unsupported-low-precision"; break;
+      case PrecisionClass::kCompute: s.run = Run::kLow, s.reason = ir::Reason::kComputeOp; break;
+      case PrecisionClass::kKeepFp32: s.run = Run::kF32, s.reason = ir::Reason::kKeepFp32Policy; break;
+      case PrecisionClass::kUntouched: s.run = Run::kF32, s.reason = ir::Reason::kUntouchedOp; break;
+      case PrecisionClass::kUnclassified: s.run = Run::kF32, s.reason = ir::Reason::kUnsupportedLowPrecision; break;
       default: break;
     }
     if (PatternClass(pattern)) s.reason = pattern;
-    s.pattern = PatternClass(pattern) ? pattern : "";
+    s.pattern = PatternClass(pattern) ? pattern : std::nullopt;
     if (!n->precision().evidence.empty()) s.evidence = n->precision().evidence;
     // Calibration: a node reading or writing a tensor beyond the low format's range stays FP32.
     for (const auto* list : {&n->inputs(), &n->outputs()})
@@ -161,20 +164,20 @@ Status Painter::Classify() {
         auto it = o_.ranges.find(v->name());
         if (it == o_.ranges.end() || !(it->second > limit) || s.cls == PrecisionClass::kUntouched) continue;
         s.run = Run::kF32;
-        s.reason = "range-overflow";
+        s.reason = ir::Reason::kRangeOverflow;
         s.evidence = "max |" + v->name() + "| = " + Short(it->second) + " > " + Short(limit);
       }
     if (auto it = o_.over_budget.find(n->name()); it != o_.over_budget.end() && !n->name().empty())
-      s.run = Run::kF32, s.reason = "error-budget", s.evidence = it->second;
+      s.run = Run::kF32, s.reason = ir::Reason::kErrorBudget, s.evidence = it->second;
     bool kept = o_.keep_fp32_ops.count(n->op_type()) || (keep && std::regex_search(n->name(), *keep));
     bool forced = force && std::regex_search(n->name(), *force);
     if (kept && forced) return InvalidArgument(n->Describe() + ": both kept in FP32 and forced low by the overrides");
-    if (kept) s.run = Run::kF32, s.reason = "user-override", s.evidence = "kept in FP32 by --keep-fp32/--keep-fp32-nodes";
+    if (kept) s.run = Run::kF32, s.reason = ir::Reason::kUserOverride, s.evidence = "kept in FP32 by --keep-fp32/--keep-fp32-nodes";
     if (forced) {
       if (s.cls == PrecisionClass::kUntouched || s.cls == PrecisionClass::kUnclassified)
         return InvalidArgument(n->Describe() + ": --force-low matches it, but a " + ops::PrecisionClassName(s.cls) +
                                " operator cannot run in 16 bits");
-      s.run = Run::kLow, s.reason = "user-override", s.evidence = "forced low by --force-low";
+      s.run = Run::kLow, s.reason = ir::Reason::kUserOverride, s.evidence = "forced low by --force-low";
     }
   }
   return Status::Ok();
@@ -202,11 +205,11 @@ void Painter::PaintBackward() {
     if (strict) {
       bool softmax = strict->op_type() == "Softmax" || strict->op_type() == "LogSoftmax";
       s.run = Run::kF32;
-      s.reason = softmax ? "softmax-input" : "keep-fp32-consumer";
+      s.reason = softmax ? ir::Reason::kSoftmaxInput : ir::Reason::kKeepFp32Consumer;
       s.evidence = "feeds " + strict->Describe();
     } else if (any_use && all_need) {
       s.run = Run::kF32;
-      s.reason = "fp32-consumers";
+      s.reason = ir::Reason::kFp32Consumers;
       s.evidence = "every consumer needs FP32";
     }
   }
@@ -233,7 +236,7 @@ void Painter::DecideComputeOutputs() {
       s.out_f32 = true;
       std::string why = strict ? "feeds " + strict->Describe() : "every consumer needs FP32";
       s.evidence = (s.evidence.empty() ? "" : s.evidence + "; ") + "writes FP32 directly: " + why;
-      if (strict && (strict->op_type() == "Softmax" || strict->op_type() == "LogSoftmax")) s.reason = "softmax-input";
+      if (strict && (strict->op_type() == "Softmax" || strict->op_type() == "LogSoftmax")) s.reason = ir::Reason::kSoftmaxInput;
     }
   }
 }
@@ -259,11 +262,11 @@ void Painter::PaintForward() {
       if (!stored_low(v) && !fp32_input) fp32_input = v;
     }
     if (!any) {
-      s.run = Run::kF32, s.reason = "constant-inputs";
+      s.run = Run::kF32, s.reason = ir::Reason::kConstantInputs;
     } else if (fp32_input) {
-      s.run = Run::kF32, s.reason = "fp32-input", s.evidence = "input '" + fp32_input->name() + "' is FP32";
+      s.run = Run::kF32, s.reason = ir::Reason::kFp32Input, s.evidence = "input '" + fp32_input->name() + "' is FP32";
     } else {
-      s.run = Run::kLow, s.reason = s.pattern.empty() ? "follows-input" : s.pattern;
+      s.run = Run::kLow, s.reason = s.pattern ? *s.pattern : ir::Reason::kFollowsInput;
     }
   }
 }
@@ -273,7 +276,7 @@ std::string Painter::FreshName(const std::string& base) { return match::FreshNam
 // A Cast node from -> to (to's type says the target dtype), recorded as an inserted cast.
 void Painter::AddCast(ir::Value* from, ir::Value* to, const char* evidence) {
   ir::Node* cast = g_.AddNode("", "Cast", FreshName(to->name() + ".cast"), {from}, {to}, CastTo(to->type().dtype()));
-  cast->mutable_precision() = {ir::DType::kUndefined, "cast", evidence};
+  cast->mutable_precision() = {ir::DType::kUndefined, std::string(ir::ReasonName(ir::Reason::kCast)), evidence};
   ++stats_.casts_inserted;
 }
 
@@ -326,7 +329,7 @@ StatusOr<PrecisionStats> Painter::Rewrite() {
   for (ir::Node* n : original) {
     NodeState& s = S(n);
     bool computes = s.cls == PrecisionClass::kCompute || s.cls == PrecisionClass::kFollow || s.cls == PrecisionClass::kKeepFp32;
-    n->mutable_precision() = {computes && s.has_fp32 ? ir::DType::kF32 : ir::DType::kUndefined, s.reason, s.evidence};
+    n->mutable_precision() = {computes && s.has_fp32 ? ir::DType::kF32 : ir::DType::kUndefined, s.reason ? std::string(ir::ReasonName(*s.reason)) : "", s.evidence};
     if (!s.has_fp32) continue;
     if (s.run == Run::kLow) ++stats_.low_nodes;
     else ++stats_.fp32_nodes;

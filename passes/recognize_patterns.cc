@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 
+#include "compiler/ir/precision_reason.h"
 #include "passes/match.h"
 
 namespace precis::passes {
@@ -55,7 +56,8 @@ std::optional<RootMeanSquare> MatchRootMeanSquare(Node* sqrt) {
 
 struct Match {
   std::vector<Node*> nodes;
-  std::string reason, evidence;
+  ir::Reason reason;
+  std::string evidence;
 };
 
 // Div(d, Sqrt(ReduceMean((x - ReduceMean(x))^2) + eps)) with d = x - ReduceMean(x).
@@ -67,7 +69,7 @@ std::optional<Match> MatchLayerNorm(Node* div) {
   if (!Is(sub, "Sub") || InV(div, 0) != rms->squared) return std::nullopt;
   Node* mean = In(sub, 1);
   if (!Is(mean, "ReduceMean") || InV(mean, 0) != InV(sub, 0)) return std::nullopt;
-  Match m{rms->nodes, "layernorm-pattern", "decomposed LayerNorm of '" + InV(sub, 0)->name() + "'"};
+  Match m{rms->nodes, ir::Reason::kLayerNormPattern, "decomposed LayerNorm of '" + InV(sub, 0)->name() + "'"};
   m.nodes.insert(m.nodes.end(), {div, sub, mean});
   return m;
 }
@@ -77,7 +79,7 @@ std::optional<Match> MatchRmsNorm(Node* sqrt) {
   auto rms = MatchRootMeanSquare(sqrt);
   if (!rms || sqrt->outputs().size() != 1 || sqrt->outputs()[0]->uses().size() != 1) return std::nullopt;
   Node* user = sqrt->outputs()[0]->uses()[0].node;
-  Match m{rms->nodes, "rmsnorm-pattern", "decomposed RMSNorm of '" + rms->squared->name() + "'"};
+  Match m{rms->nodes, ir::Reason::kRmsNormPattern, "decomposed RMSNorm of '" + rms->squared->name() + "'"};
   if (Is(In(rms->nodes.back(), 0), "Sub")) return std::nullopt;  // centered: a LayerNorm
   if (Is(user, "Div") && InV(user, 0) == rms->squared) {
     m.nodes.push_back(user);
@@ -106,7 +108,7 @@ std::optional<Match> MatchErfGelu(Node* erf) {
   if (!Is(add, "Add") || !Near(Scalar(Other(add, erf->outputs()[0])), 1.0)) return std::nullopt;
   Node* m1 = OnlyUser(add);
   if (!Is(m1, "Mul")) return std::nullopt;
-  Match m{{scale, erf, add, m1}, "gelu-pattern", "Erf-based GELU of '" + x->name() + "'"};
+  Match m{{scale, erf, add, m1}, ir::Reason::kGeluPattern, "Erf-based GELU of '" + x->name() + "'"};
   Value* other = Other(m1, add->outputs()[0]);
   if (other == x) {  // (x * (1 + erf)) * 0.5
     Node* half = OnlyUser(m1);
@@ -136,7 +138,7 @@ std::optional<Match> MatchTanhGelu(Node* tanh) {
     Node* cube = In(mul, 0);
     if (!Is(cube, "Pow")) cube = In(mul, 1);
     if (!Is(cube, "Pow") || InV(cube, 0) != x || !Near(Scalar(InV(cube, 1)), 3.0)) continue;
-    return Match{{cube, mul, add, scale, tanh}, "gelu-pattern", "Tanh-based GELU of '" + x->name() + "'"};
+    return Match{{cube, mul, add, scale, tanh}, ir::Reason::kGeluPattern, "Tanh-based GELU of '" + x->name() + "'"};
   }
   return std::nullopt;
 }
@@ -156,7 +158,7 @@ std::optional<Match> MatchCrossEntropy(Node* n) {
     user = OnlyUser(user);
   }
   if (!picked) return std::nullopt;
-  return Match{nodes, "cross-entropy-pattern", "softmax cross-entropy"};
+  return Match{nodes, ir::Reason::kCrossEntropyPattern, "softmax cross-entropy"};
 }
 
 // MatMul -> [Div|Mul by a scalar] -> [Add mask] -> Softmax -> MatMul, anchored at Softmax.
@@ -170,7 +172,7 @@ std::optional<Match> MatchAttention(Node* softmax) {
   if (Is(p, "Div") || Is(p, "Mul")) nodes.push_back(p), p = In(p, 0);
   if (!Is(p, "MatMul")) return std::nullopt;
   nodes.push_back(p);
-  return Match{nodes, "attention-pattern", "attention (scores of " + softmax->Describe() + ")"};
+  return Match{nodes, ir::Reason::kAttentionPattern, "attention (scores of " + softmax->Describe() + ")"};
 }
 
 }  // namespace
@@ -185,8 +187,8 @@ int RecognizePatterns(ir::Graph& graph) {
   for (const Match& m : found)
     for (Node* n : m.nodes) {
       ir::PrecisionRecord& r = n->mutable_precision();
-      if (!r.reason.empty() && r.reason != "attention-pattern") continue;  // a stronger pattern already holds it
-      r.reason = m.reason;
+      if (!r.reason.empty() && ir::ParseReason(r.reason) != ir::Reason::kAttentionPattern) continue;  // a stronger pattern already holds it
+      r.reason = ir::ReasonName(m.reason);
       r.evidence = m.evidence;
     }
   return int(found.size());

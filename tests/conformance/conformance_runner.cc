@@ -34,7 +34,7 @@
 
 #include "compiler/ir/text.h"
 #include "compiler/onnx/importer.h"
-#include "passes/pipeline.h"
+#include "compiler/driver/compile.h"
 #include "precis/session.h"
 #include "runtime/base/half.h"
 #include "tools/precis/tensor_io.h"
@@ -142,7 +142,7 @@ Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs
   const auto& graph_inputs = (*model)->graph->inputs();
   if (graph_inputs.size() != inputs.size())
     return {Outcome::kError, "test has " + std::to_string(inputs.size()) + " inputs, model " + std::to_string(graph_inputs.size())};
-  passes::CompileOptions options;
+  driver::CompileOptions options;
   options.precision = g_precision;
   if (!g_export.empty()) options.target = "cuda";
   std::set<std::string> op_types;
@@ -167,7 +167,7 @@ Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs
   }
   std::vector<std::string> output_names;
   for (const auto* v : (*model)->graph->outputs()) output_names.push_back(v->name());
-  auto compiled = passes::Compile(**model, options);
+  auto compiled = driver::Compile(**model, options);
   if (!compiled.ok())
     return {compiled.status().code() == StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kError, compiled.status().ToString()};
   auto session = Session::FromBuffer(compiled->plan.bytes.data(), compiled->plan.bytes.size());

@@ -19,7 +19,7 @@
 
 #include "compiler/ir/text.h"
 #include "passes/infer_shapes.h"
-#include "passes/pipeline.h"
+#include "compiler/driver/compile.h"
 #include "precis/session.h"
 #include "runtime/base/half.h"
 
@@ -123,9 +123,9 @@ std::string ModelText(int opset, const std::vector<std::pair<std::string, Tensor
   return text + "}\n";
 }
 
-StatusOr<passes::CompileResult> CompileText(const std::string& text) {
+StatusOr<driver::CompileResult> CompileText(const std::string& text) {
   PRECIS_ASSIGN_OR_RETURN(auto model, ir::ParseModel(text));
-  return passes::Compile(*model, passes::CompileOptions());
+  return driver::Compile(*model, driver::CompileOptions());
 }
 
 // Compiles and runs; `inputs` are graph inputs (so nothing folds unless the body has constants).

@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/ir/text.h"
-#include "passes/pipeline.h"
+#include "compiler/driver/compile.h"
 #include "precis/session.h"
 #include "runtime/base/half.h"
 #include "runtime/cpu/step_adapters.h"
@@ -54,7 +54,7 @@ std::vector<double> Round(bool half, std::vector<double> v) {
 }
 
 struct Compiled {
-  passes::CompileResult result;
+  driver::CompileResult result;
   std::vector<double> output;
   std::vector<int64_t> dims;
 };
@@ -66,12 +66,12 @@ Compiled CompileAndRun(const std::string& text, const std::string& precision, co
   auto model = ir::ParseModel(text);
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   if (!model.ok()) return c;
-  passes::CompileOptions options;
+  driver::CompileOptions options;
   options.precision = precision;
   options.target = target;
   options.fuse_epilogues = fuse;
   options.layout = layout;
-  auto compiled = passes::Compile(**model, options);
+  auto compiled = driver::Compile(**model, options);
   EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
   if (!compiled.ok()) return c;
   c.result = std::move(*compiled);

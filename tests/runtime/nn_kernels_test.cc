@@ -17,7 +17,7 @@
 
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
-#include "passes/pipeline.h"
+#include "compiler/driver/compile.h"
 #include "precis/session.h"
 #include "runtime/base/half.h"
 
@@ -108,8 +108,8 @@ std::vector<Output> RunNode(const std::string& node, const std::vector<Input>& i
   auto model = ir::ParseModel(text);
   EXPECT_TRUE(model.ok()) << model.status().ToString() << "\n" << text;
   if (!model.ok()) return {};
-  passes::CompileOptions options;
-  auto compiled = passes::Compile(**model, options);
+  driver::CompileOptions options;
+  auto compiled = driver::Compile(**model, options);
   EXPECT_TRUE(compiled.ok()) << compiled.status().ToString() << "\n" << text;
   if (!compiled.ok()) return {};
   SessionOptions session_options;

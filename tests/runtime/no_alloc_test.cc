@@ -12,7 +12,7 @@
 
 #include "compiler/ir/text.h"
 #include "compiler/onnx/importer.h"
-#include "passes/pipeline.h"
+#include "compiler/driver/compile.h"
 #include "precis/session.h"
 
 extern "C" {
@@ -89,10 +89,10 @@ long AllocationsDuringRuns(const std::vector<uint8_t>& plan, int threads, bool r
 std::vector<uint8_t> CompileExample(const std::string& precision) {
   auto model = onnx::ImportModelFile(std::string(PRECIS_SOURCE_DIR) + "/examples/tiny_convnet.onnx");
   EXPECT_TRUE(model.ok());
-  passes::CompileOptions options;
+  driver::CompileOptions options;
   options.shapes["image"] = {2, 3, 32, 32};
   options.precision = precision;
-  auto compiled = passes::Compile(**model, options);
+  auto compiled = driver::Compile(**model, options);
   EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
   return compiled.ok() ? compiled->plan.bytes : std::vector<uint8_t>{};
 }
@@ -116,9 +116,9 @@ graph "attention" {
 std::vector<uint8_t> CompileAttention(const std::string& precision) {
   auto model = ir::ParseModel(kAttention);
   EXPECT_TRUE(model.ok()) << model.status().ToString();
-  passes::CompileOptions options;
+  driver::CompileOptions options;
   options.precision = precision;
-  auto compiled = passes::Compile(**model, options);
+  auto compiled = driver::Compile(**model, options);
   EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
   return compiled.ok() ? compiled->plan.bytes : std::vector<uint8_t>{};
 }

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/ir/text.h"
-#include "passes/pipeline.h"
+#include "compiler/driver/compile.h"
 #include "precis/session.h"
 #include "runtime/base/hash.h"
 #include "runtime/plan/plan_format.h"
@@ -32,9 +32,9 @@ graph "mlp" {
 std::vector<uint8_t> CompilePlan(int64_t batch = 2) {
   auto model = ir::ParseModel(kModel);
   EXPECT_TRUE(model.ok()) << model.status().ToString();
-  passes::CompileOptions options;
+  driver::CompileOptions options;
   options.shapes["x"] = {batch, 3};
-  auto result = passes::Compile(**model, options);
+  auto result = driver::Compile(**model, options);
   EXPECT_TRUE(result.ok()) << result.status().ToString();
   return result->plan.bytes;
 }

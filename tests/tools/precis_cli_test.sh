@@ -114,6 +114,36 @@ printf 'graph "x" {\n' >"$tmp/bad.pir"
 expect_usage_error opt_bad_text "bad.pir" opt "$tmp/bad.pir" --passes precision
 expect_usage_error opt_unknown_pass "nopass" opt "$tmp/bad.pir" --passes nopass
 
+# opt's passes come from the registry: an unknown one is refused with the list of known ones, and
+# --print-after-all prints one "// after NAME" block per pass, in order.
+expect_usage_error opt_nosuchpass "nosuchpass" opt "$tmp/bad.pir" --passes nosuchpass
+for known in dce fold-batchnorm fold-casts fuse-casts fuse-epilogues infer inline-if layout patterns precision specialize-inputs; do
+  if ! grep -qw -- "$known" <(head -n 1 "$tmp/opt_nosuchpass.err"); then fail "opt_nosuchpass: does not list '$known': $(head -n 1 "$tmp/opt_nosuchpass.err")"; fi
+done
+cat >"$tmp/good.pir" <<'PIR'
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "g" {
+  input %x: f32[2,3]
+  const %w: f32[3,3] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+  %h = MatMul(%x, %w)
+  %r = Relu(%h)
+  output %r
+}
+PIR
+run opt_print_after_all opt "$tmp/good.pir" --passes infer,patterns,precision,fold-casts,dce --print-after-all
+blocks=$(grep '^// after ' "$tmp/opt_print_after_all.out" | tr '\n' ' ')
+if [ "$rc" -ne 0 ]; then
+  fail "opt_print_after_all: exit $rc: $(head -c 300 "$tmp/opt_print_after_all.err")"
+elif [ "$blocks" != "// after infer // after patterns // after precision // after fold-casts // after dce " ]; then
+  fail "opt_print_after_all: expected one block per pass, got '$blocks'"
+elif [ "$(grep -c '^graph "g"' "$tmp/opt_print_after_all.out")" -ne 5 ]; then
+  fail "opt_print_after_all: expected the IR after each of the 5 passes"
+else
+  echo "ok   opt_print_after_all"
+fi
+run compile_verify_passes compile "$relu" -o "$tmp/verify.plan" --precision fp16 --verify-passes --shape x=3x4x5 --quiet
+if [ "$rc" -ne 0 ]; then fail "compile_verify_passes: exit $rc: $(head -c 300 "$tmp/compile_verify_passes.err")"; else echo "ok   compile_verify_passes"; fi
+
 expect_usage_error bad_device "unknown device" run "$relu" --device gpu --random --shape x=3x4x5
 expect_usage_error bad_device_id "cuda:N" run "$relu" --device cuda:x --random --shape x=3x4x5
 expect_usage_error compile_bad_device "--device" compile "$relu" -o "$tmp/x.plan" --device tpu --shape x=3x4x5

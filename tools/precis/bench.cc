@@ -56,7 +56,7 @@ int BenchCommand(const std::vector<std::string>& args) {
   bool json = false;
   SessionOptions session_options;
   session_options.synthetic_weights = true;  // benchmark plans may be compiled with --strip-weights
-  passes::CompileOptions compile_options;
+  driver::CompileOptions compile_options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };

@@ -154,10 +154,10 @@ Status SetSampleInputs(Session& session, const Sample& sample, size_t index) {
 
 }  // namespace
 
-StatusOr<Calibration> Calibrate(const std::string& model_path, const passes::CompileOptions& options, const std::string& source) {
-  passes::CompileOptions fp32 = options;
+StatusOr<Calibration> Calibrate(const std::string& model_path, const driver::CompileOptions& options, const std::string& source) {
+  driver::CompileOptions fp32 = options;
   fp32.precision = "fp32";
-  PRECIS_ASSIGN_OR_RETURN(passes::CompileResult compiled, CompileModelFile(model_path, fp32));
+  PRECIS_ASSIGN_OR_RETURN(driver::CompileResult compiled, CompileModelFile(model_path, fp32));
   PRECIS_ASSIGN_OR_RETURN(auto session, Session::FromBuffer(compiled.plan.bytes.data(), compiled.plan.bytes.size()));
   PRECIS_ASSIGN_OR_RETURN(std::vector<Sample> samples, LoadSamples(source, *session));
   Calibration cal;
@@ -182,12 +182,12 @@ StatusOr<Calibration> Calibrate(const std::string& model_path, const passes::Com
   return cal;
 }
 
-StatusOr<std::map<std::string, std::string>> MeasureErrorBudget(const std::string& model_path, const passes::CompileOptions& options,
+StatusOr<std::map<std::string, std::string>> MeasureErrorBudget(const std::string& model_path, const driver::CompileOptions& options,
                                                                  const std::string& source, double budget) {
-  passes::CompileOptions fp32 = options;
+  driver::CompileOptions fp32 = options;
   fp32.precision = "fp32";
-  PRECIS_ASSIGN_OR_RETURN(passes::CompileResult ref_plan, CompileModelFile(model_path, fp32));
-  PRECIS_ASSIGN_OR_RETURN(passes::CompileResult mixed_plan, CompileModelFile(model_path, options));
+  PRECIS_ASSIGN_OR_RETURN(driver::CompileResult ref_plan, CompileModelFile(model_path, fp32));
+  PRECIS_ASSIGN_OR_RETURN(driver::CompileResult mixed_plan, CompileModelFile(model_path, options));
   PRECIS_ASSIGN_OR_RETURN(auto ref, Session::FromBuffer(ref_plan.plan.bytes.data(), ref_plan.plan.bytes.size()));
   PRECIS_ASSIGN_OR_RETURN(auto mixed, Session::FromBuffer(mixed_plan.plan.bytes.data(), mixed_plan.plan.bytes.size()));
   PRECIS_ASSIGN_OR_RETURN(std::vector<Sample> samples, LoadSamples(source, *ref));

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "passes/pipeline.h"
+#include "compiler/driver/compile.h"
 
 namespace precis::tools {
 
@@ -22,9 +22,9 @@ struct Calibration {
 // outputs minus the largest of its inputs'. Regions adding more than `budget` are returned as
 // node name -> evidence, to be kept in FP32 (PrecisionOptions::over_budget). One FP32 run and
 // one mixed run per sample; no per-region recompilation.
-StatusOr<std::map<std::string, std::string>> MeasureErrorBudget(const std::string& model_path, const passes::CompileOptions& options,
+StatusOr<std::map<std::string, std::string>> MeasureErrorBudget(const std::string& model_path, const driver::CompileOptions& options,
                                                                  const std::string& source, double budget);
 
-StatusOr<Calibration> Calibrate(const std::string& model_path, const passes::CompileOptions& options, const std::string& source);
+StatusOr<Calibration> Calibrate(const std::string& model_path, const driver::CompileOptions& options, const std::string& source);
 
 }  // namespace precis::tools

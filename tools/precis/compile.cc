@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "compiler/onnx/importer.h"
-#include "passes/pipeline.h"
+#include "compiler/driver/compile.h"
 #include "runtime/base/hash.h"
 #include "runtime/base/mapped_file.h"
 #include "tools/precis/calibrate.h"
@@ -22,19 +22,20 @@ constexpr const char* kCompileUsage =
     "                      [--report FILE.json] [--report-text]\n"
     "                      [--calibrate random:N|DIR|FILE.npz] [--overflow-limit X] [--error-budget X]\n"
     "                      [--keep-fp32 OP[,OP]] [--keep-fp32-nodes REGEX] [--force-low REGEX]\n"
-    "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--no-fold-batchnorm] [--quiet]\n";
+    "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--no-fold-batchnorm] [--quiet]\n"
+    "                      [--verify-passes] (verify the IR after every pass; also PRECIS_VERIFY_PASSES=1)\n";
 
 }  // namespace
 
-StatusOr<passes::CompileResult> CompileModelFile(const std::string& path, const passes::CompileOptions& base) {
-  passes::CompileOptions options = base;
+StatusOr<driver::CompileResult> CompileModelFile(const std::string& path, const driver::CompileOptions& base) {
+  driver::CompileOptions options = base;
   auto start = std::chrono::steady_clock::now();
   PRECIS_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
   options.source_hash = HashBytes(file->data(), file->size());
   PRECIS_ASSIGN_OR_RETURN(auto model, onnx::ImportModelFile(path));
   if (options.model_name.empty()) options.model_name = path;
   auto import_done = std::chrono::steady_clock::now();
-  auto result = passes::Compile(*model, options);
+  auto result = driver::Compile(*model, options);
   if (!result.ok()) return result.status().WithContext(path);
   result->phase_ms.insert(result->phase_ms.begin(), {"import", std::chrono::duration<double, std::milli>(import_done - start).count()});
   return result;
@@ -44,7 +45,7 @@ int CompileCommand(const std::vector<std::string>& args) {
   std::string model, out, report_file, calibrate;
   bool quiet = false, report_text = false;
   double error_budget = 0;
-  passes::CompileOptions options;
+  driver::CompileOptions options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
@@ -104,6 +105,8 @@ int CompileCommand(const std::vector<std::string>& args) {
       options.precision_options.keep_io_types = a == "--keep-io-types";
     } else if (a == "--no-fold") {
       options.fold_constants = false;
+    } else if (a == "--verify-passes") {
+      options.verify_passes = true;
     } else if (a == "--quiet") {
       quiet = true;
     } else if (a == "--help" || a == "-h") {

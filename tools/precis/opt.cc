@@ -6,28 +6,26 @@
 #include <sstream>
 
 #include "compiler/ir/text.h"
-#include "compiler/ir/verifier.h"
-#include "passes/choose_layout.h"
-#include "passes/dead_code.h"
-#include "passes/fold_casts.h"
-#include "passes/fuse_casts.h"
-#include "passes/fold_batchnorm.h"
-#include "passes/fuse_epilogues.h"
-#include "passes/infer_shapes.h"
-#include "passes/inline_if.h"
-#include "passes/precision.h"
-#include "passes/recognize_patterns.h"
+#include "passes/pass_pipeline.h"
+#include "passes/pass_registry.h"
 #include "tools/precis/commands.h"
 #include "tools/precis/options.h"
 
 namespace precis::tools {
 namespace {
 
-constexpr const char* kOptUsage =
-    "usage: precis opt FILE.pir|- --passes P[,P...] [--precision fp16|bf16] [--keep-fp32 OP[,OP]]\n"
-    "                  [--keep-fp32-nodes REGEX] [--force-low REGEX] [--no-keep-io-types] [--print-after-all]\n"
-    "passes: infer (shape inference and folding), inline-if, fold-batchnorm, patterns, precision, fold-casts,\n"
-    "        fuse-casts, fuse-epilogues, layout (GPU plans), dce\n";
+// The usage text; the pass list comes from the registry.
+std::string OptUsage() {
+  std::string usage =
+      "usage: precis opt FILE.pir|- --passes P[,P...] [--precision fp16|bf16] [--keep-fp32 OP[,OP]]\n"
+      "                  [--keep-fp32-nodes REGEX] [--force-low REGEX] [--no-keep-io-types] [--print-after-all]\n"
+      "passes:\n";
+  for (const passes::PassInfo& p : passes::PassRegistry::Builtin().passes()) {
+    std::string name(p.name);
+    usage += "  " + name + std::string(name.size() < 20 ? 20 - name.size() : 1, ' ') + std::string(p.description) + "\n";
+  }
+  return usage;
+}
 
 std::vector<std::string> Split(const std::string& s) {
   std::vector<std::string> out;
@@ -40,9 +38,12 @@ std::vector<std::string> Split(const std::string& s) {
 }  // namespace
 
 int OptCommand(const std::vector<std::string>& args) {
+  const std::string usage_text = OptUsage();
+  const char* usage = usage_text.c_str();
   std::string file, precision = "fp16";
   std::vector<std::string> pass_names;
-  passes::PrecisionOptions options;
+  passes::PassContext context;
+  passes::PrecisionOptions& options = context.options.precision;
   bool print_all = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -56,19 +57,27 @@ int OptCommand(const std::vector<std::string>& args) {
     else if (a == "--no-keep-io-types") options.keep_io_types = false;
     else if (a == "--print-after-all") print_all = true;
     else if (a == "--help" || a == "-h") {
-      std::fputs(kOptUsage, stdout);
+      std::fputs(usage, stdout);
       return 0;
-    } else if (a != "-" && !a.empty() && a[0] == '-') return UsageError("opt", "unknown option or missing value '" + a + "'", kOptUsage);
+    } else if (a != "-" && !a.empty() && a[0] == '-') return UsageError("opt", "unknown option or missing value '" + a + "'", usage);
     else if (file.empty()) file = a;
-    else return UsageError("opt", "more than one input given", kOptUsage);
+    else return UsageError("opt", "more than one input given", usage);
   }
-  if (file.empty()) return UsageError("opt", "an input file (or - for stdin) is required", kOptUsage);
-  if (precision != "fp16" && precision != "bf16") return UsageError("opt", "--precision must be fp16 or bf16", kOptUsage);
+  if (file.empty()) return UsageError("opt", "an input file (or - for stdin) is required", usage);
+  if (precision != "fp16" && precision != "bf16") return UsageError("opt", "--precision must be fp16 or bf16", usage);
   options.low = precision == "fp16" ? ir::DType::kF16 : ir::DType::kBF16;
-  for (const std::string& p : pass_names)
-    if (p != "infer" && p != "inline-if" && p != "fold-batchnorm" && p != "patterns" && p != "precision" && p != "fold-casts" && p != "fuse-casts" && p != "fuse-epilogues" &&
-        p != "layout" && p != "dce")
-      return UsageError("opt", "unknown pass '" + p + "'", kOptUsage);
+  passes::PipelineOptions pipeline_options;
+  pipeline_options.verify = true;
+  if (print_all)
+    pipeline_options.after_pass = [](std::string_view pass, const ir::Model& m) {
+      std::printf("// after %.*s\n%s", int(pass.size()), pass.data(), ir::PrintModel(m).c_str());
+    };
+  passes::PassPipeline pipeline(std::move(pipeline_options));
+  for (const std::string& p : pass_names) {
+    auto pass = passes::PassRegistry::Builtin().Create(p, context);
+    if (!pass.ok()) return UsageError("opt", pass.status().message(), usage);
+    pipeline.Add(std::move(*pass));
+  }
   std::stringstream text;
   if (file == "-") text << std::cin.rdbuf();
   else {
@@ -78,24 +87,7 @@ int OptCommand(const std::vector<std::string>& args) {
   }
   auto model = ir::ParseModel(text.str());
   if (!model.ok()) return ReportError("opt", model.status().WithContext(file));
-  ir::Graph& g = *(*model)->graph;
-  for (const std::string& p : pass_names) {
-    Status s = Status::Ok();
-    if (p == "infer") s = passes::InferShapesAndFold(**model).status();
-    else if (p == "inline-if") passes::InlineConstantIf(g);
-    else if (p == "fold-batchnorm") passes::FoldBatchNorm(g);
-    else if (p == "patterns") passes::RecognizePatterns(g);
-    else if (p == "precision") s = passes::AssignPrecision(g, options).status();
-    else if (p == "fold-casts") passes::FoldCasts(g);
-    else if (p == "fuse-casts") passes::FuseCasts(g);
-    else if (p == "fuse-epilogues") passes::FuseEpilogues(g);
-    else if (p == "layout") passes::ChooseLayout(g);
-    else passes::RemoveDeadCode(g);
-    if (!s.ok()) return ReportError("opt", s.WithContext("pass " + p));
-    Status verified = ir::Verify(**model);
-    if (!verified.ok()) return ReportError("opt", verified.WithContext("the graph fails verification after pass " + p));
-    if (print_all) std::printf("// after %s\n%s", p.c_str(), ir::PrintModel(**model).c_str());
-  }
+  if (auto ran = pipeline.Run(**model); !ran.ok()) return ReportError("opt", ran.status());
   if (!print_all) std::fputs(ir::PrintModel(**model).c_str(), stdout);
   return 0;
 }

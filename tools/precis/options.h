@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "passes/pipeline.h"
+#include "compiler/driver/compile.h"
 #include "precis/status.h"
 
 namespace precis::tools {
@@ -18,6 +18,6 @@ int UsageError(const char* command, const std::string& message, const char* usag
 int ReportError(const char* command, const Status& status);
 std::string FormatBytes(size_t bytes);
 // Imports and compiles a model file (shared by compile and run).
-StatusOr<passes::CompileResult> CompileModelFile(const std::string& path, const passes::CompileOptions& options);
+StatusOr<driver::CompileResult> CompileModelFile(const std::string& path, const driver::CompileOptions& options);
 
 }  // namespace precis::tools

@@ -102,7 +102,7 @@ int RunCommand(const std::vector<std::string>& args) {
   bool random = false;
   uint64_t seed = 0;
   SessionOptions session_options;
-  passes::CompileOptions compile_options;
+  driver::CompileOptions compile_options;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };

@@ -1,7 +1,11 @@
-// The compile pipeline: specialize inputs -> inline Ifs with constant conditions -> infer shapes and fold constants -> remove dead
-// code -> [mixed precision: recognize patterns -> assign precision -> fold casts -> fuse casts
-// -> remove dead code] -> [GPU plans: fuse epilogues -> choose layouts] -> verify -> emit the plan with its precision report. This is what
-// `precis compile` runs.
+// The compile driver: runs the passes (through the registry and one PassPipeline) and emits the
+// plan with its precision report. This is what `precis compile` runs:
+//   specialize-inputs -> inline-if -> infer -> [fold-batchnorm] -> dce
+//   -> [mixed precision: patterns -> precision -> fold-casts -> fuse-casts -> dce]
+//   -> [GPU plans: fuse-epilogues -> layout] -> verify -> emit.
+// The IR is verified after every pass that changed it in debug builds, with
+// CompileOptions::verify_passes or PRECIS_VERIFY_PASSES=1 (errors name the pass), and always once
+// before emission. It sits above passes/ and compiler/emit/: no pass includes it.
 #pragma once
 
 #include <map>
@@ -11,11 +15,9 @@
 #include "compiler/emit/plan_emitter.h"
 #include "compiler/emit/precision_report.h"
 #include "compiler/ir/graph.h"
-#include "passes/choose_layout.h"
-#include "passes/fuse_epilogues.h"
-#include "passes/precision.h"
+#include "passes/pass.h"
 
-namespace precis::passes {
+namespace precis::driver {
 
 struct CompileOptions {
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape NAME=1x3x224x224
@@ -29,7 +31,7 @@ struct CompileOptions {
   // convolutions ("auto") or keep every convolution NCHW ("nchw").
   bool fuse_epilogues = true;
   std::string layout = "auto";
-  PrecisionOptions precision_options;  // `low` is set from `precision`
+  passes::PrecisionOptions precision_options;  // `low` is set from `precision`
   bool fold_constants = true;
   // Conv -> BatchNormalization (inference form) or per-channel Mul/Add folded into the Conv's W
   // and B (fold_batchnorm.h).
@@ -39,6 +41,9 @@ struct CompileOptions {
   // Calibration facts for the report (the ranges themselves are in precision_options).
   std::string calibration_source;
   int calibration_samples = 0;
+  // Verify the IR after every pass that changed it (also on in debug builds and with
+  // PRECIS_VERIFY_PASSES=1 in the environment).
+  bool verify_passes = false;
 };
 
 struct CompileResult {
@@ -47,18 +52,18 @@ struct CompileResult {
   size_t nodes_after = 0;
   int folded_nodes = 0;
   int folded_batchnorms = 0;  // BatchNormalization, Mul and Add nodes folded into convolutions
-  PrecisionStats precision;
-  EpilogueStats epilogues;  // GPU plans
-  LayoutStats layout;       // GPU plans in FP16/BF16
+  passes::PrecisionStats precision;
+  passes::EpilogueStats epilogues;  // GPU plans
+  passes::LayoutStats layout;       // GPU plans in FP16/BF16
   emit::Report report;
   std::vector<emit::LowRegion> low_regions;  // mixed precision: the regions that run in 16 bits
-  std::vector<std::pair<std::string, double>> phase_ms;  // wall time of each phase, in order
+  std::vector<std::pair<std::string, double>> phase_ms;  // wall time of each pass and phase, in order
 };
 
 StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options);
 
 // The graph after shape inference and folding, before precision assignment (what calibration
-// runs): specialize, infer and fold, fold BatchNormalization into Conv, remove dead code.
+// runs): specialize-inputs, inline-if, infer, fold-batchnorm, dce.
 Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& result);
 
-}  // namespace precis::passes
+}  // namespace precis::driver

@@ -1,0 +1,149 @@
+// The compile driver (see compile.h): builds the pass lists for the options given, runs them as
+// PassPipelines over one PassContext, then plans memory, builds the report and emits the plan.
+#include "compiler/driver/compile.h"
+
+#include <chrono>
+#include <string_view>
+
+#include "compiler/ir/verifier.h"
+#include "passes/pass_pipeline.h"
+#include "passes/pass_registry.h"
+
+namespace precis::driver {
+
+namespace {
+
+// Records the wall time since the previous mark (or restart) under `name`.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(CompileResult& r) : r_(r), last_(std::chrono::steady_clock::now()) {}
+  void Mark(const char* name) {
+    auto now = std::chrono::steady_clock::now();
+    r_.phase_ms.push_back({name, std::chrono::duration<double, std::milli>(now - last_).count()});
+    last_ = now;
+  }
+  void Restart() { last_ = std::chrono::steady_clock::now(); }
+
+ private:
+  CompileResult& r_;
+  std::chrono::steady_clock::time_point last_;
+};
+
+// Runs the named passes in order, bound to `context`; each pass's wall time goes to phase_ms.
+Status RunPasses(ir::Model& model, const std::vector<std::string_view>& names, passes::PassContext& context,
+                 const CompileOptions& options, CompileResult& result) {
+  passes::PipelineOptions pipeline_options;
+  pipeline_options.verify = options.verify_passes || passes::VerifyPassesByDefault();
+  passes::PassPipeline pipeline(std::move(pipeline_options));
+  for (std::string_view name : names) {
+    PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<passes::Pass> pass, passes::PassRegistry::Builtin().Create(name, context));
+    pipeline.Add(std::move(pass));
+  }
+  Status ran = pipeline.Run(model).status();
+  for (const passes::PassRecord& r : pipeline.records()) result.phase_ms.push_back({r.name, r.ms});
+  return ran;
+}
+
+// --batch N: the leading dim of every tensor input not given by --shape; the rest must be static.
+StatusOr<std::map<std::string, std::vector<int64_t>>> InputShapes(const ir::Model& model, const CompileOptions& options) {
+  std::map<std::string, std::vector<int64_t>> shapes = options.shapes;
+  if (options.batch <= 0) return shapes;
+  for (const ir::Value* v : model.graph->inputs()) {
+    const ir::Type& t = v->type();
+    if (shapes.count(v->name()) || !t.is_tensor() || !t.shape().has_rank() || t.shape().dims().empty()) continue;
+    std::vector<int64_t> dims{options.batch};
+    for (size_t i = 1; i < t.shape().dims().size(); ++i) {
+      const ir::Dim& d = t.shape().dims()[i];
+      if (!d.is_static()) return InvalidArgument("--batch: input '" + v->name() + "' has a symbolic dim " + std::to_string(i) + "; give its shape with --shape");
+      dims.push_back(d.value());
+    }
+    shapes[v->name()] = dims;
+  }
+  return shapes;
+}
+
+}  // namespace
+
+Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& result) {
+  result.nodes_before = model.graph->nodes().size();
+  passes::PassContext context;
+  PRECIS_ASSIGN_OR_RETURN(context.options.shapes, InputShapes(model, options));
+  context.options.input_values = options.input_values;
+  context.options.infer.fold_constants = options.fold_constants;
+  std::vector<std::string_view> names = {"specialize-inputs", "inline-if", "infer"};
+  if (options.fold_batchnorm) names.push_back("fold-batchnorm");
+  names.push_back("dce");
+  PRECIS_RETURN_IF_ERROR(RunPasses(model, names, context, options, result));
+  result.folded_nodes = context.stats.folded_nodes;
+  result.folded_batchnorms = context.stats.folded_batchnorms;
+  return Status::Ok();
+}
+
+StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options) {
+  passes::PrecisionOptions precision = options.precision_options;
+  if (options.precision == "fp16") precision.low = ir::DType::kF16;
+  else if (options.precision == "bf16") precision.low = ir::DType::kBF16;
+  else if (options.precision != "fp32") return InvalidArgument("unknown precision '" + options.precision + "' (fp32, fp16 or bf16)");
+  bool mixed = options.precision != "fp32";
+  CompileResult result;
+  PRECIS_RETURN_IF_ERROR(Prepare(model, options, result));
+  PhaseTimer timer(result);
+
+  emit::EmitOptions emit;
+  emit.precision = options.precision;
+  emit.target = options.target;
+  emit.strip_weights = options.strip_weights;
+  emit.source_hash = options.source_hash;
+  emit::ReportInputs report;
+  report.precision = options.precision;
+  report.model = options.model_name;
+  report.fp32_weight_bytes = emit::ConstantBytes(*model.graph);
+  std::vector<std::string_view> names;
+  if (mixed) {
+    emit::EmitOptions measure = emit;
+    measure.measure_only = true;
+    PRECIS_ASSIGN_OR_RETURN(emit::EmittedPlan fp32_plan, emit::EmitPlan(model, measure));
+    report.fp32_activation_bytes = fp32_plan.arena_bytes;
+    timer.Mark("plan fp32 memory");
+    names = {"patterns", "precision", "fold-casts", "fuse-casts", "dce"};
+  }
+  if (options.target == "cuda") {
+    if (options.layout != "auto" && options.layout != "nchw") return InvalidArgument("unknown layout '" + options.layout + "' (auto or nchw)");
+    if (options.fuse_epilogues) names.push_back("fuse-epilogues");
+    if (mixed && options.layout == "auto") names.push_back("layout");
+  }
+  passes::PassContext context;
+  context.options.precision = precision;
+  PRECIS_RETURN_IF_ERROR(RunPasses(model, names, context, options, result));
+  result.precision = context.stats.precision;
+  result.epilogues = context.stats.epilogues;
+  result.layout = context.stats.layout;
+  timer.Restart();
+  Status verified = ir::Verify(model);
+  if (!verified.ok()) return verified.WithContext("internal error: the graph fails verification after the passes");
+  result.nodes_after = model.graph->nodes().size();
+  timer.Mark("verify");
+
+  emit::EmitOptions measure = emit;
+  measure.measure_only = true;
+  PRECIS_ASSIGN_OR_RETURN(emit::EmittedPlan planned, emit::EmitPlan(model, measure));
+  report.activation_bytes = planned.arena_bytes;
+  if (!mixed) report.fp32_activation_bytes = planned.arena_bytes;
+  report.weight_bytes = emit::ConstantBytes(*model.graph);
+  report.casts_inserted = result.precision.casts_inserted;
+  report.constants_converted = result.precision.constants_converted;
+  report.calibration_source = options.calibration_source;
+  report.calibration_samples = options.calibration_samples;
+  report.ranges = precision.ranges;
+  report.overflow_limit = precision.overflow_limit > 0 ? precision.overflow_limit : passes::MaxFinite(precision.low) / 2;
+  result.report = emit::BuildPrecisionReport(*model.graph, report);
+  if (mixed) result.low_regions = emit::FindLowRegions(*model.graph);
+  timer.Mark("plan memory and report");
+  emit.report_json = result.report.json;
+  emit.report_text = result.report.text;
+  PRECIS_ASSIGN_OR_RETURN(result.plan, emit::EmitPlan(model, emit));
+  timer.Mark("emit");
+  return result;
+}
+
+}  // namespace precis::driver
