@@ -70,6 +70,26 @@ def main():
             for key, value in opt.state[p].items():
                 if torch.is_tensor(value) and value.dim() > 0:
                     np.save(os.path.join(d, pname + "." + key + ".npy"), value.numpy())
+    # A learnable data set for the CLI: labels from a fixed random linear map of the features.
+    # train.npz/eval.npz (np.savez), and the per-step losses of 2 epochs of AdamW over train.npz in
+    # order (precis train --no-shuffle), batch 6, from the initial weights.
+    g = torch.Generator().manual_seed(11)
+    proj = torch.randn(8, 5, generator=g)
+    xs = torch.randn(100, 8, generator=g)
+    ys = (xs @ proj).argmax(dim=1)
+    np.savez(os.path.join(out, "train.npz"), x=xs[:64].numpy(), label=ys[:64].numpy())
+    np.savez(os.path.join(out, "eval.npz"), x=xs[64:].numpy(), label=ys[64:].numpy())
+    model.load_state_dict(initial)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.01)
+    losses = []
+    for _ in range(2):
+        for b in range(64 // 6):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(xs[b * 6:(b + 1) * 6]), ys[b * 6:(b + 1) * 6])
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    np.save(os.path.join(out, "train_losses.npy"), np.array(losses, dtype=np.float32))
     print("torch references written to", out)
 
 

@@ -31,54 +31,6 @@ StatusOr<Sample> ReadSampleDir(const fs::path& dir) {
   return s;
 }
 
-uint32_t Le32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
-uint16_t Le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
-
-// np.savez archives are zip files whose members are stored uncompressed: walk the local headers.
-StatusOr<Sample> ReadNpz(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return NotFound("cannot open '" + path + "'");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  Sample s;
-  size_t pos = 0;
-  fs::path tmp = fs::temp_directory_path() / ("precis-npz-" + std::to_string(::getpid()));
-  fs::create_directories(tmp);
-  Status status = Status::Ok();
-  while (pos + 30 <= bytes.size() && Le32(&bytes[pos]) == 0x04034b50u) {
-    uint16_t flags = Le16(&bytes[pos + 6]), method = Le16(&bytes[pos + 8]);
-    uint64_t size = Le32(&bytes[pos + 18]);
-    size_t name_len = Le16(&bytes[pos + 26]), extra_len = Le16(&bytes[pos + 28]);
-    size_t data = pos + 30 + name_len + extra_len;
-    if (data > bytes.size()) break;
-    std::string name(reinterpret_cast<const char*>(&bytes[pos + 30]), name_len);
-    if (size == 0xffffffffu && extra_len >= 20 && Le16(&bytes[pos + 30 + name_len]) == 1)  // zip64 sizes
-      size = uint64_t(Le32(&bytes[pos + 30 + name_len + 12])) | uint64_t(Le32(&bytes[pos + 30 + name_len + 16])) << 32;
-    if (method != 0 || (flags & 8)) {
-      status = Unimplemented("'" + path + "': member '" + name + "' is compressed; save with np.savez, not np.savez_compressed");
-      break;
-    }
-    if (data + size > bytes.size()) {
-      status = InvalidArgument("'" + path + "' is truncated");
-      break;
-    }
-    fs::path member = tmp / "member.npy";
-    std::ofstream(member, std::ios::binary).write(reinterpret_cast<const char*>(&bytes[data]), std::streamsize(size));
-    auto t = ReadNpy(member.string());
-    if (!t.ok()) {
-      status = t.status().WithContext(path + ": " + name);
-      break;
-    }
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
-    s[name] = std::move(*t);
-    pos = data + size_t(size);
-  }
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  PRECIS_RETURN_IF_ERROR(status);
-  if (s.empty()) return InvalidArgument("'" + path + "' holds no arrays (not an .npz file?)");
-  return s;
-}
-
 StatusOr<std::vector<Sample>> LoadSamples(const std::string& source, const Session& session) {
   std::vector<Sample> samples;
   if (source.rfind("random:", 0) == 0) {

@@ -9,7 +9,9 @@ namespace precis::tools {
 
 int InspectCommand(const std::vector<std::string>& args);
 int CompileCommand(const std::vector<std::string>& args);
+int CompileTrainCommand(const std::vector<std::string>& args);  // compile --train
 int RunCommand(const std::vector<std::string>& args);
+int TrainCommand(const std::vector<std::string>& args);
 int BenchCommand(const std::vector<std::string>& args);
 int ReportCommand(const std::vector<std::string>& args);
 int OptCommand(const std::vector<std::string>& args);

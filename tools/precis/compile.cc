@@ -23,7 +23,8 @@ constexpr const char* kCompileUsage =
     "                      [--calibrate random:N|DIR|FILE.npz] [--overflow-limit X] [--error-budget X]\n"
     "                      [--keep-fp32 OP[,OP]] [--keep-fp32-nodes REGEX] [--force-low REGEX]\n"
     "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--no-fold-batchnorm] [--quiet]\n"
-    "                      [--verify-passes] (verify the IR after every pass; also PRECIS_VERIFY_PASSES=1)\n";
+    "                      [--verify-passes] (verify the IR after every pass; also PRECIS_VERIFY_PASSES=1)\n"
+    "       precis compile MODEL.onnx --train ... (a training plan: precis compile --train --help)\n";
 
 }  // namespace
 
@@ -42,6 +43,8 @@ StatusOr<driver::CompileResult> CompileModelFile(const std::string& path, const 
 }
 
 int CompileCommand(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "--train") return CompileTrainCommand(args);
   std::string model, out, report_file, calibrate;
   bool quiet = false, report_text = false;
   double error_budget = 0;

@@ -21,6 +21,12 @@ constexpr const char* kUsage =
     "          [--report FILE.json] [--report-text] [--calibrate random:N|DIR|FILE.npz] [overrides]\n"
     "      compile a model to a plan file and print a summary (steps, arena, constants, precision)\n"
     "\n"
+    "  compile MODEL.onnx --train --loss cross-entropy|mse|output --label NAME [--optimizer sgd|adamw] [--lr X] ...\n"
+    "      a training plan (programs train_step and eval_step, FP32): precis compile --train --help\n"
+    "\n"
+    "  train TRAIN.plan --data TRAIN.npz [--eval EVAL.npz] [--epochs N | --steps N] [--log METRICS.jsonl] [--checkpoint DIR]\n"
+    "      train: run train_step over the data, with progress, evaluation per epoch and a metrics log\n"
+    "\n"
     "  report MODEL.plan [--json]\n"
     "      print the precision report stored in a plan\n"
     "\n"
@@ -48,6 +54,7 @@ int main(int argc, char** argv) {
   if (command == "inspect") return precis::tools::InspectCommand(args);
   if (command == "compile") return precis::tools::CompileCommand(args);
   if (command == "run") return precis::tools::RunCommand(args);
+  if (command == "train") return precis::tools::TrainCommand(args);
   if (command == "bench") return precis::tools::BenchCommand(args);
   if (command == "report") return precis::tools::ReportCommand(args);
   if (command == "opt") return precis::tools::OptCommand(args);

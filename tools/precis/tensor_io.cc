@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include <onnx/onnx_pb.h>
@@ -51,6 +52,10 @@ std::string HeaderField(const std::string& header, const std::string& key) {
 
 StatusOr<HostTensor> ReadNpy(const std::string& path) {
   PRECIS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  return ParseNpy(bytes, path);
+}
+
+StatusOr<HostTensor> ParseNpy(const std::string& bytes, const std::string& path) {
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return InvalidArgument("'" + path + "' is not a .npy file");
   int major = uint8_t(bytes[6]);
   size_t header_len, offset;
@@ -156,6 +161,48 @@ std::vector<uint8_t> RandomData(const TensorInfo& info, std::mt19937_64& rng) {
     }
   }
   return data;
+}
+
+static uint32_t Le32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
+static uint16_t Le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
+
+// np.savez archives are zip files whose members are stored uncompressed: walk the local headers.
+StatusOr<std::map<std::string, HostTensor>> ReadNpz(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return NotFound("cannot open '" + path + "'");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::map<std::string, HostTensor> s;
+  size_t pos = 0;
+  Status status = Status::Ok();
+  while (pos + 30 <= bytes.size() && Le32(&bytes[pos]) == 0x04034b50u) {
+    uint16_t flags = Le16(&bytes[pos + 6]), method = Le16(&bytes[pos + 8]);
+    uint64_t size = Le32(&bytes[pos + 18]);
+    size_t name_len = Le16(&bytes[pos + 26]), extra_len = Le16(&bytes[pos + 28]);
+    size_t data = pos + 30 + name_len + extra_len;
+    if (data > bytes.size()) break;
+    std::string name(reinterpret_cast<const char*>(&bytes[pos + 30]), name_len);
+    if (size == 0xffffffffu && extra_len >= 20 && Le16(&bytes[pos + 30 + name_len]) == 1)  // zip64 sizes
+      size = uint64_t(Le32(&bytes[pos + 30 + name_len + 12])) | uint64_t(Le32(&bytes[pos + 30 + name_len + 16])) << 32;
+    if (method != 0 || (flags & 8)) {
+      status = Unimplemented("'" + path + "': member '" + name + "' is compressed; save with np.savez, not np.savez_compressed");
+      break;
+    }
+    if (data + size > bytes.size()) {
+      status = InvalidArgument("'" + path + "' is truncated");
+      break;
+    }
+    auto t = ParseNpy(std::string(reinterpret_cast<const char*>(&bytes[data]), size_t(size)), path + ": " + name);
+    if (!t.ok()) {
+      status = t.status().WithContext(path + ": " + name);
+      break;
+    }
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
+    s[name] = std::move(*t);
+    pos = data + size_t(size);
+  }
+  PRECIS_RETURN_IF_ERROR(status);
+  if (s.empty()) return InvalidArgument("'" + path + "' holds no arrays (not an .npz file?)");
+  return s;
 }
 
 }  // namespace precis::tools

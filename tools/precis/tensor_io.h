@@ -2,6 +2,7 @@
 // little-endian, C order) and ONNX TensorProto .pb files (as in the ONNX backend test data).
 #pragma once
 
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +20,10 @@ struct HostTensor {
 };
 
 StatusOr<HostTensor> ReadNpy(const std::string& path);
+// The bytes of a .npy file; `path` names it in errors.
+StatusOr<HostTensor> ParseNpy(const std::string& bytes, const std::string& path);
+// np.savez archives (uncompressed zip): array name -> tensor. Compressed members are refused.
+StatusOr<std::map<std::string, HostTensor>> ReadNpz(const std::string& path);
 Status WriteNpy(const std::string& path, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes);
 StatusOr<HostTensor> ReadTensorProto(const std::string& path);
 // .npy or .pb by extension.
