@@ -148,7 +148,7 @@ class Emitter {
     if (!def) return Unimplemented(n.Describe() + ": no operator definition");
     for (const auto& a : n.attributes())
       if (!a.graphs.empty()) return Unimplemented(n.Describe() + ": operators with subgraphs cannot be emitted yet");
-    Step s{&n, def, KernelName(n, *def), {}, {}, -1};
+    Step s{&n, def, KernelName(n, *def), {}, {}, -1, {}};
     for (const ir::Value* v : n.inputs()) {
       if (!v) {
         s.inputs.push_back(-1);

@@ -65,7 +65,7 @@ struct Emitted {
   std::vector<uint8_t> bytes;
 };
 
-Emitted EmitTwoPrograms(std::vector<float> init = {}) {
+Emitted EmitTwoPrograms() {
   Emitted e{Parse(kStep), Parse(kRead), {}};
   std::vector<emit::ProgramSource> programs(2);
   programs[0].name = "step";
