@@ -2,12 +2,12 @@
 //
 // CumSum keeps its input's shape, so its axis input may be computed at run time. TopK's output
 // size along the axis is k: from opset 10 on k is input 1 and must be a compile-time constant.
-// Einsum parses its equation with the same parser as its kernel (runtime/cpu/kernels/
-// reduce_einsum.h); a label's size comes from the first input that gives it statically, and
+// Einsum parses its equation with the same parser as its kernels (runtime/kernels/einsum.h); a
+// label's size comes from the first input that gives it statically, and
 // ellipsis dimensions broadcast like numpy.
 #include "compiler/ops/infer_helpers.h"
 #include "compiler/ops/op_registry.h"
-#include "runtime/cpu/kernels/reduce_einsum.h"
+#include "runtime/kernels/einsum.h"
 
 namespace precis::ops {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compiler/ops/op_registry.h"
-#include "runtime/cpu/kernels/strided_views.h"
+#include "runtime/kernels/strided_views.h"
 
 namespace precis::ops {
 
@@ -83,7 +83,7 @@ inline std::optional<ir::Dim> MergeDims(const ir::Dim& a, const ir::Dim& b) {
   return a.is_symbolic() ? a : b;
 }
 
-// ONNX Slice clamping of one axis, as the kernels do it (runtime/cpu/kernels/strided_views.h).
+// ONNX Slice clamping of one axis, as the kernels do it (runtime/kernels/strided_views.h).
 using rt::SliceAxis;
 using rt::SliceRange;
 

@@ -3,12 +3,6 @@
 
 namespace precis::rt::cuda {
 
-std::vector<int64_t> DenseStrides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
-  return s;
-}
-
 std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
   std::vector<int64_t> dense = DenseStrides(in), s(out.size(), 0);
   size_t shift = out.size() - in.size();

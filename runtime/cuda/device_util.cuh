@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/cuda/cuda_kernel.h"
+#include "runtime/kernels/index_util.h"  // DenseStrides
 
 namespace precis::rt::cuda {
 
@@ -139,8 +140,6 @@ struct Indexer {
   static bool Make(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, int64_t base, Indexer* out);
 };
 
-// The strides of a dense row-major tensor of shape dims.
-std::vector<int64_t> DenseStrides(const std::vector<int64_t>& dims);
 // The strides with which an input of shape `in` is read when broadcast to `out` (numpy rules:
 // right-aligned, size-1 axes get stride 0).
 std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& in, const std::vector<int64_t>& out);

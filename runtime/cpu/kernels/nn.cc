@@ -1,10 +1,6 @@
 // CPU kernels: convolution, pooling and normalization. This file registers the family (kernels
-// live in nn_conv.cc, nn_pool.cc, nn_norm.cc, nn_norm_more.cc) and implements the sliding-window
-// geometry they share (nn_window.h).
-#include <algorithm>
-
-#include "runtime/cpu/kernels/common.h"
-#include "runtime/cpu/kernels/nn_window.h"
+// live in nn_conv.cc, nn_pool.cc, nn_norm.cc, nn_norm_more.cc; their sliding-window geometry in
+// runtime/kernels/nn_window.cc).
 #include "runtime/cpu/kernels/register.h"
 
 namespace precis::rt {
@@ -13,106 +9,6 @@ void RegisterConvKernels(KernelRegistry& r);      // nn_conv.cc
 void RegisterPoolKernels(KernelRegistry& r);      // nn_pool.cc
 void RegisterNormKernels(KernelRegistry& r);      // nn_norm.cc
 void RegisterNormMoreKernels(KernelRegistry& r);  // nn_norm_more.cc
-
-namespace {
-
-std::string Join(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
-}  // namespace
-
-Status ReadWindow(const KernelArgs& args, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel, bool allow_ceil,
-                  Window* w) {
-  size_t n = in.size();
-  if (n < 1 || n > size_t(Window::kMaxSpatial)) return args.Error("expects 1 to 3 spatial dims, got " + std::to_string(n));
-  if (kernel.size() != n) return args.Error("kernel_shape " + Join(kernel) + " does not have " + std::to_string(n) + " values");
-  auto strides = args.attrs.Ints("strides", std::vector<int64_t>(n, 1));
-  auto dilations = args.attrs.Ints("dilations", std::vector<int64_t>(n, 1));
-  auto pads = args.attrs.Ints("pads", std::vector<int64_t>(2 * n, 0));
-  std::string auto_pad = args.attrs.String("auto_pad", "NOTSET");
-  bool ceil_mode = allow_ceil && args.attrs.Int("ceil_mode", 0) != 0;
-  if (strides.size() != n || dilations.size() != n || pads.size() != 2 * n)
-    return args.Error("strides, dilations or pads do not match " + std::to_string(n) + " spatial dims");
-  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
-  if (!same && auto_pad != "VALID" && auto_pad != "NOTSET" && !auto_pad.empty()) return args.Error("bad auto_pad '" + auto_pad + "'");
-  if (auto_pad == "VALID" || same) pads.assign(2 * n, 0);
-  *w = Window();
-  w->spatial = int(n);
-  size_t off = Window::kMaxSpatial - n;
-  for (size_t i = 0; i < n; ++i) {
-    int64_t s = strides[i], d = dilations[i], k = kernel[i], x = in[i];
-    if (s <= 0 || d <= 0 || k <= 0 || pads[i] < 0 || pads[i + n] < 0)
-      return args.Error("kernel, strides and dilations must be positive and pads non-negative");
-    int64_t eff_k = (k - 1) * d + 1, pb = pads[i], pe = pads[i + n];
-    if (same) {
-      int64_t total = std::max<int64_t>(0, ((x + s - 1) / s - 1) * s + eff_k - x);
-      pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pe = total - pb;
-    }
-    int64_t span = x + pb + pe - eff_k;
-    if (span < 0) return args.Error("window of " + std::to_string(eff_k) + " does not fit spatial dim " + std::to_string(i));
-    int64_t o = ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
-    if (ceil_mode && (o - 1) * s >= x + pb) --o;
-    w->in[off + i] = x;
-    w->out[off + i] = o;
-    w->kernel[off + i] = k;
-    w->stride[off + i] = s;
-    w->dilation[off + i] = d;
-    w->pad_begin[off + i] = pb;
-    w->pad_end[off + i] = pe;
-  }
-  return Status::Ok();
-}
-
-Status CheckWindowOutput(const KernelArgs& args, const Tensor& t, int64_t n, int64_t c, const Window& w, const char* what) {
-  std::vector<int64_t> want = {n, c};
-  for (int i = Window::kMaxSpatial - w.spatial; i < Window::kMaxSpatial; ++i) want.push_back(w.out[size_t(i)]);
-  if (t.dims != want) return args.Error(std::string(what) + " has shape " + Join(t.dims) + ", expected " + Join(want));
-  return Status::Ok();
-}
-
-Status ReadTransposeWindow(const KernelArgs& args, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel, Window* w) {
-  size_t n = in.size();
-  auto strides = args.attrs.Ints("strides", std::vector<int64_t>(n, 1));
-  auto dilations = args.attrs.Ints("dilations", std::vector<int64_t>(n, 1));
-  auto pads = args.attrs.Ints("pads", std::vector<int64_t>(2 * n, 0));
-  auto output_padding = args.attrs.Ints("output_padding", std::vector<int64_t>(n, 0));
-  auto output_shape = args.attrs.Ints("output_shape");
-  std::string auto_pad = args.attrs.String("auto_pad", "NOTSET");
-  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
-  if (auto_pad == "VALID") pads.assign(2 * n, 0);
-  if (strides.size() != n || dilations.size() != n || pads.size() != 2 * n || output_padding.size() != n ||
-      (!output_shape.empty() && output_shape.size() != n && output_shape.size() != n + 2))
-    return args.Error("strides, dilations, pads, output_padding or output_shape do not match " + std::to_string(n) + " spatial dims");
-  *w = Window();
-  w->spatial = int(n);
-  size_t off = Window::kMaxSpatial - n;
-  for (size_t i = 0; i < n; ++i) {
-    int64_t s = strides[i], d = dilations[i], k = kernel[i];
-    if (s <= 0 || d <= 0 || k <= 0) return args.Error("kernel, strides and dilations must be positive");
-    int64_t full = s * (in[i] - 1) + output_padding[i] + (k - 1) * d + 1;
-    int64_t out, pb = pads[i];
-    if (!output_shape.empty()) out = output_shape[output_shape.size() - n + i];
-    else if (same) out = in[i] * s;
-    else out = full - pads[i] - pads[i + n];
-    if (same) {
-      int64_t total = full - out;
-      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division
-      pb = auto_pad == "SAME_UPPER" ? half : total - half;
-    }
-    if (out <= 0) return args.Error("output spatial dim " + std::to_string(i) + " would be " + std::to_string(out));
-    w->in[off + i] = in[i];
-    w->out[off + i] = out;
-    w->kernel[off + i] = k;
-    w->stride[off + i] = s;
-    w->dilation[off + i] = d;
-    w->pad_begin[off + i] = pb;
-  }
-  return Status::Ok();
-}
 
 void RegisterNnKernels(KernelRegistry& r) {
   RegisterConvKernels(r);

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "runtime/cpu/kernels/common.h"
-#include "runtime/cpu/kernels/nn_window.h"
+#include "runtime/kernels/nn_window.h"
 
 namespace precis::rt {
 namespace {

@@ -5,8 +5,8 @@
 
 #include "runtime/cpu/kernels/common.h"
 #include "runtime/cpu/kernels/register.h"
-#include "runtime/cpu/kernels/strided_views.h"
 #include "runtime/cpu/kernels/tensor_util.h"
+#include "runtime/kernels/strided_views.h"
 
 namespace precis::rt {
 namespace {

@@ -1,15 +1,15 @@
 // CPU kernels: Resize (nearest, linear and cubic interpolation over any dims, every coordinate
 // transformation mode) and Upsample, its older form. The interpolation is separable: Init
 // computes, per dim and output coordinate, the input indices read and their weights (the taps
-// of resize_taps.h, shared with the CUDA kernels); Run sums the tensor product of the taps of
-// each output element. Nearest copies elements of any dtype; linear and cubic compute in double.
+// of runtime/kernels/resize_taps.h, shared with the CUDA kernels); Run sums the tensor product
+// of the taps of each output element. Nearest copies elements of any dtype; linear and cubic compute in double.
 #include <algorithm>
 #include <cmath>
 
 #include "runtime/cpu/kernels/common.h"
 #include "runtime/cpu/kernels/register.h"
-#include "runtime/cpu/kernels/resize_taps.h"
 #include "runtime/cpu/kernels/tensor_util.h"
+#include "runtime/kernels/resize_taps.h"
 
 namespace precis::rt {
 namespace {

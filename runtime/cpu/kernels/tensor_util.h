@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "runtime/cpu/kernels/common.h"
-#include "runtime/cpu/kernels/strided_views.h"  // StridedView
+#include "runtime/kernels/index_util.h"     // DenseStrides, DimProduct, IsIndexType, IndexAt
+#include "runtime/kernels/strided_views.h"  // StridedView
 
 namespace precis::rt {
 
@@ -20,17 +21,6 @@ StridedView Coalesce(const StridedView& view);
 
 // dst = src read through `view`; elements of `esize` bytes. Does not allocate.
 void StridedCopy(const uint8_t* src, uint8_t* dst, const StridedView& view, size_t esize);
-
-// Element strides of a row-major tensor of `dims`.
-std::vector<int64_t> DenseStrides(const std::vector<int64_t>& dims);
-
-// Product of dims[begin, end).
-int64_t DimProduct(const std::vector<int64_t>& dims, size_t begin, size_t end);
-
-// Reads element i of an integer tensor (int8..int64, uint8..uint64) as int64; false for other
-// dtypes.
-bool IsIndexType(DataType t);
-int64_t IndexAt(const Tensor& t, int64_t i);
 
 // Calls fn(T{}) with T an unsigned integer of `esize` bytes (1, 2, 4 or 8), to move elements
 // of any dtype; returns false for other sizes.

@@ -1,5 +1,5 @@
-// Conv and ConvTranspose on CUDA, with the CPU reference kernels' geometry (ReadWindow and
-// ReadTransposeWindow of nn_window.h). cuDNN (CudnnConv) runs
+// Conv and ConvTranspose on CUDA, with the window geometry shared with the CPU kernels (ReadWindow
+// and ReadTransposeWindow of runtime/kernels/nn_window.h). cuDNN (CudnnConv) runs
 // them with 1-D convolutions as 2-D ones of height 1: Conv pads the input into scratch when its
 // pads are asymmetric (cuDNN pads symmetrically), ConvTranspose is cuDNN's backward-data
 // convolution, computed in full and cropped when its begin and end pads do not fit cuDNN's
@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "runtime/cpu/kernels/nn_window.h"
 #include "runtime/cuda/kernels/nn_device.cuh"
+#include "runtime/kernels/nn_window.h"
 
 namespace precis::rt::cuda {
 namespace {

@@ -1,7 +1,8 @@
-// Einsum on CUDA. The equation is read by the CPU's parser (ParseEinsum, shared with shape
-// inference) and laid out exactly as the CPU reference kernel does: loop labels (output labels,
-// then summed ones), one stride per operand and label (repeated labels add strides, broadcast
-// ellipsis dims get stride 0). The plain kernel runs one thread per output element over the
+// Einsum on CUDA. The equation is read by the shared parser (ParseEinsum of
+// runtime/kernels/einsum.h, used by the CPU kernel and shape inference too) and laid out by the
+// shared loop planner (PlanEinsumLoops) exactly as the CPU reference kernel does: loop labels
+// (output labels, then summed ones), one stride per operand and label (repeated labels add
+// strides, broadcast ellipsis dims get stride 0). The plain kernel runs one thread per output element over the
 // summed labels, accumulating floats in double and integers in 64 wrapping bits, as the CPU
 // does. Two-operand float equations that are (batched) matrix products — every label either
 // batch, row, column or contracted, each group mergeable into one stride — go to cuBLASLt
@@ -9,8 +10,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "runtime/cpu/kernels/reduce_einsum.h"
 #include "runtime/cuda/kernels/nn_device.cuh"
+#include "runtime/kernels/einsum.h"
 
 namespace precis::rt::cuda {
 namespace {

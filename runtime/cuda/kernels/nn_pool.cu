@@ -10,8 +10,8 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime/cpu/kernels/nn_window.h"
 #include "runtime/cuda/kernels/nn_device.cuh"
+#include "runtime/kernels/nn_window.h"
 
 namespace precis::rt::cuda {
 namespace {

@@ -54,22 +54,6 @@ StridedView CoalesceSpec(const StridedView& view) {
   return out;
 }
 
-int64_t DimProduct(const std::vector<int64_t>& dims, size_t begin, size_t end) {
-  int64_t n = 1;
-  for (size_t d = begin; d < end && d < dims.size(); ++d) n *= dims[d];
-  return n;
-}
-
-bool IsIndexType(DataType t) {
-  switch (t) {
-    case DataType::kI8: case DataType::kI16: case DataType::kI32: case DataType::kI64:
-    case DataType::kU8: case DataType::kU16: case DataType::kU32: case DataType::kU64:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool HasHalfTensors(const KernelArgs& args) {
   for (const auto* list : {&args.inputs, &args.outputs})
     for (const Tensor* t : *list)

@@ -2,14 +2,14 @@
 // transformation mode, nearest_mode, cubic_coeff_a, exclude_outside, extrapolation_value) and
 // Upsample, mirroring runtime/cpu/kernels/tensor_resize.cc. Init computes the per-dim taps
 // (input index and weight of each output coordinate, and whether it is extrapolated) with the
-// CPU's code (runtime/cpu/kernels/resize_taps.h) and uploads them; one thread per output element sums the tensor product of its
-// taps in the CPU's order, in double, without FMA contraction, so results match the CPU's bit
+// host code shared with the CPU (runtime/kernels/resize_taps.h) and uploads them; one thread per
+// output element sums the tensor product of its taps in the CPU's order, in double, without FMA contraction, so results match the CPU's bit
 // for bit. Nearest copies elements of any dtype by size.
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/cpu/kernels/resize_taps.h"
 #include "runtime/cuda/kernels/tensor_util.cuh"
+#include "runtime/kernels/resize_taps.h"
 
 namespace precis::rt::cuda::tensor {
 namespace {

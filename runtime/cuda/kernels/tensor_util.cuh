@@ -14,8 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cpu/kernels/strided_views.h"
 #include "runtime/cuda/device_util.cuh"
+#include "runtime/kernels/index_util.h"
+#include "runtime/kernels/strided_views.h"
 
 namespace precis::rt::cuda::tensor {
 
@@ -191,7 +192,7 @@ struct FastDiv {
 
 inline constexpr int kViewRank = 16;
 
-// Views in elements are the CPU's StridedView (strided_views.h).
+// Views in elements are the shared StridedView (runtime/kernels/strided_views.h).
 // Drops size-1 dims and merges dims the source steps through contiguously (the CPU's Coalesce;
 // an empty view becomes dims {0}).
 StridedView CoalesceSpec(const StridedView& view);
@@ -255,11 +256,8 @@ class StridedCopy {
 };
 
 // ---- host helpers -----------------------------------------------------------------------------
+// (DenseStrides, DimProduct and IsIndexType are the shared ones of runtime/kernels/index_util.h.)
 
-// Product of dims[begin, end).
-int64_t DimProduct(const std::vector<int64_t>& dims, size_t begin, size_t end);
-// Whether t is an integer dtype (the CPU's IsIndexType).
-bool IsIndexType(DataType t);
 // Whether any tensor of the step is FP16/BF16: dtype combinations a kernel does not take are
 // then Unimplemented (the backend runs the step widened, as the CPU session does).
 bool HasHalfTensors(const KernelArgs& args);

@@ -1,10 +1,10 @@
 // Strided views of the data-movement operators (see strided_views.h).
-#include "runtime/cpu/kernels/strided_views.h"
+#include "runtime/kernels/strided_views.h"
 
 #include <algorithm>
 #include <string>
 
-#include "runtime/cpu/kernels/tensor_util.h"
+#include "runtime/kernels/index_util.h"
 
 namespace precis::rt {
 namespace {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "precis/status.h"
-#include "runtime/cpu/kernel.h"
+#include "runtime/exec/step.h"
 
 namespace precis::rt {
 

@@ -1,6 +1,6 @@
 // The data-movement operators that are one strided read of their input (Transpose, Slice,
 // Expand, Tile, DepthToSpace, SpaceToDepth), as views built once at load, and Pad's per-dim
-// index maps. Shared by the CPU kernels (tensor.cc, tensor_fill.cc) and the CUDA kernels
+// index maps. Shared by the CPU kernels (runtime/cpu/kernels/tensor.cc, tensor_fill.cc) and the CUDA kernels
 // (runtime/cuda/kernels/tensor.cu, tensor_fill.cu), so both backends read the same attributes
 // and constant inputs and refuse the same steps. Host code only: nvcc includes this header too.
 #pragma once
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/cpu/kernel.h"
+#include "runtime/exec/step.h"
 
 namespace precis::rt {
 

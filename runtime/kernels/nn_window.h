@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cpu/kernel.h"
+#include "runtime/exec/step.h"
 
 namespace precis::rt {
 

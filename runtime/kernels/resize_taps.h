@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/cpu/kernel.h"
+#include "runtime/exec/step.h"
 
 namespace precis::rt::resize {
 

@@ -1,11 +1,11 @@
 // Resize and Upsample taps (see resize_taps.h).
-#include "runtime/cpu/kernels/resize_taps.h"
+#include "runtime/kernels/resize_taps.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "runtime/cpu/kernels/common.h"
+#include "runtime/kernels/scalar_types.h"
 
 namespace precis::rt::resize {
 namespace {
