@@ -95,8 +95,10 @@ class Differentiator {
       bool on_path = false;
       for (ir::Value* out : n->outputs()) on_path = on_path || (out && depends_.count(out) && needed.count(out));
       if (!on_path) continue;
-      if (!n->domain().empty() || !ops::FindGradRule(n->op_type(), opset_)) {
-        missing += (missing.empty() ? "" : ", ") + n->Describe();
+      const ops::GradRule* rule = n->domain().empty() ? ops::FindGradRule(n->op_type(), opset_) : nullptr;
+      const char* refusal = rule && rule->refuse ? rule->refuse(*n) : nullptr;
+      if (!rule || refusal) {
+        missing += (missing.empty() ? "" : ", ") + n->Describe() + (refusal ? std::string(" (") + refusal + ")" : "");
         continue;
       }
       active_.push_back(n.get());

@@ -80,11 +80,15 @@ class GradContext : public IrBuilder {
 
 using GradFn = std::vector<ir::Value*> (*)(GradContext& ctx);
 
+// Why a rule does not cover this node (nullptr: it does), for the autodiff error.
+using GradRefusal = const char* (*)(const ir::Node& node);
+
 struct GradRule {
   std::string op_type;
   int64_t min_opset = 1, max_opset = 1 << 30;
   GradFn fn = nullptr;
   std::vector<int> non_differentiable = {};  // inputs that never get a gradient (indices, shapes, axes)
+  GradRefusal refuse = nullptr;
 };
 
 // The rule for a node of the default domain at `opset`, or nullptr.

@@ -351,6 +351,57 @@ V SoftmaxCrossEntropyGrad(G& c) {
   return out;
 }
 
+// Conv (groups 1) written as convolutions, as cuDNN's backward passes compute them:
+//   dX = ConvTranspose(g, W) with the same strides, pads and dilations, output_padding making
+//        the input's size back;
+//   dW = the convolution of X (channels as batch) with g (channels as batch) with strides and
+//        dilations swapped, cut to the kernel size and transposed to [Co, Ci, k...];
+//   dB = g summed over the batch and spatial axes.
+V ConvGrad(G& c) {
+  std::vector<int64_t> xd = c.Dims(c.in(0)), wd = c.Dims(c.in(1)), gd = c.Dims(c.grad(0));
+  size_t sp = xd.size() - 2;
+  std::vector<int64_t> strides = c.Ints("strides", std::vector<int64_t>(sp, 1)), dil = c.Ints("dilations", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> pads = c.Ints("pads", std::vector<int64_t>(2 * sp, 0));
+  ir::Value* g = c.grad(0);
+  V out(c.node().inputs().size(), nullptr);
+  if (c.wants(0)) {
+    std::vector<int64_t> extra(sp);
+    for (size_t i = 0; i < sp; ++i)
+      extra[i] = xd[2 + i] - ((gd[2 + i] - 1) * strides[i] - pads[i] - pads[sp + i] + dil[i] * (wd[2 + i] - 1) + 1);
+    out[0] = c.Op("ConvTranspose", {g, c.in(1)},
+                  {GradAttr::Ints("strides", strides), GradAttr::Ints("pads", pads), GradAttr::Ints("dilations", dil),
+                   GradAttr::Ints("output_padding", extra)});
+  }
+  if (c.wants(1)) {
+    std::vector<int64_t> swap(xd.size());
+    std::iota(swap.begin(), swap.end(), 0);
+    std::swap(swap[0], swap[1]);
+    ir::Value* xt = c.Op("Transpose", {c.in(0)}, {GradAttr::Ints("perm", swap)});
+    ir::Value* gt = c.Op("Transpose", {g}, {GradAttr::Ints("perm", swap)});
+    ir::Value* full = c.Op("Conv", {xt, gt}, {GradAttr::Ints("strides", dil), GradAttr::Ints("pads", pads), GradAttr::Ints("dilations", strides)});
+    std::vector<int64_t> fd = c.Dims(full), starts(sp, 0), ends, axes;
+    for (size_t i = 0; i < sp; ++i) ends.push_back(wd[2 + i]), axes.push_back(int64_t(2 + i));
+    bool cut = false;
+    for (size_t i = 0; i < sp; ++i) cut = cut || fd[2 + i] != wd[2 + i];
+    if (cut) full = c.Op("Slice", {full, c.Int64s(starts), c.Int64s(ends), c.Int64s(axes)});
+    out[1] = c.Op("Transpose", {full}, {GradAttr::Ints("perm", swap)});
+  }
+  if (c.wants(2) && c.in(2)) {
+    std::vector<int64_t> axes = {0};
+    for (size_t i = 0; i < sp; ++i) axes.push_back(int64_t(2 + i));
+    out[2] = c.SumAxes(g, axes, false);
+  }
+  return out;
+}
+
+const char* RefuseConv(const ir::Node& n) {
+  const ir::Attribute* group = n.FindAttribute("group");
+  if (group && group->i != 1) return "grouped convolutions have no gradient rule yet";
+  const ir::Attribute* pad = n.FindAttribute("auto_pad");
+  if (pad && pad->s != "NOTSET") return "auto_pad has no gradient rule yet (give explicit pads)";
+  return nullptr;
+}
+
 const std::vector<GradRule>& Rules() {
   // Sorted by op type; opset ranges where the operator's form changed (axes as an input).
   static const std::vector<GradRule> rules = {
@@ -358,6 +409,7 @@ const std::vector<GradRule>& Rules() {
       {.op_type = "Add", .fn = AddGrad},
       {.op_type = "Cast", .fn = CastGrad},
       {.op_type = "Concat", .min_opset = 4, .fn = ConcatGrad},
+      {.op_type = "Conv", .fn = ConvGrad, .refuse = RefuseConv},
       {.op_type = "Div", .fn = DivGrad},
       {.op_type = "Erf", .fn = ErfGrad},
       {.op_type = "Exp", .fn = ExpGrad},

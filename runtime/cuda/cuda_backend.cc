@@ -185,10 +185,18 @@ Status CudaBackendImpl::PrepareProgram(const ProgramSteps& steps, Program& out, 
   PRECIS_ASSIGN_OR_RETURN(out.host_errors, PinnedAlloc(n * sizeof(int), "the error flags"));
   std::memset(out.host_errors.get(), 0, n * sizeof(int));
   for (size_t i = 0; i < n; ++i) {
-    if (steps.predicates[i])
-      return Unimplemented(steps.steps[i].node + ": predicated steps do not run on the CUDA backend yet (run this plan on the CPU)");
-    KernelArgs h = remap(steps.steps[i], host);
-    cuda::KernelFactory factory = registry.Find(steps.kernels[i]);
+    // A predicated copy (a state update skipped on overflow) reads its predicate on the device;
+    // other predicated steps would need the host to read it and are refused.
+    KernelArgs step = steps.steps[i];
+    std::string kernel_name = steps.kernels[i];
+    if (steps.predicates[i]) {
+      if (kernel_name != "Identity")
+        return Unimplemented(step.node + ": the CUDA backend runs only predicated copies (state updates); this step is a predicated " + kernel_name);
+      kernel_name = "PredicatedCopy";
+      step.inputs.push_back(const_cast<Tensor*>(steps.predicates[i]));
+    }
+    KernelArgs h = remap(step, host);
+    cuda::KernelFactory factory = registry.Find(kernel_name);
     std::unique_ptr<cuda::Kernel> k = factory();
     ctx_.error = static_cast<int*>(out.errors.get()) + i;
     Status s = k->Init(h, ctx_);
@@ -203,7 +211,7 @@ Status CudaBackendImpl::PrepareProgram(const ProgramSteps& steps, Program& out, 
     scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
     workspace_bytes = std::max(workspace_bytes, k->WorkspaceBytes());
     out.capturable = out.capturable && k->Capturable();
-    out.args.push_back(remap(steps.steps[i], device_tensors_));
+    out.args.push_back(remap(step, device_tensors_));
     out.kernels.push_back(std::move(k));
   }
   return Status::Ok();

@@ -24,7 +24,7 @@ inline constexpr auto kCudaKernelNames = std::to_array<std::string_view>({
     "LpNormalization", "LpPool", "MatMul", "Max", "MaxPool", "Mean",
     "MeanVarianceNormalization", "Min", "Mish", "Mod", "Mul", "Neg",
     "NegativeLogLikelihoodLoss", "NonZero", "Not", "OneHot", "Or", "PRelu",
-    "Pad", "Pow", "Range", "Reciprocal", "ReduceL1", "ReduceL2",
+    "Pad", "Pow", "PredicatedCopy", "Range", "Reciprocal", "ReduceL1", "ReduceL2",
     "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
     "ReduceSum", "ReduceSumSquare", "Relu", "Reshape", "Resize", "ReverseSequence",
     "Round", "ScatterElements", "ScatterND", "Selu", "Shape", "Sigmoid",

@@ -207,10 +207,42 @@ class PassThroughKernel : public Kernel {
   bool check_training_ = false;
 };
 
+// The copy of a predicated Identity step (a state update skipped on a non-finite gradient): every
+// element reads the bool predicate on the device, so the step needs no host synchronization and
+// captures into a CUDA graph. Inputs: the source and the predicate (bool scalar); output: the
+// destination, left untouched when the predicate is false.
+struct PredicatedCopyFn {
+  const uint8_t* flag;
+  const uint8_t* src;
+  uint8_t* dst;
+  PRECIS_EW_HD void operator()(int64_t i) const {
+    if (*flag) dst[i] = src[i];
+  }
+};
+
+class PredicatedCopyKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, CudaContext&) override {
+    const Tensor *x = args.in(0), *flag = args.in(1), *y = args.out(0);
+    if (!x || !flag || !y) return args.Error("needs a source, a predicate and a destination");
+    if (x->dtype != y->dtype || x->bytes != y->bytes) return args.Error("destination type differs from the source's");
+    if (flag->dtype != DataType::kBool || flag->numel != 1) return args.Error("the predicate must be a bool scalar");
+    return Status::Ok();
+  }
+  Status Run(const KernelArgs& args, CudaContext& ctx) override {
+    const Tensor& x = *args.in(0);
+    Tensor& y = *args.out(0);
+    if (y.data == x.data) return Status::Ok();
+    PRECIS_CUDA_CHECK(args, Launch(int64_t(y.bytes), ctx.stream, PredicatedCopyFn{args.in(1)->data, x.data, y.data}));
+    return Status::Ok();
+  }
+};
+
 }  // namespace
 }  // namespace ew
 
 void RegisterElementwiseKernels(KernelRegistry& r) {
+  r.Register("PredicatedCopy", Make<ew::PredicatedCopyKernel>);
   r.Register("Where", Make<ew::WhereKernel>);
   r.Register("Reshape", Make<ew::PassThroughKernel<ew::PassKind::kReshape>>);
   r.Register("Identity", Make<ew::PassThroughKernel<ew::PassKind::kIdentity>>);

@@ -622,6 +622,50 @@ void PassTests() {
   }
 }
 
+// PredicatedCopy (a state update under a predicate, read on the device): with the flag set the
+// destination becomes the source bitwise; with it clear the destination keeps every byte. No CPU
+// kernel of that name exists (the CPU backend skips predicated steps on the host), so the expected
+// bytes are the source's or the destination's own.
+void PredicatedCopyTests() {
+  for (DataType t : AllTypes())
+    for (int go = 0; go < 2; ++go) {
+      ++g_cases;
+      Buf x = Alloc(t, {5, 3}), y = Alloc(t, {5, 3}), flag = Alloc(DataType::kBool, {});
+      Fill(x);
+      Fill(y);
+      flag.data[0] = uint8_t(go);
+      std::vector<uint8_t> before(y.data, y.data + size_t(y.numel) * y.es);
+      Tensor tx = x.T(), ty = y.T(), tf = flag.T();
+      KernelArgs a;
+      a.node = "PredicatedCopy 'update' " + L(t, t, {5, 3}, go ? " go" : " skip");
+      a.inputs = {&tx, &tf};
+      a.outputs = {&ty};
+      cu::CudaContext ctx;
+      int err = 0;
+      ctx.error = &err;
+      std::unique_ptr<cu::Kernel> k = R->gpu.Find("PredicatedCopy")();
+      Status s = k->Init(a, ctx);
+      if (s.ok()) s = k->Run(a, ctx);
+      const uint8_t* want = go ? x.data : before.data();
+      if (!s.ok() || err || std::memcmp(y.data, want, before.size()) != 0) {
+        ++g_fail;
+        printf("FAIL %s: %s\n", a.node.c_str(), s.ok() ? "wrong bytes" : s.ToString().c_str());
+      }
+    }
+  ++g_cases;  // a predicate that is not a bool scalar is refused
+  Buf x = Alloc(DataType::kF32, {4}), y = Alloc(DataType::kF32, {4}), bad = Alloc(DataType::kF32, {});
+  Tensor tx = x.T(), ty = y.T(), tb = bad.T();
+  KernelArgs a;
+  a.node = "PredicatedCopy 'bad'";
+  a.inputs = {&tx, &tb};
+  a.outputs = {&ty};
+  cu::CudaContext ctx;
+  if (R->gpu.Find("PredicatedCopy")()->Init(a, ctx).ok()) {
+    ++g_fail;
+    printf("FAIL PredicatedCopy: an f32 predicate was accepted\n");
+  }
+}
+
 int main(int argc, char** argv) {
   Runner runner;
   R = &runner;
@@ -635,6 +679,7 @@ int main(int argc, char** argv) {
     if (only.empty() || only == "variadic") VariadicTests();
     if (only.empty() || only == "cast") CastTests();
     if (only.empty() || only == "pass") PassTests();
+    if (only.empty() || only == "predicated") PredicatedCopyTests();
   }
   printf("cases %d, failures %d, unimplemented (widened on the GPU) %d, both refused %d\n", g_cases, g_fail, g_unimpl, g_both_err);
   return g_fail ? 1 : 0;
