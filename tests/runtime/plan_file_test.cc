@@ -9,11 +9,14 @@
 #include "compiler/ir/text.h"
 #include "compiler/driver/compile.h"
 #include "precis/session.h"
+#include "tests/runtime/plan_test_util.h"
 #include "runtime/base/hash.h"
 #include "runtime/plan/plan_format.h"
 
 namespace precis {
 namespace {
+
+using testing::Reseal;
 
 // y = Relu(x @ W + b) with W and b constants; x: f32[2,3].
 constexpr const char* kModel = R"(
@@ -37,14 +40,6 @@ std::vector<uint8_t> CompilePlan(int64_t batch = 2) {
   auto result = driver::Compile(**model, options);
   EXPECT_TRUE(result.ok()) << result.status().ToString();
   return result->plan.bytes;
-}
-
-// Recomputes the checksum after a deliberate edit of the header or body.
-void Reseal(std::vector<uint8_t>& bytes) {
-  plan::FileHeader h;
-  std::memcpy(&h, bytes.data(), sizeof h);
-  h.checksum = HashBytes(bytes.data() + sizeof h, bytes.size() - sizeof h);
-  std::memcpy(bytes.data(), &h, sizeof h);
 }
 
 TEST(PlanFile, RunsAndMatchesADoubleReference) {

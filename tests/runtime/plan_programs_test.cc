@@ -16,11 +16,14 @@
 #include "passes/infer_shapes.h"
 #include "precis/c_api.h"
 #include "precis/session.h"
+#include "tests/runtime/plan_test_util.h"
 #include "runtime/base/hash.h"
 #include "runtime/plan/plan_format.h"
 
 namespace precis {
 namespace {
+
+using testing::Reseal;
 
 // "step": acc <- acc + x (only when %go), y = 2 * (acc + x), z = 3 * x (only when %go).
 constexpr const char* kStep = R"(
@@ -293,14 +296,6 @@ TEST(PlanPrograms, CApiRunsProgramsAndState) {
   EXPECT_NE(precis_run_program(s, "nope"), 0);
   precis_session_free(s);
   std::remove(path.c_str());
-}
-
-// Recomputes the checksum after a deliberate edit.
-void Reseal(std::vector<uint8_t>& bytes) {
-  plan::FileHeader h;
-  std::memcpy(&h, bytes.data(), sizeof h);
-  h.checksum = HashBytes(bytes.data() + sizeof h, bytes.size() - sizeof h);
-  std::memcpy(bytes.data(), &h, sizeof h);
 }
 
 TEST(PlanPrograms, FormatOnePlansAskForARecompile) {
