@@ -348,12 +348,14 @@ class Emitter {
 // record) and layout, next to its kernel-form attributes.
 flatbuffers::Offset<plan::Step> Emitter::WriteStep(flatbuffers::FlatBufferBuilder& b, const Step& s) {
   auto kname = b.CreateString(s.kernel);
-  auto ins = b.CreateVector(s.inputs);
   auto outs = b.CreateVector(s.outputs);
-  if (!s.node) return plan::CreateStep(b, kname, b.CreateString(s.label), ins, outs, 0, 0, 0, 0, s.predicate);
+  if (!s.node) return plan::CreateStep(b, kname, b.CreateString(s.label), b.CreateVector(s.inputs), outs, 0, 0, 0, 0, s.predicate);
   const ir::Node& n = *s.node;
   auto opset_it = model_.opsets.find(n.domain());
   int64_t opset = opset_it == model_.opsets.end() ? 0 : opset_it->second;
+  std::vector<int> inputs;
+  for (int slot : ops::KernelInputOrder(n, opset)) inputs.push_back(slot < 0 ? -1 : s.inputs[size_t(slot)]);
+  auto ins = b.CreateVector(inputs);
   auto node_name = b.CreateString(n.name().empty() ? n.op_type() + "#" + std::to_string(n.index()) : n.name());
   auto attrs = ops::BuildStepAttrs(b, n, opset);
   uint8_t compute = 0;

@@ -53,6 +53,9 @@ StatusOr<std::vector<ir::Tensor>> EvaluateNode(const ir::Node& node, const std::
     out[i].data = out_storage[i].data();
     args.outputs.push_back(node.outputs()[i] ? &out[i] : nullptr);
   }
+  std::vector<rt::Tensor*> by_slot;
+  for (int slot : KernelInputOrder(node, opset)) by_slot.push_back(slot < 0 || size_t(slot) >= args.inputs.size() ? nullptr : args.inputs[size_t(slot)]);
+  args.inputs = std::move(by_slot);
   PRECIS_RETURN_IF_ERROR(evaluate(kernel_name, args));
   std::vector<ir::Tensor> results;
   for (size_t i = 0; i < output_types.size(); ++i)

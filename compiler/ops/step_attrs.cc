@@ -1,32 +1,120 @@
-// IR attributes -> plan::Attr tables.
+// IR attributes -> plan::Attr tables, in kernel form (see step_attrs.h).
 #include "compiler/ops/step_attrs.h"
 
 #include <algorithm>
+#include <cmath>
+#include <deque>
+#include <set>
 
 namespace precis::ops {
+namespace {
+
+using K = ir::Attribute::Kind;
+
+// The normalized attribute set of a node: its own attributes (graphs and types dropped), with the
+// version differences of its operator rewritten into explicit attributes.
+class KernelFormAttrs {
+ public:
+  KernelFormAttrs(const ir::Node& node, int64_t opset) {
+    for (const auto& a : node.attributes())
+      if (a.kind != K::kGraph && a.kind != K::kGraphs && a.kind != K::kType && a.kind != K::kTypes && a.kind != K::kTensors)
+        attrs_.push_back(&a);
+    Normalize(node, opset);
+    std::sort(attrs_.begin(), attrs_.end(), [](const auto* x, const auto* y) { return x->name < y->name; });
+  }
+  const std::vector<const ir::Attribute*>& attrs() const { return attrs_; }
+
+ private:
+  const ir::Attribute* Find(const std::string& name) const {
+    for (const ir::Attribute* a : attrs_)
+      if (a->name == name) return a;
+    return nullptr;
+  }
+  void Drop(const std::string& name) {
+    attrs_.erase(std::remove_if(attrs_.begin(), attrs_.end(), [&](const ir::Attribute* a) { return a->name == name; }), attrs_.end());
+  }
+  ir::Attribute& Set(const std::string& name, K kind) {
+    Drop(name);
+    ir::Attribute& a = owned_.emplace_back();
+    a.name = name;
+    a.kind = kind;
+    attrs_.push_back(&a);
+    return a;
+  }
+  void SetInt(const std::string& name, int64_t v) { Set(name, K::kInt).i = v; }
+  void SetFloat(const std::string& name, float v) { Set(name, K::kFloat).f = v; }
+  void SetString(const std::string& name, std::string v) { Set(name, K::kString).s = std::move(v); }
+  int64_t IntOr(const std::string& name, int64_t fallback) const {
+    const ir::Attribute* a = Find(name);
+    return a && a->kind == K::kInt ? a->i : fallback;
+  }
+  float FloatOr(const std::string& name, float fallback) const {
+    const ir::Attribute* a = Find(name);
+    return a && a->kind == K::kFloat ? a->f : fallback;
+  }
+
+  // One rule per operator whose meaning changed between versions. What a kernel reads instead:
+  //   Softmax/LogSoftmax/Hardmax: "axis" always present; "coerce_2d" 1 before opset 13 (the input
+  //     flattened to 2-D at axis).
+  //   Clip before 11: "min" and "max" always present (attribute form; from 11 they are inputs).
+  //   PRelu before 7: "slope_per_channel" 1 (a 1-D slope of X's dim-1 size is per channel).
+  //   GroupNormalization before 21: "per_group_params" 1 (scale and bias have one value per group).
+  //   Shape before 15: no "start"/"end".
+  //   Pad before 2: "paddings" renamed "pads" (before 11 the pads are an attribute; from 11 inputs).
+  //   Resize 10: "coordinate_transformation_mode" "asymmetric", "nearest_mode" "simple" (plain
+  //     floor-style rounding of that version), and inputs in the opset-11 order (see
+  //     KernelInputOrder).
+  // Forms told apart by which attributes exist need no rule: Reduce* "axes" (attribute before
+  // ReduceSum 13 / the others 18, then input 1), Slice "starts"/"ends"/"axes" (attributes before
+  // 10), Upsample "scales" (attribute before 9), TopK "k" (attribute before 10).
+  void Normalize(const ir::Node& n, int64_t opset) {
+    const std::string& op = n.op_type();
+    if (!n.domain().empty()) return;
+    if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
+      SetInt("axis", IntOr("axis", opset < 13 ? 1 : -1));
+      if (opset < 13) SetInt("coerce_2d", 1);
+    } else if (op == "Clip" && opset < 11) {
+      float lo = FloatOr("min", -INFINITY), hi = FloatOr("max", INFINITY);
+      SetFloat("min", lo);
+      SetFloat("max", hi);
+    } else if (op == "PRelu" && opset < 7) {
+      SetInt("slope_per_channel", 1);
+    } else if (op == "GroupNormalization" && opset < 21) {
+      SetInt("per_group_params", 1);
+    } else if (op == "Shape" && opset < 15) {
+      Drop("start");
+      Drop("end");
+    } else if (op == "Pad" && opset < 2) {
+      if (const ir::Attribute* p = Find("paddings")) {
+        std::vector<int64_t> pads = p->ints;
+        Set("pads", K::kInts).ints = std::move(pads);
+        Drop("paddings");
+      }
+    } else if (op == "Resize" && opset < 11) {
+      SetString("coordinate_transformation_mode", "asymmetric");
+      SetString("nearest_mode", "simple");
+    }
+  }
+
+  std::vector<const ir::Attribute*> attrs_;
+  std::deque<ir::Attribute> owned_;
+};
+
+}  // namespace
+
+std::vector<int> KernelInputOrder(const ir::Node& node, int64_t opset) {
+  std::vector<int> order;
+  for (size_t i = 0; i < node.inputs().size(); ++i) order.push_back(int(i));
+  // Resize 10 has (X, scales); the kernel form is the later (X, roi, scales, sizes).
+  if (node.domain().empty() && node.op_type() == "Resize" && opset < 11 && order.size() == 2) order = {0, -1, 1};
+  return order;
+}
 
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::Attr>>> BuildStepAttrs(
     flatbuffers::FlatBufferBuilder& b, const ir::Node& node, int64_t opset) {
-  using K = ir::Attribute::Kind;
-  std::vector<const ir::Attribute*> attrs;
-  for (const auto& a : node.attributes())
-    if (a.kind != K::kGraph && a.kind != K::kGraphs && a.kind != K::kType && a.kind != K::kTypes && a.kind != K::kTensors)
-      attrs.push_back(&a);
-  std::sort(attrs.begin(), attrs.end(), [](const auto* x, const auto* y) { return x->name < y->name; });
+  KernelFormAttrs form(node, opset);
   std::vector<flatbuffers::Offset<plan::Attr>> out;
-  bool opset_added = false;
-  auto add_opset = [&] {
-    auto name = b.CreateString("opset");
-    plan::AttrBuilder ab(b);
-    ab.add_name(name);
-    ab.add_kind(plan::AttrKind_Int);
-    ab.add_i(opset);
-    out.push_back(ab.Finish());
-    opset_added = true;
-  };
-  for (const ir::Attribute* a : attrs) {
-    if (!opset_added && a->name > "opset") add_opset();
-    if (a->name == "opset") continue;  // ours wins; no ONNX operator has such an attribute
+  for (const ir::Attribute* a : form.attrs()) {
     auto name = b.CreateString(a->name);
     flatbuffers::Offset<flatbuffers::String> s;
     flatbuffers::Offset<flatbuffers::Vector<int64_t>> ints, tdims;
@@ -65,7 +153,6 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::Attr>>> BuildS
     }
     out.push_back(ab.Finish());
   }
-  if (!opset_added) add_opset();
   return b.CreateVector(out);
 }
 

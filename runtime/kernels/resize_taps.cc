@@ -45,11 +45,11 @@ Status ParseMode(const KernelArgs& args, const std::string& mode, ResizeOptions&
   return Status::Ok();
 }
 
-// Opset 11+: per-dim scales from the scales or sizes input (with axes and
-// keep_aspect_ratio_policy from 18), and the roi of tf_crop_and_resize.
-Status ReadScalesAndRoi(const KernelArgs& args, const Tensor& in, int64_t opset, ResizeOptions& opt) {
+// Per-dim scales from the scales or sizes input (with the axes and keep_aspect_ratio_policy of
+// version 18), and the roi of tf_crop_and_resize.
+Status ReadScalesAndRoi(const KernelArgs& args, const Tensor& in, ResizeOptions& opt) {
   size_t rank = in.dims.size();
-  std::vector<int64_t> axes = opset >= 18 ? args.attrs.Ints("axes") : std::vector<int64_t>();
+  std::vector<int64_t> axes = args.attrs.Ints("axes");
   if (axes.empty())
     for (size_t d = 0; d < rank; ++d) axes.push_back(int64_t(d));
   for (int64_t& a : axes) {
@@ -94,13 +94,7 @@ Status ReadScalesAndRoi(const KernelArgs& args, const Tensor& in, int64_t opset,
 // Mode, coordinate mapping, rounding and per-dim scales from the attributes and the
 // constant inputs.
 Status ReadResizeOptions(const KernelArgs& args, const Tensor& in, ResizeOptions& opt) {
-  int64_t opset = args.attrs.Int("opset", 13);
   PRECIS_RETURN_IF_ERROR(ParseMode(args, args.attrs.String("mode", "nearest"), opt));
-  if (opset < 11) {
-    opt.coord = Coord::kAsymmetric;
-    opt.rounding = Rounding::kSimple;
-    return ConstantDoubles(args, args.in(1), "scales", opt.scales);
-  }
   std::string coord = args.attrs.String("coordinate_transformation_mode", "half_pixel");
   if (coord == "half_pixel") opt.coord = Coord::kHalfPixel;
   else if (coord == "half_pixel_symmetric") opt.coord = Coord::kHalfPixelSymmetric;
@@ -115,12 +109,13 @@ Status ReadResizeOptions(const KernelArgs& args, const Tensor& in, ResizeOptions
   else if (rounding == "round_prefer_ceil") opt.rounding = Rounding::kRoundPreferCeil;
   else if (rounding == "floor") opt.rounding = Rounding::kFloor;
   else if (rounding == "ceil") opt.rounding = Rounding::kCeil;
+  else if (rounding == "simple") opt.rounding = Rounding::kSimple;  // kernel form of Resize 10
   else return args.Error("unknown nearest_mode '" + rounding + "'");
   if (args.attrs.Int("antialias", 0) != 0) return args.Error("antialias is not supported");
   opt.cubic_a = args.attrs.Float("cubic_coeff_a", -0.75f);
   opt.exclude_outside = args.attrs.Int("exclude_outside", 0) != 0;
   opt.extrapolation = args.attrs.Float("extrapolation_value", 0.f);
-  return ReadScalesAndRoi(args, in, opset, opt);
+  return ReadScalesAndRoi(args, in, opt);
 }
 
 Status ReadUpsampleOptions(const KernelArgs& args, ResizeOptions& opt) {
@@ -128,7 +123,7 @@ Status ReadUpsampleOptions(const KernelArgs& args, ResizeOptions& opt) {
   if (opt.mode == Mode::kCubic) return args.Error("unknown mode 'cubic'");
   opt.coord = Coord::kAsymmetric;
   opt.rounding = Rounding::kFloor;
-  if (args.attrs.Int("opset", 9) >= 9) return ConstantDoubles(args, args.in(1), "scales", opt.scales);
+  if (!args.attrs.Has("scales")) return ConstantDoubles(args, args.in(1), "scales", opt.scales);  // input from version 9
   for (float s : args.attrs.Floats("scales")) opt.scales.push_back(s);
   return Status::Ok();
 }

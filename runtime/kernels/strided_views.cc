@@ -22,17 +22,19 @@ Status ConstantIndexValues(const KernelArgs& args, size_t i, const char* what, s
   return Status::Ok();
 }
 
-Status ReadPads(const KernelArgs& args, int64_t opset, std::vector<int64_t>& pads, std::vector<int64_t>& axes) {
-  if (opset >= 11) {
+// Pads: the "pads" attribute (the kernel form of versions before 11) or input 1, with the axes of
+// input 3 (from 18).
+Status ReadPads(const KernelArgs& args, std::vector<int64_t>& pads, std::vector<int64_t>& axes) {
+  if (!args.attrs.Has("pads")) {
     const Tensor* p = args.in(1);
     if (!p || !p->is_constant || !IsIndexType(p->dtype)) return args.Error("pads must be a constant integer tensor");
     for (int64_t i = 0; i < p->numel; ++i) pads.push_back(IndexAt(*p, i));
-    if (const Tensor* a = args.in(3); a && opset >= 18) {
+    if (const Tensor* a = args.in(3)) {
       if (!a->is_constant || !IsIndexType(a->dtype)) return args.Error("axes must be a constant integer tensor");
       for (int64_t i = 0; i < a->numel; ++i) axes.push_back(IndexAt(*a, i));
     }
   } else {
-    pads = args.attrs.Ints(opset >= 2 ? "pads" : "paddings");
+    pads = args.attrs.Ints("pads");
   }
   if (axes.empty())
     for (int64_t i = 0; i < args.in(0)->rank(); ++i) axes.push_back(i);
@@ -82,7 +84,7 @@ Status TransposeView(const KernelArgs& args, const Tensor& in, const Tensor& out
 
 Status SliceView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view) {
   std::vector<int64_t> starts, ends, axes, steps;
-  if (args.attrs.Int("opset", 13) >= 10) {
+  if (!args.attrs.Has("starts")) {
     PRECIS_RETURN_IF_ERROR(ConstantIndexValues(args, 1, "starts", starts));
     PRECIS_RETURN_IF_ERROR(ConstantIndexValues(args, 2, "ends", ends));
     PRECIS_RETURN_IF_ERROR(ConstantIndexValues(args, 3, "axes", axes));
@@ -167,9 +169,8 @@ Status SpaceToDepthView(const KernelArgs& args, const Tensor& in, const Tensor& 
 
 // Pad (see strided_views.h).
 Status PadIndexMaps(const KernelArgs& args, const Tensor& in, const Tensor& out, std::vector<std::vector<int64_t>>* maps) {
-  int64_t opset = args.attrs.Int("opset", 11);
   std::vector<int64_t> pads, axes;
-  PRECIS_RETURN_IF_ERROR(ReadPads(args, opset, pads, axes));
+  PRECIS_RETURN_IF_ERROR(ReadPads(args, pads, axes));
   std::string mode = args.attrs.String("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") return args.Error("unknown mode '" + mode + "'");
   std::vector<int64_t> before(size_t(in.rank()), 0), after(size_t(in.rank()), 0);

@@ -34,7 +34,8 @@ SliceAxis SliceRange(int64_t start, int64_t end, int64_t step, int64_t dim);
 
 // perm (default: reversed dims).
 Status TransposeView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view);
-// starts, ends, axes, steps: constant inputs from opset 10, attributes before; ONNX clamping.
+// starts, ends, axes, steps: constant inputs, or attributes (the kernel form of versions before
+// 10); ONNX clamping.
 Status SliceView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view);
 // Broadcast to the output's shape (stride 0 on broadcast dims).
 Status ExpandView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view);

@@ -15,9 +15,11 @@ StatusOr<PlanView> ValidatePlan(const uint8_t* data, size_t size) {
   if (h.version > kFormatVersion)
     return Unimplemented("plan format version " + std::to_string(h.version) + " is newer than this runtime's (" +
                          std::to_string(kFormatVersion) + "): recompile the model or update the runtime");
-  if (h.version == 1)
-    return Unimplemented("plan format version 1 is no longer supported (this runtime reads version " + std::to_string(kFormatVersion) +
-                         "): recompile the model with this release's precis compile");
+  // Version 1 had no programs or state; version 2 steps carried the ONNX opset instead of kernel-form
+  // attributes (step_attrs.h), which kernels no longer read.
+  if (h.version >= 1 && h.version < kFormatVersion)
+    return Unimplemented("plan format version " + std::to_string(h.version) + " is no longer supported (this runtime reads version " +
+                         std::to_string(kFormatVersion) + "): recompile the model with this release's precis compile");
   if (h.version < 1 || h.header_bytes != sizeof(FileHeader)) return InvalidArgument("plan header is corrupt");
   if (h.file_size != size)
     return InvalidArgument("plan is truncated or padded: header says " + std::to_string(h.file_size) + " bytes, file has " +

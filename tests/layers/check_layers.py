@@ -5,13 +5,18 @@ usage: check_layers.py ROOT [TABLE]
 Prints each include that points against the table (file:line: layer -> layer) and exits 1 if there
 is any, else prints the include graph by layer and exits 0. A file outside every layer's folders,
 or an include that resolves to no file of the tree, is reported too (so the table cannot silently
-stop covering the code)."""
+stop covering the code).
+
+Kernel form: no source file under runtime/ may read the ONNX opset (the string "opset" in
+quotes): the emitter rewrites version differences into explicit attributes, and kernels see
+only those (compiler/ops/step_attrs.cc)."""
 import os
 import re
 import sys
 
 SOURCE = re.compile(r'\.(c|cc|h|cu|cuh)$')
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+OPSET = re.compile(r'"opset"')
 SKIP = {'build', '.git', '.venv'}
 
 
@@ -74,6 +79,8 @@ def main():
                     problems.append(f'{rel}: in no layer of the table')
                     continue
                 for n, line in enumerate(open(os.path.join(dirpath, f), errors='replace'), 1):
+                    if rel.startswith('runtime/') and OPSET.search(line):
+                        problems.append(f'{rel}:{n}: reads the opset (kernels take the kernel form of step_attrs.cc)')
                     m = INCLUDE.match(line)
                     if not m:
                         continue

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Self-test of check_layers.py on small trees made here: a tree that follows the table passes, a
 deliberately wrong include (a CUDA file including a CPU header, the compiler including a backend)
-fails and names the arrow, an include of a missing file fails, and a table whose arrow points up
+fails and names the arrow, an include of a missing file fails, a kernel reading the opset fails, and a table whose arrow points up
 is rejected."""
 import os
 import subprocess
@@ -63,9 +63,14 @@ bad['runtime/exec/step.h'] = '#include "runtime/exec/gone.h"\n'
 rc, out = run(tree(bad))
 expect(rc == 1 and 'no file of the tree' in out, 'an include of a missing file fails', out)
 
+bad = dict(BASE)
+bad['runtime/cpu/kernel.h'] = '#include "runtime/exec/step.h"\nint legacy = args.attrs.Int("opset", 13);\n'
+rc, out = run(tree(bad))
+expect(rc == 1 and 'runtime/cpu/kernel.h:2: reads the opset' in out, 'a kernel reading the opset fails', out)
+
 upward = tree({'t.txt': 'base runtime/base exec\nexec runtime/exec base\n'})
 rc, out = run(tree(BASE), os.path.join(upward, 't.txt'))
 expect(rc != 0 and 'not below it' in out, 'a table with an upward arrow is rejected', out)
 
-print(f'{5 - failures} passed, {failures} failed')
+print(f'{6 - failures} passed, {failures} failed')
 sys.exit(1 if failures else 0)

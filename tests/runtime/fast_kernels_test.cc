@@ -249,8 +249,8 @@ TEST(FastKernels, ReluAndClipMatchReferenceBitwise) {
       ExpectBitwise(got, want, std::string("Clip ") + TypeName(dt) + " with " + std::to_string(bounds.size()) + " bounds");
     }
     AttrList rc, fc;  // opset 6: bounds as attributes
-    rc.Int("opset", 6).Float("min", -1.5f).Float("max", 2.5f);
-    fc.Int("opset", 6).Float("min", -1.5f).Float("max", 2.5f);
+    rc.Float("min", -1.5f).Float("max", 2.5f);
+    fc.Float("min", -1.5f).Float("max", 2.5f);
     RunReference("Clip", {&x}, {&want}, rc);
     RunFast("Clip", {&x}, {&got}, fc, 2);
     ExpectBitwise(got, want, std::string("Clip opset 6 ") + TypeName(dt));
@@ -422,8 +422,8 @@ TEST(FastKernels, SoftmaxSpecialRowsAndStorageTypes) {
     // Legacy (opset 11) coercion to 2-D at axis 1: rows of 4 * 9.
     Buffer l = Random(DataType::kF32, {3, 4, 9}, 24, 3.0f), lg(DataType::kF32, l.t.dims), lw(DataType::kF32, l.t.dims);
     AttrList rl, fl;
-    rl.Int("opset", 11).Int("axis", 1);
-    fl.Int("opset", 11).Int("axis", 1);
+    rl.Int("coerce_2d", 1).Int("axis", 1);
+    fl.Int("coerce_2d", 1).Int("axis", 1);
     RunReference(op, {&l}, {&lw}, rl);
     RunFast(op, {&l}, {&lg}, fl, 1);
     for (int64_t i = 0; i < l.t.numel; ++i) EXPECT_NEAR(lg.Get(i), lw.Get(i), 1e-6 * std::fabs(lw.Get(i)) + 1e-37) << op << " legacy";

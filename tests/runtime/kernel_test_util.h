@@ -11,7 +11,7 @@
 
 namespace precis::rt::testing {
 
-// Attributes in a flatbuffer, as the plan stores them; "opset" defaults to 17.
+// Attributes in a flatbuffer, as the plan stores them (kernel form: no opset).
 class AttrList {
  public:
   AttrList& Int(const char* name, int64_t v) {
@@ -36,7 +36,6 @@ class AttrList {
   }
   Attributes Finish() {
     if (!finished_) {
-      if (std::find(names_.begin(), names_.end(), "opset") == names_.end()) Int("opset", 17);
       auto attrs = fbb_.CreateVector(attrs_);
       fbb_.Finish(plan::CreateStep(fbb_, 0, 0, 0, 0, attrs));
       finished_ = true;

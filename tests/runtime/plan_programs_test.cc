@@ -298,17 +298,21 @@ TEST(PlanPrograms, CApiRunsProgramsAndState) {
   std::remove(path.c_str());
 }
 
-TEST(PlanPrograms, FormatOnePlansAskForARecompile) {
-  Emitted e = EmitTwoPrograms();
-  plan::FileHeader h;
-  std::memcpy(&h, e.bytes.data(), sizeof h);
-  EXPECT_EQ(h.version, 2u);
-  h.version = 1;
-  std::memcpy(e.bytes.data(), &h, sizeof h);
-  Reseal(e.bytes);
-  auto s = Session::FromBuffer(e.bytes.data(), e.bytes.size());
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("recompile"), std::string::npos) << s.status().ToString();
+// Versions 1 (one step list, no state) and 2 (steps with the ONNX opset, not kernel form).
+TEST(PlanPrograms, OlderFormatsAskForARecompile) {
+  for (uint32_t version : {1u, 2u}) {
+    Emitted e = EmitTwoPrograms();
+    plan::FileHeader h;
+    std::memcpy(&h, e.bytes.data(), sizeof h);
+    EXPECT_EQ(h.version, 3u);
+    h.version = version;
+    std::memcpy(e.bytes.data(), &h, sizeof h);
+    Reseal(e.bytes);
+    auto s = Session::FromBuffer(e.bytes.data(), e.bytes.size());
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.status().message().find("recompile"), std::string::npos) << s.status().ToString();
+    EXPECT_NE(s.status().message().find("version " + std::to_string(version)), std::string::npos) << s.status().ToString();
+  }
 }
 
 TEST(PlanPrograms, StepsCarryAccumulationDtypeAndLayout) {

@@ -154,10 +154,11 @@ class SameTypeBinaryKernel : public Kernel {
 // PRelu: y = x < 0 ? slope * x : x, slope broadcast to x. Integer products wrap.
 struct PReluOp {
   Status Init(const KernelArgs&) { return Status::Ok(); }
-  // Before opset 7 a 1-D slope of X's dim-1 size is per channel: shape it [C, 1, ..., 1].
+  // "slope_per_channel" (the kernel form of versions before 7): a 1-D slope of X's dim-1 size is
+  // per channel: shape it [C, 1, ..., 1].
   static void OperandDims(const KernelArgs& args, std::vector<int64_t>& slope) {
     const Tensor& x = *args.in(0);
-    if (args.attrs.Int("opset", 7) < 7 && slope.size() == 1 && x.rank() >= 2 && slope[0] == x.dims[1])
+    if (args.attrs.Int("slope_per_channel", 0) != 0 && slope.size() == 1 && x.rank() >= 2 && slope[0] == x.dims[1])
       slope.resize(size_t(x.rank() - 1), 1);
   }
   template <typename C> C operator()(C x, C slope) const {

@@ -86,7 +86,8 @@ class CastKernel : public Kernel {
   }
 };
 
-// Clip: min/max attributes before opset 11, optional scalar inputs 1 and 2 since. Applies
+// Clip: min/max attributes (the kernel form of versions before 11) or optional scalar inputs 1
+// and 2. Applies
 // max(x, min) then min(., max), so min > max gives max everywhere (as ONNX specifies); NaN stays.
 class ClipKernel : public Kernel {
  public:
@@ -95,11 +96,11 @@ class ClipKernel : public Kernel {
     if (!x || !y) return args.Error("needs an input and an output");
     if (x->dtype != y->dtype || !DispatchNumeric(x->dtype, [](auto) {}))
       return args.Error(std::string("unsupported dtype ") + DataTypeName(x->dtype));
-    attr_form_ = args.attrs.Int("opset", 11) < 11;
+    attr_form_ = args.attrs.Has("min") || args.attrs.Has("max");
     if (attr_form_) {
       lo_ = args.attrs.Float("min", -INFINITY);
       hi_ = args.attrs.Float("max", INFINITY);
-      if (!DispatchFloat(x->dtype, [](auto) {})) return args.Error("integer Clip needs opset 12 or later");
+      if (!DispatchFloat(x->dtype, [](auto) {})) return args.Error("integer Clip takes its bounds as inputs (opset 12 or later)");
     }
     for (size_t i = 1; i <= 2 && !attr_form_; ++i) {
       const Tensor* b = args.in(i);

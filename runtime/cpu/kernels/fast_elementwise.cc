@@ -179,13 +179,14 @@ class FastReluKernel : public Kernel {
   }
 };
 
-// Clip with scalar bounds from attributes (before opset 11) or optional inputs; NaN stays NaN.
+// Clip with scalar bounds from attributes (the kernel form of versions before 11) or optional
+// inputs; NaN stays NaN.
 class FastClipKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext&) override {
     const Tensor *x = args.in(0), *y = args.out(0);
     if (!x || !y || x->dtype != y->dtype || !fast::DispatchFast(x->dtype, [](auto) {})) return Unimplemented("fast Clip: f32, f16 and bf16 only");
-    attr_form_ = args.attrs.Int("opset", 11) < 11;
+    attr_form_ = args.attrs.Has("min") || args.attrs.Has("max");
     lo_ = attr_form_ ? args.attrs.Float("min", -INFINITY) : -INFINITY;
     hi_ = attr_form_ ? args.attrs.Float("max", INFINITY) : INFINITY;
     for (size_t i = 1; i <= 2 && !attr_form_; ++i)

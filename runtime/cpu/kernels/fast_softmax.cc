@@ -25,7 +25,7 @@ class FastSoftmaxKernel : public Kernel {
     Tensor *x = args.in(0), *y = args.out(0);
     if (!x || !y || x->dtype != y->dtype || x->dims != y->dims || !DispatchFast(x->dtype, [](auto) {}))
       return Unimplemented("fast softmax: f32, f16 and bf16 only");
-    bool legacy = args.attrs.Int("opset", 13) < 13;
+    bool legacy = args.attrs.Int("coerce_2d", 0) != 0;
     int64_t rank = x->rank(), axis = args.attrs.Int("axis", legacy ? 1 : -1);
     if (legacy ? (axis < -rank || axis > rank) : (axis < -rank || axis >= rank)) return Unimplemented("fast softmax: bad axis");
     if (axis < 0) axis += rank;

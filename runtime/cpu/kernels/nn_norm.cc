@@ -116,7 +116,8 @@ class BatchNormKernel : public Kernel {
 };
 
 // InstanceNormalization (one slice per (n, c)) and GroupNormalization (one slice per (n, group),
-// contiguous channels). GroupNormalization before opset 21 has one scale/bias per group.
+// contiguous channels). With "per_group_params" (GroupNormalization before version 21) scale and bias
+// have one value per group.
 class ChannelNormKernel : public Kernel {
  public:
   explicit ChannelNormKernel(bool group) : group_(group) {}
@@ -134,11 +135,11 @@ class ChannelNormKernel : public Kernel {
     if (group_) {
       groups_ = args.attrs.Int("num_groups", 0);
       if (groups_ <= 0 || C_ % groups_ != 0) return args.Error("num_groups must be positive and divide the channels");
-      if (args.attrs.Int("opset", 21) < 21) params = groups_;
+      if (args.attrs.Int("per_group_params", 0) != 0) params = groups_;
     }
     PRECIS_RETURN_IF_ERROR(CheckVector(args, 1, params, "scale"));
     PRECIS_RETURN_IF_ERROR(CheckVector(args, 2, params, "bias"));
-    per_group_params_ = group_ && args.attrs.Int("opset", 21) < 21;
+    per_group_params_ = group_ && args.attrs.Int("per_group_params", 0) != 0;
     scale_.resize(size_t(params));
     bias_.resize(size_t(params));
     return Status::Ok();

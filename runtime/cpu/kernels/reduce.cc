@@ -77,13 +77,12 @@ class ReduceKernel : public Kernel {
   }
 
  private:
-  // Axes: the "axes" attribute before the version that moved them to input 1 (ReduceSum 13, the
-  // others 18); from then on input 1 (constant, or of length 0 or rank when computed at run time).
+  // Axes: the "axes" attribute (versions before ReduceSum 13 and the others' 18), else input 1
+  // (constant, or of length 0 or rank when computed at run time).
   Status ReducedAxes(const KernelArgs& args, int64_t rank, std::vector<bool>& reduced) {
-    constexpr int64_t kAxesInputSince = kOp == ReduceOp::kSum ? 13 : 18;
     std::vector<int64_t> axes;
     bool noop = false;
-    if (args.attrs.Int("opset", kAxesInputSince) < kAxesInputSince) {
+    if (args.attrs.Has("axes")) {
       axes = args.attrs.Ints("axes");
     } else if (const Tensor* a = args.in(1)) {
       noop = args.attrs.Int("noop_with_empty_axes", 0) != 0;

@@ -102,7 +102,7 @@ class TopKKernel : public Kernel {
     n_ = x->dims[size_t(axis)];
     k_ = out_dims[size_t(axis)];
     if (k_ > n_) return args.Error("k = " + std::to_string(k_) + " exceeds the axis size " + std::to_string(n_));
-    if (args.attrs.Int("opset", 10) < 10 && args.attrs.Int("k", k_) != k_) return args.Error("attribute k does not match the output");
+    if (args.attrs.Has("k") && args.attrs.Int("k", k_) != k_) return args.Error("attribute k does not match the output");
     if (const Tensor* k = args.in(1))
       if (!IsIndexType(k->dtype) || k->numel != 1) return args.Error("k must be one int64 value");
     largest_ = args.attrs.Int("largest", 1) != 0;

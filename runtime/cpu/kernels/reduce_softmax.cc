@@ -1,6 +1,6 @@
-// Reference Softmax, LogSoftmax and Hardmax. Before opset 13 the input is coerced to a 2-D
-// matrix at `axis` (default 1) and each row of the flattened trailing block is normalized; from
-// opset 13 on only `axis` (default -1) is. Both are a walk over (outer, n, inner) rows: the max
+// Reference Softmax, LogSoftmax and Hardmax. With "coerce_2d" (the kernel form of versions
+// before 13) the input is coerced to a 2-D matrix at `axis` and each row of the flattened
+// trailing block is normalized; otherwise only `axis` is. Both are a walk over (outer, n, inner) rows: the max
 // is subtracted for stability and the sums run in double. Each row is read fully before any of
 // it is written, and then element by element, so the output may share storage with the input.
 #include <cmath>
@@ -22,7 +22,7 @@ class SoftmaxKernel : public Kernel {
     if (!x || !y) return args.Error("needs an input and an output");
     if (x->dtype != y->dtype || x->dims != y->dims) return args.Error("output type differs from the input's");
     if (!DispatchFloat(x->dtype, [](auto) {})) return args.Error(std::string("unsupported dtype ") + DataTypeName(x->dtype));
-    bool legacy = args.attrs.Int("opset", 13) < 13;
+    bool legacy = args.attrs.Int("coerce_2d", 0) != 0;
     int64_t rank = x->rank(), axis = args.attrs.Int("axis", legacy ? 1 : -1);
     if (legacy ? (axis < -rank || axis > rank) : (axis < -rank || axis >= rank))
       return args.Error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));

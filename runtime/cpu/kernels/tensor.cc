@@ -160,10 +160,8 @@ class ShapeKernel : public Kernel {
     const Tensor *in = args.in(0), *out = args.out(0);
     if (!in || !out || out->dtype != DataType::kI64) return args.Error("needs an input and an int64 output");
     int64_t rank = in->rank(), start = 0, end = rank;
-    if (args.attrs.Int("opset", 15) >= 15) {
-      start = args.attrs.Int("start", 0);
-      end = args.attrs.Int("end", rank);
-    }
+    start = args.attrs.Int("start", 0);
+    end = args.attrs.Int("end", rank);
     auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
     start = clamp(start);
     end = std::max(clamp(end), start);

@@ -153,11 +153,11 @@ class PadKernel : public Kernel {
     if (!in || !out || in->dtype != out->dtype || in->rank() != out->rank()) return args.Error("needs matching input and output");
     esize_ = DataTypeSize(in->dtype);
     if (esize_ == 0) return args.Error(std::string("unsupported dtype ") + DataTypeName(in->dtype));
-    int64_t opset = args.attrs.Int("opset", 11);
+    attr_form_ = args.attrs.Has("pads");
     PRECIS_RETURN_IF_ERROR(PadIndexMaps(args, *in, *out, &maps_));
     strides_ = DenseStrides(in->dims);
     constant_.assign(esize_, 0);
-    if (opset < 11) {
+    if (attr_form_) {
       float value = args.attrs.Float("value", 0.f);
       DispatchAny(in->dtype, [&](auto tag) {
         using T = decltype(tag);
@@ -170,7 +170,7 @@ class PadKernel : public Kernel {
     return Status::Ok();
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
-    const Tensor* c = args.attrs.Int("opset", 11) >= 11 ? args.in(2) : nullptr;
+    const Tensor* c = attr_form_ ? nullptr : args.in(2);
     if (c && c->numel == 1) std::memcpy(constant_.data(), c->data, esize_);
     Tensor& out = *args.out(0);
     if (out.numel == 0) return Status::Ok();
@@ -201,6 +201,7 @@ class PadKernel : public Kernel {
   }
 
   size_t esize_ = 0;
+  bool attr_form_ = false;  // pads and value as attributes (versions before 11)
   std::vector<std::vector<int64_t>> maps_;
   std::vector<int64_t> strides_;
   std::vector<uint8_t> constant_;

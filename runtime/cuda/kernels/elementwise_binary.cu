@@ -130,8 +130,8 @@ class BinaryKernel : public Kernel {
       return args.Error(std::string("output dtype ") + DataTypeName(y->dtype) + " differs from the operands' " + DataTypeName(a->dtype));
     std::vector<int64_t> b_dims = b->dims;
     if (p_.op == BinaryOp::kPRelu) {
-      // Before opset 7 a 1-D slope of X's dim-1 size is per channel: shape it [C, 1, ..., 1].
-      if (args.attrs.Int("opset", 7) < 7 && b_dims.size() == 1 && a->rank() >= 2 && b_dims[0] == a->dims[1])
+      // "slope_per_channel" (versions before 7): a 1-D slope of X's dim-1 size is per channel.
+      if (args.attrs.Int("slope_per_channel", 0) != 0 && b_dims.size() == 1 && a->rank() >= 2 && b_dims[0] == a->dims[1])
         b_dims.resize(size_t(a->rank() - 1), 1);
     }
     if (p_.op == BinaryOp::kMod) p_.fmod = args.attrs.Int("fmod", 0) != 0;

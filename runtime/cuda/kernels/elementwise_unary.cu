@@ -295,14 +295,15 @@ class UnaryKernel : public Kernel {
     return Status::Ok();
   }
 
-  // Clip: min/max attributes before opset 11 (floats only), optional scalar inputs since.
+  // Clip: min/max attributes (the kernel form of versions before 11; floats only) or optional
+  // scalar inputs.
   Status InitClip(const KernelArgs& args) {
     const Tensor& x = *args.in(0);
-    p_.clip_attrs = args.attrs.Int("opset", 11) < 11;
+    p_.clip_attrs = args.attrs.Has("min") || args.attrs.Has("max");
     if (p_.clip_attrs) {
       p_.alpha = args.attrs.Float("min", -INFINITY);
       p_.beta = args.attrs.Float("max", INFINITY);
-      if (!IsFloatType(x.dtype)) return args.Error("integer Clip needs opset 12 or later");
+      if (!IsFloatType(x.dtype)) return args.Error("integer Clip takes its bounds as inputs (opset 12 or later)");
       return Status::Ok();
     }
     for (size_t i = 1; i <= 2; ++i) {

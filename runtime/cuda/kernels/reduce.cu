@@ -282,10 +282,9 @@ class ReduceKernelBase : public Kernel {
   // (ReduceSum 13, the others 18); from then on input 1 (constant, or of length 0 or rank when
   // computed at run time).
   Status ReducedAxes(const KernelArgs& args, int64_t rank, std::vector<bool>& reduced) {
-    const int64_t since = plan_.op == ReduceOp::kSum ? 13 : 18;
     std::vector<int64_t> axes;
     bool noop = false;
-    if (args.attrs.Int("opset", since) < since) {
+    if (args.attrs.Has("axes")) {
       axes = args.attrs.Ints("axes");
     } else if (const Tensor* a = args.in(1)) {
       noop = args.attrs.Int("noop_with_empty_axes", 0) != 0;

@@ -223,11 +223,11 @@ class ChannelNormKernelBase : public Kernel {
     if (group_) {
       p_.groups = args.attrs.Int("num_groups", 0);
       if (p_.groups <= 0 || channels % p_.groups != 0) return args.Error("num_groups must be positive and divide the channels");
-      if (args.attrs.Int("opset", 21) < 21) params = p_.groups;
+      if (args.attrs.Int("per_group_params", 0) != 0) params = p_.groups;
     }
     PRECIS_RETURN_IF_ERROR(CheckVector(args, 1, params, "scale"));
     PRECIS_RETURN_IF_ERROR(CheckVector(args, 2, params, "bias"));
-    p_.per_group_params = group_ && args.attrs.Int("opset", 21) < 21;
+    p_.per_group_params = group_ && args.attrs.Int("per_group_params", 0) != 0;
     p_.per_group = channels / p_.groups;
     int64_t slices = n * p_.groups;
     Slices& w = p_.write;

@@ -298,7 +298,7 @@ class TopKKernel : public Kernel {
     p_.k = out_dims[size_t(axis)];
     p_.inner = inner;
     if (p_.k > n) return args.Error("k = " + std::to_string(p_.k) + " exceeds the axis size " + std::to_string(n));
-    if (args.attrs.Int("opset", 10) < 10 && args.attrs.Int("k", p_.k) != p_.k) return args.Error("attribute k does not match the output");
+    if (args.attrs.Has("k") && args.attrs.Int("k", p_.k) != p_.k) return args.Error("attribute k does not match the output");
     if (const Tensor* k = args.in(1)) {
       if (!IsIndexType(k->dtype) || k->numel != 1) return args.Error("k must be one int64 value");
       if (k->is_constant) {

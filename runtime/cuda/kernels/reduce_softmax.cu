@@ -112,7 +112,7 @@ class SoftmaxKernelT : public Kernel {
     if (x->dtype != y->dtype) return DtypeError(args, "output type differs from the input's");
     if (!DispatchFloat(x->dtype, [&](auto tag) { launch_ = &LaunchSoftmax<decltype(tag)>; }))
       return DtypeError(args, std::string("unsupported dtype ") + DataTypeName(x->dtype));
-    bool legacy = args.attrs.Int("opset", 13) < 13;
+    bool legacy = args.attrs.Int("coerce_2d", 0) != 0;
     int64_t rank = x->rank(), axis = args.attrs.Int("axis", legacy ? 1 : -1);
     if (legacy ? (axis < -rank || axis > rank) : (axis < -rank || axis >= rank))
       return args.Error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));

@@ -230,7 +230,7 @@ class PadKernel : public Kernel {
     if (in->dtype != out->dtype) return DtypeError(args, "needs matching input and output");
     esize_ = DataTypeSize(in->dtype);
     if (esize_ == 0) return args.Error(std::string("unsupported dtype ") + DataTypeName(in->dtype));
-    opset_ = args.attrs.Int("opset", 11);
+    attr_form_ = args.attrs.Has("pads");
     std::vector<std::vector<int64_t>> maps;
     PRECIS_RETURN_IF_ERROR(PadIndexMaps(args, *in, *out, &maps));
     if (in->rank() > kMaxRank) return RankLimit(args, "the input");
@@ -244,7 +244,7 @@ class PadKernel : public Kernel {
       map.insert(map.end(), maps[d].begin(), maps[d].end());
     }
     constant_ = 0;
-    if (opset_ < 11) {
+    if (attr_form_) {
       float value = args.attrs.Float("value", 0.f);
       constant_ = in->dtype == DataType::kBool ? uint64_t(value != 0) : SaturatedBits(in->dtype, value);
     } else if (const Tensor* c = args.in(2); c && c->numel > 0 && (c->dtype != in->dtype || c->numel != 1)) {
@@ -256,7 +256,7 @@ class PadKernel : public Kernel {
   }
 
   Status Run(const KernelArgs& args, CudaContext& ctx) override {
-    const Tensor* c = opset_ >= 11 ? args.in(2) : nullptr;
+    const Tensor* c = attr_form_ ? nullptr : args.in(2);
     const uint8_t* constant = c && c->numel == 1 ? c->data : nullptr;
     Tensor& out = *args.out(0);
     cudaError_t e = cudaSuccess;
@@ -271,7 +271,7 @@ class PadKernel : public Kernel {
 
  private:
   size_t esize_ = 0;
-  int64_t opset_ = 11;
+  bool attr_form_ = false;  // pads and value as attributes (versions before 11)
   PadMaps maps_;
   uint64_t constant_ = 0;
 };

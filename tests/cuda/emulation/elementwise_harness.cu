@@ -361,8 +361,8 @@ void UnaryTests() {
       Fill(hi);
       AttrList a;
       std::vector<Buf*> ins = {&x};
-      if (form == 0) a.Int("opset", 6).Float("min", -0.5f).Float("max", 1.25f);
-      if (form == 1) a.Int("opset", 6);
+      if (form == 0) a.Float("min", -0.5f).Float("max", 1.25f);  // the kernel form of Clip before 11
+      if (form == 1) a.Float("min", -INFINITY).Float("max", INFINITY);  // ... with the default bounds
       if (form == 2) ins = {&x, &lo, &hi};
       if (form == 3) ins = {&x, nullptr, &hi};
       if (form == 4) ins = {&x, &lo};
@@ -429,7 +429,7 @@ void BinaryTests() {
           Fill(a);
           Fill(b);
           AttrList at;
-          if (bo.attrs) at.Int("opset", 17), bo.attrs(at);
+          if (bo.attrs) bo.attrs(at);
           Check(bo.op, at, {&a, &b}, {{cmp ? DataType::kBool : t, sh.y}}, L(t, t, sh.y, unal ? " unal" : ""), unal);
         }
       }
@@ -463,13 +463,13 @@ void BinaryTests() {
     if (bo.attrs) bo.attrs(at);
     Check(bo.op, at, {&a, &b}, {{cmp ? DataType::kBool : DataType::kF32, {4}}}, "f16+f32");
   }
-  // PRelu before opset 7: per-channel 1-D slope.
+  // PRelu before opset 7 (kernel form "slope_per_channel"): per-channel 1-D slope.
   for (DataType t : {DataType::kF32, DataType::kI32}) {
     Buf x = Alloc(t, {2, 3, 4, 5}), s = Alloc(t, {3});
     Fill(x);
     Fill(s);
     AttrList at;
-    at.Int("opset", 6);
+    at.Int("slope_per_channel", 1);
     Check("PRelu", at, {&x, &s}, {{t, {2, 3, 4, 5}}}, "prelu opset6");
   }
   // Pow.

@@ -308,14 +308,13 @@ void ReduceCases() {
               if (sop == "ReduceProd" && h::IsFloat(t)) for (int i = 0; i < 97; ++i) vals.push_back(0.9 + 0.002 * i);
               if (sop == "ReduceProd" && !h::IsFloat(t)) vals = {1, 2, 3, -1, 5, 7};
               if (sop == "ReduceLogSum" && h::IsFloat(t)) for (int i = 0; i < 97; ++i) vals.push_back(0.1 + 0.05 * i);
-              int64_t opset = sop == "ReduceSum" ? 13 : 18;
               if (axes.empty()) {
-                Check(label, op, {In(t, dims, vals)}, {Out(t, out)}, [&](AttrList& a) { a.Int("opset", opset).Int("keepdims", keep); }, o);
+                Check(label, op, {In(t, dims, vals)}, {Out(t, out)}, [&](AttrList& a) { a.Int("keepdims", keep); }, o);
               } else {
                 std::vector<double> av(axes.begin(), axes.end());
                 Check(label + " input", op, {In(t, dims, vals), In(I64, {int64_t(axes.size())}, av, true)}, {Out(t, out)},
-                      [&](AttrList& a) { a.Int("opset", opset).Int("keepdims", keep); }, o);
-                Check(label + " attr", op, {In(t, dims, vals)}, {Out(t, out)}, [&](AttrList& a) { a.Int("opset", 11).Ints("axes", axes).Int("keepdims", keep); }, o);
+                      [&](AttrList& a) { a.Int("keepdims", keep); }, o);
+                Check(label + " attr", op, {In(t, dims, vals)}, {Out(t, out)}, [&](AttrList& a) { a.Ints("axes", axes).Int("keepdims", keep); }, o);
               }
             }
           }
@@ -323,30 +322,30 @@ void ReduceCases() {
       }
     }
     // noop_with_empty_axes, run-time axes naming every axis, special values.
-    Check(sop + " noop", op, {In(F32, {3, 4}), In(I64, {0}, {}, true)}, {Out(F32, {3, 4})}, [&](AttrList& a) { a.Int("opset", 18).Int("noop_with_empty_axes", 1); });
-    Check(sop + " runtime axes", op, {In(F32, {3, 4, 5}), In(I64, {3}, {2, 0, -2})}, {Out(F32, {1, 1, 1})}, [&](AttrList& a) { a.Int("opset", 18); });
-    Check(sop + " runtime axes bad", op, {In(F32, {3, 4, 5}), In(I64, {3}, {2, 0, 0})}, {Out(F32, {1, 1, 1})}, [&](AttrList& a) { a.Int("opset", 18); });
-    Check(sop + " runtime empty axes", op, {In(F32, {3, 4, 5}), In(I64, {0})}, {Out(F32, {})}, [&](AttrList& a) { a.Int("opset", 18).Int("keepdims", 0); });
+    Check(sop + " noop", op, {In(F32, {3, 4}), In(I64, {0}, {}, true)}, {Out(F32, {3, 4})}, [&](AttrList& a) { a.Int("noop_with_empty_axes", 1); });
+    Check(sop + " runtime axes", op, {In(F32, {3, 4, 5}), In(I64, {3}, {2, 0, -2})}, {Out(F32, {1, 1, 1})}, [&](AttrList& a) {});
+    Check(sop + " runtime axes bad", op, {In(F32, {3, 4, 5}), In(I64, {3}, {2, 0, 0})}, {Out(F32, {1, 1, 1})}, [&](AttrList& a) {});
+    Check(sop + " runtime empty axes", op, {In(F32, {3, 4, 5}), In(I64, {0})}, {Out(F32, {})}, [&](AttrList& a) { a.Int("keepdims", 0); });
     for (int sms : {132, 1}) {
       Options o; o.special = 2; o.sms = sms;
-      Check(sop + " specials rows sms " + std::to_string(sms), op, {In(F32, {40, 6}), In(I64, {1}, {1}, true)}, {Out(F32, {40})}, [&](AttrList& a) { a.Int("opset", 18).Int("keepdims", 0); }, o);
-      Check(sop + " specials cols sms " + std::to_string(sms), op, {In(F32, {6, 40}), In(I64, {1}, {0}, true)}, {Out(F32, {40})}, [&](AttrList& a) { a.Int("opset", 18).Int("keepdims", 0); }, o);
-      Check(sop + " specials long sms " + std::to_string(sms), op, {In(F32, {3, 700}), In(I64, {1}, {1}, true)}, {Out(F32, {3})}, [&](AttrList& a) { a.Int("opset", 18).Int("keepdims", 0); }, o);
+      Check(sop + " specials rows sms " + std::to_string(sms), op, {In(F32, {40, 6}), In(I64, {1}, {1}, true)}, {Out(F32, {40})}, [&](AttrList& a) { a.Int("keepdims", 0); }, o);
+      Check(sop + " specials cols sms " + std::to_string(sms), op, {In(F32, {6, 40}), In(I64, {1}, {0}, true)}, {Out(F32, {40})}, [&](AttrList& a) { a.Int("keepdims", 0); }, o);
+      Check(sop + " specials long sms " + std::to_string(sms), op, {In(F32, {3, 700}), In(I64, {1}, {1}, true)}, {Out(F32, {3})}, [&](AttrList& a) { a.Int("keepdims", 0); }, o);
     }
-    Check(sop + " all -inf", op, {In(F32, {2, 40}, {-INFINITY}), In(I64, {1}, {1}, true)}, {Out(F32, {2})}, [&](AttrList& a) { a.Int("opset", 18).Int("keepdims", 0); });
-    Check(sop + " bad axis", op, {In(F32, {2, 4}), In(I64, {1}, {2}, true)}, {Out(F32, {2})}, [&](AttrList& a) { a.Int("opset", 18).Int("keepdims", 0); });
-    Check(sop + " dup axis", op, {In(F32, {2, 4}), In(I64, {2}, {1, -1}, true)}, {Out(F32, {2})}, [&](AttrList& a) { a.Int("opset", 18).Int("keepdims", 0); });
-    Check(sop + " mixed dtype", op, {In(F16, {2, 4}), In(I64, {1}, {1}, true)}, {Out(F32, {2})}, [&](AttrList& a) { a.Int("opset", 18).Int("keepdims", 0); });
+    Check(sop + " all -inf", op, {In(F32, {2, 40}, {-INFINITY}), In(I64, {1}, {1}, true)}, {Out(F32, {2})}, [&](AttrList& a) { a.Int("keepdims", 0); });
+    Check(sop + " bad axis", op, {In(F32, {2, 4}), In(I64, {1}, {2}, true)}, {Out(F32, {2})}, [&](AttrList& a) { a.Int("keepdims", 0); });
+    Check(sop + " dup axis", op, {In(F32, {2, 4}), In(I64, {2}, {1, -1}, true)}, {Out(F32, {2})}, [&](AttrList& a) { a.Int("keepdims", 0); });
+    Check(sop + " mixed dtype", op, {In(F16, {2, 4}), In(I64, {1}, {1}, true)}, {Out(F32, {2})}, [&](AttrList& a) { a.Int("keepdims", 0); });
     for (DataType it : {DataType::kI16, DataType::kU16, DataType::kU32, DataType::kU64, DataType::kI8})
       for (int ax = 0; ax < 3; ++ax) {
         Options o; o.sms = ax == 2 ? 1 : 132;
         std::vector<double> vals;
         if (sop == "ReduceProd") vals = {1, 2, 3, 5, 7, 250, 0};
-        Check(sop + " w " + N(it) + " ax " + std::to_string(ax), op, {In(it, {3, 50}, vals), In(I64, {1}, {double(ax % 2)}, true)}, {Out(it, {ax % 2 ? 3 : 50})}, [&](AttrList& a) { a.Int("opset", 18).Int("keepdims", 0); }, o);
-        Check(sop + " w empty " + N(it) + " ax " + std::to_string(ax), op, {In(it, {3, 0}), In(I64, {1}, {1}, true)}, {Out(it, {3})}, [&](AttrList& a) { a.Int("opset", 18).Int("keepdims", 0); }, o);
+        Check(sop + " w " + N(it) + " ax " + std::to_string(ax), op, {In(it, {3, 50}, vals), In(I64, {1}, {double(ax % 2)}, true)}, {Out(it, {ax % 2 ? 3 : 50})}, [&](AttrList& a) { a.Int("keepdims", 0); }, o);
+        Check(sop + " w empty " + N(it) + " ax " + std::to_string(ax), op, {In(it, {3, 0}), In(I64, {1}, {1}, true)}, {Out(it, {3})}, [&](AttrList& a) { a.Int("keepdims", 0); }, o);
       }
-    Check(sop + " u64", op, {In(U64, {3, 5}), In(I64, {1}, {1}, true)}, {Out(U64, {3})}, [&](AttrList& a) { a.Int("opset", 18).Int("keepdims", 0); });
-    Check(sop + " bf16", op, {In(BF16, {3, 50}), In(I64, {1}, {1}, true)}, {Out(BF16, {3})}, [&](AttrList& a) { a.Int("opset", 18).Int("keepdims", 0); }, Options{132, false, sop == "ReduceProd" ? 1e-1 : 2e-2, 0});
+    Check(sop + " u64", op, {In(U64, {3, 5}), In(I64, {1}, {1}, true)}, {Out(U64, {3})}, [&](AttrList& a) { a.Int("keepdims", 0); });
+    Check(sop + " bf16", op, {In(BF16, {3, 50}), In(I64, {1}, {1}, true)}, {Out(BF16, {3})}, [&](AttrList& a) { a.Int("keepdims", 0); }, Options{132, false, sop == "ReduceProd" ? 1e-1 : 2e-2, 0});
   }
 }
 
@@ -390,14 +389,17 @@ void SoftmaxCases() {
                   Options o; o.special = special; o.sms = sms; o.inplace = inplace;
                   if (t == F32 && std::string(op) == "Softmax") o.tol = 1e-6;
                   std::string label = std::string(op) + " " + N(t) + " " + Str(dims) + " opset " + std::to_string(opset) + " axis " + std::to_string(axis) + " sp " + std::to_string(special) + " sms " + std::to_string(sms) + " inpl " + std::to_string(inplace);
-                  Check(label, op, {In(t, dims)}, {Out(t, dims)}, [&](AttrList& a) { a.Int("opset", opset).Int("axis", axis); }, o);
+                  Check(label, op, {In(t, dims)}, {Out(t, dims)}, [&](AttrList& a) {
+                    a.Int("axis", axis);
+                    if (opset < 13) a.Int("coerce_2d", 1);  // the kernel form of versions before 13
+                  }, o);
                 }
       }
     }
-    Check(std::string(op) + " -inf row", op, {In(F32, {2, 40}, {-INFINITY})}, {Out(F32, {2, 40})}, [&](AttrList& a) { a.Int("opset", 13); });
-    Check(std::string(op) + " inf row", op, {In(F32, {2, 40}, {1, 2, INFINITY, 3})}, {Out(F32, {2, 40})}, [&](AttrList& a) { a.Int("opset", 13); });
-    Check(std::string(op) + " big range", op, {In(F32, {2, 64}, {-80, 10, 0, 30, 87, -103, 50})}, {Out(F32, {2, 64})}, [&](AttrList& a) { a.Int("opset", 13); });
-    Check(std::string(op) + " int", op, {In(I32, {2, 4})}, {Out(I32, {2, 4})}, [&](AttrList& a) { a.Int("opset", 13); });
+    Check(std::string(op) + " -inf row", op, {In(F32, {2, 40}, {-INFINITY})}, {Out(F32, {2, 40})}, [&](AttrList& a) {});
+    Check(std::string(op) + " inf row", op, {In(F32, {2, 40}, {1, 2, INFINITY, 3})}, {Out(F32, {2, 40})}, [&](AttrList& a) {});
+    Check(std::string(op) + " big range", op, {In(F32, {2, 64}, {-80, 10, 0, 30, 87, -103, 50})}, {Out(F32, {2, 64})}, [&](AttrList& a) {});
+    Check(std::string(op) + " int", op, {In(I32, {2, 4})}, {Out(I32, {2, 4})}, [&](AttrList& a) {});
   }
 }
 
@@ -439,13 +441,13 @@ void TopKCases() {
                 Options o; o.special = special;
                 std::string label = "TopK " + N(t) + " " + Str(dims) + " axis " + std::to_string(axis) + " k " + std::to_string(k) + " largest " + std::to_string(largest) + " sp " + std::to_string(special) + " outs " + std::to_string(outs);
                 Check(label, "TopK", {In(t, dims), In(I64, {1}, {double(k)}, outs != 2)}, {outs == 1 ? None() : Out(t, od), outs == 2 ? None() : Out(I64, od)},
-                      [&](AttrList& a) { a.Int("opset", 11).Int("axis", axis).Int("largest", largest); }, o);
+                      [&](AttrList& a) { a.Int("axis", axis).Int("largest", largest); }, o);
               }
       }
     }
   }
-  Check("TopK wrong runtime k", "TopK", {In(F32, {3, 5}), In(I64, {1}, {2})}, {Out(F32, {3, 3}), Out(I64, {3, 3})}, [&](AttrList& a) { a.Int("opset", 11); });
-  Check("TopK wrong const k", "TopK", {In(F32, {3, 5}), In(I64, {1}, {2}, true)}, {Out(F32, {3, 3}), Out(I64, {3, 3})}, [&](AttrList& a) { a.Int("opset", 11); });
+  Check("TopK wrong runtime k", "TopK", {In(F32, {3, 5}), In(I64, {1}, {2})}, {Out(F32, {3, 3}), Out(I64, {3, 3})}, [&](AttrList& a) {});
+  Check("TopK wrong const k", "TopK", {In(F32, {3, 5}), In(I64, {1}, {2}, true)}, {Out(F32, {3, 3}), Out(I64, {3, 3})}, [&](AttrList& a) {});
 }
 
 void NormCases() {
@@ -487,7 +489,10 @@ void NormCases() {
             for (int opset : {18, 21})
               Check("GroupNorm " + base + " g " + std::to_string(g) + " opset " + std::to_string(opset), "GroupNormalization",
                     {In(t, dims), In(pt, {opset < 21 ? g : c}), In(pt, {opset < 21 ? g : c})}, {Out(t, dims)},
-                    [&](AttrList& a) { a.Int("num_groups", g).Int("opset", opset); }, o);
+                    [&](AttrList& a) {
+                      a.Int("num_groups", g);
+                      if (opset < 21) a.Int("per_group_params", 1);  // the kernel form of versions before 21
+                    }, o);
           for (int constant = 0; constant < 2; ++constant) {
             std::vector<double> var = {0.5, 1.5, 2.0, 0.1, 3.0, 0.7};
             Check("BatchNorm " + base + " const " + std::to_string(constant), "BatchNormalization",

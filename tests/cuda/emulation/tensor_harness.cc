@@ -64,7 +64,6 @@ class Attrs {
   }
   Attributes Finish() {
     if (!done_) {
-      if (std::find(names_.begin(), names_.end(), "opset") == names_.end()) Int("opset", 17);
       auto v = fbb_.CreateVector(attrs_);
       fbb_.Finish(plan::CreateStep(fbb_, 0, 0, 0, 0, v));
       done_ = true;
@@ -330,7 +329,7 @@ void TestStrided() {
         Check("slice", "Slice", ins, {Out(dt, s.out)}, None, false, "ok");
       }
   Check("slice opset 9", "Slice", {Rand(DataType::kF32, {6, 8})}, {Out(DataType::kF32, {3, 8})},
-        [](Attrs& a) { a.Int("opset", 9).Ints("starts", {1}).Ints("ends", {-2}).Ints("axes", {0}); }, false, "ok");
+        [](Attrs& a) { a.Ints("starts", {1}).Ints("ends", {-2}).Ints("axes", {0}); }, false, "ok");
   {
     T st = Values(DataType::kI64, {1}, {1});  // not constant
     Check("slice runtime starts", "Slice", {Rand(DataType::kF32, {6, 8}), st, Values(DataType::kI64, {1}, {3}, true)}, {Out(DataType::kF32, {2, 8})}, None,
@@ -614,18 +613,18 @@ void TestFill() {
         for (size_t d = 0; d < in.size(); ++d) out[d] += pads[d] + pads[d + in.size()];
         std::vector<double> pv(pads.begin(), pads.end());
         Check("pad", "Pad", {Rand(dt, in), Values(DataType::kI64, {int64_t(pads.size())}, pv, true), Values(dt, {}, {2})}, {Out(dt, out)},
-              [&](Attrs& a) { a.String("mode", mode).Int("opset", 13); }, false, "ok");
+              [&](Attrs& a) { a.String("mode", mode); }, false, "ok");
         Check("pad no value", "Pad", {Rand(dt, in), Values(DataType::kI64, {int64_t(pads.size())}, pv, true)}, {Out(dt, out)},
-              [&](Attrs& a) { a.String("mode", mode).Int("opset", 13); }, false, "ok");
-        Check("pad opset2", "Pad", {Rand(dt, in)}, {Out(dt, out)}, [&](Attrs& a) { a.String("mode", mode).Int("opset", 2).Ints("pads", pads).Float("value", -1.5f); },
+              [&](Attrs& a) { a.String("mode", mode); }, false, "ok");
+        Check("pad opset2", "Pad", {Rand(dt, in)}, {Out(dt, out)}, [&](Attrs& a) { a.String("mode", mode).Ints("pads", pads).Float("value", -1.5f); },
               false, "ok");
       }
       Check("pad axes", "Pad",
             {Rand(dt, {2, 3, 4}), Values(DataType::kI64, {2}, {1, 2}, true), Values(dt, {}, {7}), Values(DataType::kI64, {1}, {-1}, true)}, {Out(dt, {2, 3, 7})},
-            [&](Attrs& a) { a.String("mode", mode).Int("opset", 18); }, false, "ok");
-      Check("pad scalar", "Pad", {Rand(dt, {}), Values(DataType::kI64, {0}, {}, true)}, {Out(dt, {})}, [&](Attrs& a) { a.String("mode", mode).Int("opset", 13); }, false, "ok");
+            [&](Attrs& a) { a.String("mode", mode); }, false, "ok");
+      Check("pad scalar", "Pad", {Rand(dt, {}), Values(DataType::kI64, {0}, {}, true)}, {Out(dt, {})}, [&](Attrs& a) { a.String("mode", mode); }, false, "ok");
     }
-  Check("pad bool opset2", "Pad", {Rand(DataType::kBool, {3})}, {Out(DataType::kBool, {5})}, [&](Attrs& a) { a.Int("opset", 2).Ints("pads", {1, 1}).Float("value", 0.5f); },
+  Check("pad bool opset2", "Pad", {Rand(DataType::kBool, {3})}, {Out(DataType::kBool, {5})}, [&](Attrs& a) { a.Ints("pads", {1, 1}).Float("value", 0.5f); },
         false, "ok");
 }
 
@@ -646,7 +645,7 @@ void TestResize() {
           for (size_t d = 0; d < 4; ++d) out.push_back(int64_t(std::floor(double(in[d]) * scales[d])));
           T roi = Values(DataType::kF32, {8}, {0, 0, 0.1, 0.2, 1, 1, 0.9, 1.3}, true);
           auto attrs = [&](Attrs& a) {
-            a.String("mode", mode).String("coordinate_transformation_mode", coord).Int("opset", 13);
+            a.String("mode", mode).String("coordinate_transformation_mode", coord);
             a.String("nearest_mode", nearest[variant]);
             if (variant == 2) a.Int("exclude_outside", 1).Float("cubic_coeff_a", -0.5f);
             a.Float("extrapolation_value", variant == 3 ? -7.5f : 0.25f);
@@ -663,20 +662,24 @@ void TestResize() {
       double sh = 9.0 / 6, sw = 10.0 / 8, s = std::string(policy) == "not_larger" ? std::min(sh, sw) : std::string(policy) == "not_smaller" ? std::max(sh, sw) : 0;
       std::vector<int64_t> out = {2, 3, std::string(policy) == "stretch" ? 9 : int64_t(std::round(6 * s)), std::string(policy) == "stretch" ? 10 : int64_t(std::round(8 * s))};
       Check("resize axes", "Resize", {Rand(DataType::kF32, in), Omit(), Omit(), Values(DataType::kI64, {2}, sizes, true)}, {Out(DataType::kF32, out)},
-            [&](Attrs& a) { a.String("mode", mode).Int("opset", 18).Ints("axes", {2, 3}).String("keep_aspect_ratio_policy", policy); }, false, "ok");
+            [&](Attrs& a) { a.String("mode", mode).Ints("axes", {2, 3}).String("keep_aspect_ratio_policy", policy); }, false, "ok");
     }
-  Check("resize opset10", "Resize", {Rand(DataType::kF32, {1, 1, 3, 3}), Values(DataType::kF32, {4}, {1, 1, 2, 2.5}, true)}, {Out(DataType::kF32, {1, 1, 6, 7})},
-        [&](Attrs& a) { a.String("mode", "linear").Int("opset", 10); }, false, "ok");
-  Check("resize opset10 down", "Resize", {Rand(DataType::kF32, {1, 1, 5, 5}), Values(DataType::kF32, {4}, {1, 1, 0.5, 0.7}, true)}, {Out(DataType::kF32, {1, 1, 2, 3})},
-        [&](Attrs& a) { a.String("mode", "nearest").Int("opset", 10); }, false, "ok");
+  // Resize 10 in kernel form: the opset-11 input order, asymmetric coordinates, "simple" rounding.
+  auto resize10 = [](const char* mode) {
+    return [mode](Attrs& a) { a.String("mode", mode).String("coordinate_transformation_mode", "asymmetric").String("nearest_mode", "simple"); };
+  };
+  Check("resize opset10", "Resize", {Rand(DataType::kF32, {1, 1, 3, 3}), Omit(), Values(DataType::kF32, {4}, {1, 1, 2, 2.5}, true)}, {Out(DataType::kF32, {1, 1, 6, 7})},
+        resize10("linear"), false, "ok");
+  Check("resize opset10 down", "Resize", {Rand(DataType::kF32, {1, 1, 5, 5}), Omit(), Values(DataType::kF32, {4}, {1, 1, 0.5, 0.7}, true)}, {Out(DataType::kF32, {1, 1, 2, 3})},
+        resize10("nearest"), false, "ok");
   Check("resize 1d", "Resize", {Rand(DataType::kF32, {7}), Omit(), Values(DataType::kF32, {1}, {2.3}, true)}, {Out(DataType::kF32, {16})},
         [&](Attrs& a) { a.String("mode", "cubic"); }, false, "ok");
   Check("resize 5d", "Resize", {Rand(DataType::kF32, {1, 2, 3, 4, 5}), Omit(), Values(DataType::kF32, {5}, {1, 1, 2, 2, 2}, true)}, {Out(DataType::kF32, {1, 2, 6, 8, 10})},
         [&](Attrs& a) { a.String("mode", "linear"); }, false, "ok");
   Check("upsample", "Upsample", {Rand(DataType::kF16, {1, 2, 3, 4}), Values(DataType::kF32, {4}, {1, 1, 2, 3}, true)}, {Out(DataType::kF16, {1, 2, 6, 12})},
-        [&](Attrs& a) { a.String("mode", "linear").Int("opset", 9); }, false, "ok");
+        [&](Attrs& a) { a.String("mode", "linear"); }, false, "ok");
   Check("upsample nearest", "Upsample", {Rand(DataType::kI64, {1, 2, 3, 4})}, {Out(DataType::kI64, {1, 2, 6, 8})},
-        [&](Attrs& a) { a.String("mode", "nearest").Int("opset", 7).Floats("scales", {1, 1, 2, 2}); }, false, "ok");
+        [&](Attrs& a) { a.String("mode", "nearest").Floats("scales", {1, 1, 2, 2}); }, false, "ok");
   Check("resize antialias", "Resize", {Rand(DataType::kF32, {1, 1, 4, 4}), Omit(), Values(DataType::kF32, {4}, {1, 1, 0.5, 0.5}, true)}, {Out(DataType::kF32, {1, 1, 2, 2})},
         [&](Attrs& a) { a.String("mode", "linear").Int("antialias", 1); }, false, "error");
 }
