@@ -4,9 +4,10 @@ LayerNormalization and GELU: two small models exported to ONNX with their initia
 fixed batch each, and after one SGD step (lr 0.1) the loss, every weight and every weight's
 gradient (and each weight's initial value, to read the step's gradient back from the update).
 
-- cnn: Conv 3x3 -> Relu -> MaxPool 2x2 (ceil_mode, odd size) -> depthwise Conv 3x3 (groups 8)
-  -> Relu -> AveragePool 3x3 stride 2 pad 1 (ceil_mode, count_include_pad 0) -> Conv 1x1
-  (groups 2) -> GlobalAveragePool -> Flatten -> Linear.
+- cnn (11x11 images): Conv 3x3 -> Relu -> MaxPool 2x2 (ceil_mode: the last window holds one
+  column) -> depthwise Conv 3x3 (groups 8) -> Relu -> AveragePool 3x3 stride 2 pad 1 (ceil_mode,
+  count_include_pad 0; on 6x6 the last window covers a column, the end pad and the ceil tail) ->
+  Conv 1x1 (groups 2) -> GlobalAveragePool -> Flatten -> Linear.
 - embed: token embeddings (Gather) + position embeddings -> LayerNorm -> GELU (exported as its
   Erf form) -> Linear -> mean over tokens -> logits tied to the token embeddings (a MatMul
   through a Transpose of the same weight that Gather reads).
@@ -74,7 +75,7 @@ def step(name, model, inputs, label, out, input_name):
 def main():
     out = sys.argv[1]
     torch.manual_seed(3)
-    step("cnn", Cnn(), torch.randn(4, 3, 9, 9), torch.tensor([0, 3, 1, 4]), out, "x")
+    step("cnn", Cnn(), torch.randn(4, 3, 11, 11), torch.tensor([0, 3, 1, 4]), out, "x")
     ids = torch.tensor([[1, 4, 4, 9, 0], [10, 2, 4, 7, 7], [3, 3, 5, 1, 8]])
     step("embed", Embed(), ids, torch.tensor([4, 7, 2]), out, "ids")
     print("torch references written to", out)
