@@ -35,6 +35,5 @@ V SplitGrad(GradContext& c);
 V ExpandGrad(GradContext& c);
 V TriluGrad(GradContext& c);
 const char* RefuseMaxMin(const ir::Node& n);
-const char* RefuseSlice(const ir::Node& n);
 
 }  // namespace precis::ops::grad

@@ -493,7 +493,7 @@ const std::vector<GradRule>& Rules() {
       {.op_type = "Relu", .fn = ReluGrad},
       {.op_type = "Reshape", .min_opset = 5, .fn = ReshapeGrad, .non_differentiable = {1}},
       {.op_type = "Sigmoid", .fn = SigmoidGrad},
-      {.op_type = "Slice", .fn = SliceGrad, .non_differentiable = {1, 2, 3, 4}, .refuse = RefuseSlice},
+      {.op_type = "Slice", .fn = SliceGrad, .non_differentiable = {1, 2, 3, 4}},
       {.op_type = "Softmax", .min_opset = 13, .fn = SoftmaxGrad},
       {.op_type = "SoftmaxCrossEntropyLoss", .min_opset = 13, .fn = SoftmaxCrossEntropyGrad, .non_differentiable = {1, 2}},
       {.op_type = "Split", .fn = SplitGrad, .non_differentiable = {1}},

@@ -15,13 +15,18 @@ using G = GradContext;
 
 int64_t Product(const std::vector<int64_t>& d) { return std::accumulate(d.begin(), d.end(), int64_t(1), std::multiplies<int64_t>()); }
 
-// Sums g into a zero tensor of X's shape at the flat positions `indices` (MaxPool's Indices).
+// Sums g into a zero tensor of X's shape at the positions `indices` (MaxPool's Indices, flat over
+// the whole of X). The scatter runs per (n, c) plane, indices made plane-local, so that a backend
+// can give each plane its own thread and still add in index order.
 ir::Value* ScatterAtIndices(G& c, ir::Value* g, ir::Value* indices) {
   std::vector<int64_t> xd = c.Dims(c.in(0));
-  ir::Value* flat_i = c.Op("Reshape", {indices, c.Int64s({-1})});
-  ir::Value* flat_g = c.Op("Reshape", {g, c.Int64s({-1})});
-  ir::Value* sum = c.Op("ScatterElements", {c.Zeros({Product(xd)}, c.Dtype(g)), flat_i, flat_g},
-                        {GradAttr::Int("axis", 0), GradAttr::String("reduction", "add")});
+  int64_t planes = xd[0] * xd[1], in_size = Product(xd) / std::max<int64_t>(planes, 1);
+  std::vector<int64_t> offsets;
+  for (int64_t p = 0; p < planes; ++p) offsets.push_back(p * in_size);
+  ir::Value* local = c.Op("Sub", {c.Op("Reshape", {indices, c.Int64s({planes, -1})}), c.Op("Reshape", {c.Int64s(offsets), c.Int64s({planes, 1})})});
+  ir::Value* rows = c.Op("Reshape", {g, c.Int64s({planes, -1})});
+  ir::Value* sum = c.Op("ScatterElements", {c.Zeros({planes, in_size}, c.Dtype(g)), local, rows},
+                        {GradAttr::Int("axis", 1), GradAttr::String("reduction", "add")});
   return c.Op("Reshape", {sum, c.Int64s(xd)});
 }
 

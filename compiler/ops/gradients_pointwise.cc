@@ -17,7 +17,8 @@ using G = GradContext;
 
 ir::Value* AsFloat(G& c, ir::Value* mask, ir::DType t) { return c.Op("Cast", {mask}, {GradAttr::Int("to", int64_t(ir::DTypeToOnnx(t)))}); }
 
-// Integer values of a constant input (nullptr when the input is absent or not a constant).
+// Integer values of a constant input (false when the input is absent; shape inference has
+// already required Slice's starts, ends, axes and steps to be constants).
 bool ConstInts(const ir::Value* v, std::vector<int64_t>* out) {
   if (!v || !v->is_constant() || !v->data()->has_data()) return false;
   const ir::Tensor& t = *v->data();
@@ -195,13 +196,6 @@ V SliceGrad(G& c) {
   }
   out[0] = g;
   return out;
-}
-
-const char* RefuseSlice(const ir::Node& n) {
-  std::vector<int64_t> unused;
-  for (size_t i = 1; i < n.inputs().size(); ++i)
-    if (n.inputs()[i] && !ConstInts(n.inputs()[i], &unused)) return "starts, ends, axes and steps computed at run time have no gradient rule";
-  return nullptr;
 }
 
 // Split: dx = Concat of the outputs' gradients along the axis (zeros for an output without one).

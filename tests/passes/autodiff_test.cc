@@ -398,6 +398,28 @@ graph "g" {
   EXPECT_NE(passes::BuildGradients(**m, "nosuch", {"a"}).status().message().find("no value named 'nosuch'"), std::string::npos);
 }
 
+// Nodes a rule does not cover are refused with the reason, naming the node.
+TEST(Autodiff, RefusalsNameTheReason) {
+  auto refusal = [](const std::string& inputs, const std::string& body) {
+    auto m = ir::ParseModel("model {ir_version = 8, producer_name = \"t\", producer_version = \"\", domain = \"\", model_version = 0, "
+                            "opsets = {\"\" = 17}}\ngraph \"g\" {\n" + inputs + body + "\n  %loss = ReduceSum(%y) {keepdims = 0}\n  output %loss\n}\n");
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    if (!m.ok()) return std::string();
+    EXPECT_TRUE(passes::InferShapesAndFold(**m).ok());
+    auto r = passes::BuildGradients(**m, "loss", {"a"});
+    EXPECT_FALSE(r.ok());
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(refusal("  input %a: f64[2, 3]\n", "  %y = Max(%a, %a, %a) name \"max3\"").find("'max3'"), std::string::npos);
+  EXPECT_NE(refusal("  input %a: f64[2, 3]\n", "  %y = Max(%a, %a, %a)").find("more than two inputs"), std::string::npos);
+  EXPECT_NE(refusal("  input %a: f64[1, 1, 4, 4]\n", "  %y = MaxPool(%a) {kernel_shape = [2, 2], auto_pad = \"SAME_UPPER\"}").find("auto_pad"),
+            std::string::npos);
+  EXPECT_NE(refusal("  input %a: f64[1, 1, 4, 4]\n", "  %y = AveragePool(%a) {kernel_shape = [2, 2], pads = [2, 0, 0, 0]}").find("padding only"),
+            std::string::npos);
+  EXPECT_NE(refusal("  input %a: f64[2, 3]\n  const %sc: f64[3] = [1.0, 2.0, 3.0]\n", "  %y, %mean = LayerNormalization(%a, %sc)").find("Mean and InvStdDev"),
+            std::string::npos);
+}
+
 TEST(Autodiff, RuleTableIsSortedAndUnique) {
   std::vector<std::string> ops = ops::GradOps();
   EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
