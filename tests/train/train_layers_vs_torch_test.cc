@@ -1,7 +1,8 @@
 // One SGD step against PyTorch on the two models of torch_reference_layers.py, which exercise the
 // gradient rules of MaxPool, AveragePool (ceil_mode, pads, count_include_pad 0), depthwise and
 // grouped Conv, GlobalAveragePool, Gather (repeated indices), LayerNormalization, Erf-form GELU
-// and tied embeddings (Gather and a MatMul through a Transpose read the same weight).
+// and tied embeddings (Gather and a MatMul through a Transpose read the same weight), Clip
+// (ReLU6), and in a one-block decoder Slice, Split, Trilu and Where (causal mask), tanh-GELU.
 //
 // Compared: the loss, every updated weight, and every weight's gradient read back from the update
 // as (w0 - w1) / lr. Tolerances: loss and updated weights rel L2 <= 1e-5 (FP32 on both sides with
@@ -89,6 +90,8 @@ void StepAndCompare(const std::string& name, const std::string& input, size_t we
 TEST(TrainLayersVsTorch, CnnWithPoolingAndGroupedConvolutions) { StepAndCompare("cnn", "x", 8); }
 
 TEST(TrainLayersVsTorch, EmbeddingLayerNormGeluWithTiedEmbeddings) { StepAndCompare("embed", "ids", 6); }
+
+TEST(TrainLayersVsTorch, DecoderWithCausalMaskAndTiedEmbeddings) { StepAndCompare("gpt", "ids", 16); }
 
 }  // namespace
 }  // namespace precis
