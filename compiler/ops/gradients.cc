@@ -40,6 +40,9 @@ std::vector<GradAttr> GradContext::CopyAttrs(const std::vector<const char*>& nam
   for (const char* name : names) {
     const ir::Attribute* a = node_.FindAttribute(name);
     if (!a) continue;
+    using K = ir::Attribute::Kind;
+    PRECIS_CHECK(a->kind == K::kInt || a->kind == K::kFloat || a->kind == K::kInts || a->kind == K::kString)
+        << "CopyAttrs: attribute '" << name << "' of " << node_.Describe() << " is not an int, float, ints or string";
     GradAttr& g = out.emplace_back();
     g.name = name;
     g.kind = a->kind;
