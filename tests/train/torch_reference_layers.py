@@ -65,8 +65,9 @@ class Gpt(torch.nn.Module):
         self.qkv, self.o = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
         self.fc1, self.fc2 = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
         self.heads = heads
-        # Distinct LayerNorm parameters: the exporter merges initializers of equal value (three
-        # LayerNorms' ones would become one shared weight, trained with the sum of their gradients).
+        # Distinct LayerNorm parameters: an eval-mode export (torch.onnx.export's default) merges
+        # initializers of equal value, so three LayerNorms' ones would become one shared weight,
+        # trained with the sum of their gradients.
         with torch.no_grad():
             for ln in (self.ln1, self.ln2, self.lnf):
                 ln.weight.add_(torch.randn(d) * 0.1)
