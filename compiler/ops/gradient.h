@@ -24,9 +24,11 @@ struct GradAttr {
   int64_t i = 0;
   float f = 0;
   std::vector<int64_t> ints = {};
+  std::string s = {};
   static GradAttr Int(std::string name, int64_t v) { return {std::move(name), ir::Attribute::Kind::kInt, v, 0, {}}; }
   static GradAttr Float(std::string name, float v) { return {std::move(name), ir::Attribute::Kind::kFloat, 0, v, {}}; }
   static GradAttr Ints(std::string name, std::vector<int64_t> v) { return {std::move(name), ir::Attribute::Kind::kInts, 0, 0, std::move(v)}; }
+  static GradAttr String(std::string name, std::string v) { return {std::move(name), ir::Attribute::Kind::kString, 0, 0, {}, std::move(v)}; }
 };
 
 // Builds nodes of the default domain in a graph, typing their outputs at once through the op's
@@ -44,6 +46,8 @@ class IrBuilder {
   ir::Value* Scalar(double value, ir::DType dtype);           // a 0-d constant
   ir::Value* Int64s(const std::vector<int64_t>& values);      // a 1-d i64 constant (shapes, axes)
   ir::Value* Floats(const std::vector<double>& values, ir::DType dtype);  // a 1-d f32/f64 constant
+  ir::Value* Zeros(const std::vector<int64_t>& dims, ir::DType dtype);    // 0 expanded to `dims`
+  ir::Value* CastTo(ir::Value* v, ir::DType dtype);                      // v itself when it has that dtype
   // `g` (of a broadcast result's shape) summed over the broadcast axes and reshaped to `like`.
   ir::Value* Unbroadcast(ir::Value* g, const ir::Value* like);
   // Sum over `axes` keeping them, or reshaped away when keepdims is 0 (ReduceSum, opset 13 form).
@@ -71,6 +75,9 @@ class GradContext : public IrBuilder {
   int64_t Int(const char* name, int64_t fallback) const;
   float Float(const char* name, float fallback) const;
   std::vector<int64_t> Ints(const char* name, std::vector<int64_t> fallback = {}) const;
+  // The node's attributes among `names` that it sets (int, float, ints or string), to build a
+  // node of the same configuration.
+  std::vector<GradAttr> CopyAttrs(const std::vector<const char*>& names) const;
 
  private:
   const ir::Node& node_;

@@ -7,6 +7,7 @@
 
 #include "compiler/ir/dtype.h"
 #include "compiler/ops/gradient.h"
+#include "compiler/ops/gradient_rules.h"
 #include "compiler/ops/op_registry.h"
 #include "runtime/base/check.h"
 
@@ -34,6 +35,25 @@ std::vector<int64_t> GradContext::Ints(const char* name, std::vector<int64_t> fa
   return a && a->kind == ir::Attribute::Kind::kInts ? a->ints : fallback;
 }
 
+std::vector<GradAttr> GradContext::CopyAttrs(const std::vector<const char*>& names) const {
+  std::vector<GradAttr> out;
+  for (const char* name : names) {
+    const ir::Attribute* a = node_.FindAttribute(name);
+    if (!a) continue;
+    using K = ir::Attribute::Kind;
+    PRECIS_CHECK(a->kind == K::kInt || a->kind == K::kFloat || a->kind == K::kInts || a->kind == K::kString)
+        << "CopyAttrs: attribute '" << name << "' of " << node_.Describe() << " is not an int, float, ints or string";
+    GradAttr& g = out.emplace_back();
+    g.name = name;
+    g.kind = a->kind;
+    g.i = a->i;
+    g.f = a->f;
+    g.ints = a->ints;
+    g.s = a->s;
+  }
+  return out;
+}
+
 std::string IrBuilder::Fresh(const std::string& base) {
   std::string stem = base;
   for (int i = 0;; ++i) {
@@ -52,6 +72,7 @@ std::vector<ir::Value*> IrBuilder::OpN(const std::string& op, std::vector<ir::Va
     a.i = spec.i;
     a.f = spec.f;
     a.ints = std::move(spec.ints);
+    a.s = std::move(spec.s);
   }
   std::vector<ir::Value*> outs;
   for (size_t i = 0; i < outputs; ++i) outs.push_back(graph_.NewValue(Fresh(base_ + "_" + op)));
@@ -94,6 +115,14 @@ ir::Value* IrBuilder::Floats(const std::vector<double>& values, ir::DType dtype)
   return graph_.AddConstant(Fresh(base_ + "_const"), ir::Tensor(dtype, {int64_t(values.size())}, ir::Buffer::Own(FloatBytes(values, dtype))));
 }
 
+ir::Value* IrBuilder::Zeros(const std::vector<int64_t>& dims, ir::DType dtype) {
+  return Op("Expand", {Scalar(0.0, dtype), Int64s(dims)});
+}
+
+ir::Value* IrBuilder::CastTo(ir::Value* v, ir::DType dtype) {
+  return Dtype(v) == dtype ? v : Op("Cast", {v}, {GradAttr::Int("to", int64_t(ir::DTypeToOnnx(dtype)))});
+}
+
 ir::Value* IrBuilder::Int64s(const std::vector<int64_t>& values) {
   std::vector<uint8_t> bytes(values.size() * 8);
   if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
@@ -121,6 +150,7 @@ namespace {
 
 using G = GradContext;
 using V = std::vector<ir::Value*>;
+using namespace grad;
 
 // The last two axes swapped (matrix transpose of a batch).
 ir::Value* SwapLast(G& c, ir::Value* v) {
@@ -351,15 +381,19 @@ V SoftmaxCrossEntropyGrad(G& c) {
   return out;
 }
 
-// Conv (groups 1) written as convolutions, as cuDNN's backward passes compute them:
-//   dX = ConvTranspose(g, W) with the same strides, pads and dilations, output_padding making
-//        the input's size back;
-//   dW = the convolution of X (channels as batch) with g (channels as batch) with strides and
-//        dilations swapped, cut to the kernel size and transposed to [Co, Ci, k...];
+// Conv (G groups of Cg input and Mg output channels) written as convolutions, as cuDNN's
+// backward passes compute them:
+//   dX = ConvTranspose(g, W, group G) with the same strides, pads and dilations, output_padding
+//        making the input's size back;
+//   dW = per group, the convolution of X's group channels (channels as batch) with g's (channels
+//        as batch) with strides and dilations swapped, cut to the kernel size: X is rearranged to
+//        [Cg, G*N, ...] and g to [M, N, ...] so that one convolution with group G computes every
+//        group's [Cg, Mg, k...] block; transposed to [M, Cg, k...];
 //   dB = g summed over the batch and spatial axes.
 V ConvGrad(G& c) {
   std::vector<int64_t> xd = c.Dims(c.in(0)), wd = c.Dims(c.in(1)), gd = c.Dims(c.grad(0));
   size_t sp = xd.size() - 2;
+  int64_t group = c.Int("group", 1);
   std::vector<int64_t> strides = c.Ints("strides", std::vector<int64_t>(sp, 1)), dil = c.Ints("dilations", std::vector<int64_t>(sp, 1));
   std::vector<int64_t> pads = c.Ints("pads", std::vector<int64_t>(2 * sp, 0));
   ir::Value* g = c.grad(0);
@@ -370,15 +404,25 @@ V ConvGrad(G& c) {
       extra[i] = xd[2 + i] - ((gd[2 + i] - 1) * strides[i] - pads[i] - pads[sp + i] + dil[i] * (wd[2 + i] - 1) + 1);
     out[0] = c.Op("ConvTranspose", {g, c.in(1)},
                   {GradAttr::Ints("strides", strides), GradAttr::Ints("pads", pads), GradAttr::Ints("dilations", dil),
-                   GradAttr::Ints("output_padding", extra)});
+                   GradAttr::Ints("output_padding", extra), GradAttr::Int("group", group)});
   }
   if (c.wants(1)) {
     std::vector<int64_t> swap(xd.size());
     std::iota(swap.begin(), swap.end(), 0);
     std::swap(swap[0], swap[1]);
-    ir::Value* xt = c.Op("Transpose", {c.in(0)}, {GradAttr::Ints("perm", swap)});
+    ir::Value* xt;
+    if (group == 1) {
+      xt = c.Op("Transpose", {c.in(0)}, {GradAttr::Ints("perm", swap)});
+    } else {
+      std::vector<int64_t> split = {xd[0], group, xd[1] / group}, perm = {2, 1, 0}, merged = {xd[1] / group, group * xd[0]};
+      for (size_t i = 0; i < sp; ++i) split.push_back(xd[2 + i]), perm.push_back(int64_t(3 + i)), merged.push_back(xd[2 + i]);
+      ir::Value* grouped = c.Op("Transpose", {c.Op("Reshape", {c.in(0), c.Int64s(split)})}, {GradAttr::Ints("perm", perm)});
+      xt = c.Op("Reshape", {grouped, c.Int64s(merged)});
+    }
     ir::Value* gt = c.Op("Transpose", {g}, {GradAttr::Ints("perm", swap)});
-    ir::Value* full = c.Op("Conv", {xt, gt}, {GradAttr::Ints("strides", dil), GradAttr::Ints("pads", pads), GradAttr::Ints("dilations", strides)});
+    ir::Value* full = c.Op("Conv", {xt, gt},
+                           {GradAttr::Ints("strides", dil), GradAttr::Ints("pads", pads), GradAttr::Ints("dilations", strides),
+                            GradAttr::Int("group", group)});
     std::vector<int64_t> fd = c.Dims(full), starts(sp, 0), ends, axes;
     for (size_t i = 0; i < sp; ++i) ends.push_back(wd[2 + i]), axes.push_back(int64_t(2 + i));
     bool cut = false;
@@ -395,11 +439,19 @@ V ConvGrad(G& c) {
 }
 
 const char* RefuseConv(const ir::Node& n) {
-  const ir::Attribute* group = n.FindAttribute("group");
-  if (group && group->i != 1) return "grouped convolutions have no gradient rule yet";
   const ir::Attribute* pad = n.FindAttribute("auto_pad");
-  if (pad && pad->s != "NOTSET") return "auto_pad has no gradient rule yet (give explicit pads)";
+  if (pad && pad->s != "NOTSET" && !pad->s.empty()) return "auto_pad has no gradient rule yet (give explicit pads)";
   return nullptr;
+}
+
+// ReduceMax: the gradient is split evenly among the elements equal to the maximum (torch.amax's
+// convention): dx = g * (x == y) / count(x == y), g and y expanded over the reduced axes.
+V ReduceMaxGrad(G& c) {
+  std::vector<int64_t> axes = ReduceAxes(c);
+  ir::DType t = c.Dtype(c.grad(0));
+  ir::Value* hit = c.Op("Cast", {c.Op("Equal", {c.in(0), ExpandReduced(c, c.out(0), axes)})}, {GradAttr::Int("to", int64_t(ir::DTypeToOnnx(t)))});
+  ir::Value* share = c.Op("Div", {hit, c.SumAxes(hit, axes, true)});
+  return {c.Op("Mul", {ExpandReduced(c, c.grad(0), axes), share})};
 }
 
 const std::vector<GradRule>& Rules() {
@@ -407,33 +459,53 @@ const std::vector<GradRule>& Rules() {
   static const std::vector<GradRule> rules = {
       {.op_type = "Abs", .fn = AbsGrad},
       {.op_type = "Add", .fn = AddGrad},
+      {.op_type = "AveragePool", .fn = AveragePoolGrad, .refuse = RefusePool},
       {.op_type = "Cast", .fn = CastGrad},
+      {.op_type = "Clip", .min_opset = 6, .max_opset = 10, .fn = ClipGrad},
+      {.op_type = "Clip", .min_opset = 11, .fn = ClipGrad, .non_differentiable = {1, 2}},
       {.op_type = "Concat", .min_opset = 4, .fn = ConcatGrad},
       {.op_type = "Conv", .fn = ConvGrad, .refuse = RefuseConv},
       {.op_type = "Div", .fn = DivGrad},
       {.op_type = "Erf", .fn = ErfGrad},
       {.op_type = "Exp", .fn = ExpGrad},
+      {.op_type = "Expand", .min_opset = 8, .fn = ExpandGrad, .non_differentiable = {1}},
       {.op_type = "Flatten", .fn = ReshapeGrad},
+      {.op_type = "Gather", .fn = GatherGrad, .non_differentiable = {1}},
+      {.op_type = "Gelu", .min_opset = 20, .fn = GeluGrad},
       {.op_type = "Gemm", .fn = GemmGrad},
+      {.op_type = "GlobalAveragePool", .fn = GlobalAveragePoolGrad},
+      {.op_type = "GlobalMaxPool", .fn = GlobalMaxPoolGrad},
+      {.op_type = "HardSigmoid", .min_opset = 6, .fn = HardSigmoidGrad},
+      {.op_type = "HardSwish", .min_opset = 14, .fn = HardSwishGrad},
       {.op_type = "Identity", .fn = IdentityGrad},
+      {.op_type = "LayerNormalization", .min_opset = 17, .fn = LayerNormGrad, .refuse = RefuseLayerNorm},
+      {.op_type = "LeakyRelu", .min_opset = 6, .fn = LeakyReluGrad},
       {.op_type = "Log", .fn = LogGrad},
       {.op_type = "LogSoftmax", .min_opset = 13, .fn = LogSoftmaxGrad},
       {.op_type = "MatMul", .fn = MatMulGrad},
+      {.op_type = "Max", .min_opset = 8, .fn = MaxGrad, .refuse = RefuseMaxMin},
+      {.op_type = "MaxPool", .min_opset = 8, .fn = MaxPoolGrad, .refuse = RefusePool},
+      {.op_type = "Min", .min_opset = 8, .fn = MinGrad, .refuse = RefuseMaxMin},
       {.op_type = "Mul", .fn = MulGrad},
       {.op_type = "Neg", .fn = NegGrad},
       {.op_type = "Pow", .fn = PowGrad},
+      {.op_type = "Reciprocal", .fn = ReciprocalGrad},
+      {.op_type = "ReduceMax", .fn = ReduceMaxGrad, .non_differentiable = {1}},
       {.op_type = "ReduceMean", .fn = ReduceMeanGrad, .non_differentiable = {1}},
       {.op_type = "ReduceSum", .fn = ReduceSumGrad, .non_differentiable = {1}},
       {.op_type = "Relu", .fn = ReluGrad},
       {.op_type = "Reshape", .min_opset = 5, .fn = ReshapeGrad, .non_differentiable = {1}},
       {.op_type = "Sigmoid", .fn = SigmoidGrad},
+      {.op_type = "Slice", .fn = SliceGrad, .non_differentiable = {1, 2, 3, 4}},
       {.op_type = "Softmax", .min_opset = 13, .fn = SoftmaxGrad},
       {.op_type = "SoftmaxCrossEntropyLoss", .min_opset = 13, .fn = SoftmaxCrossEntropyGrad, .non_differentiable = {1, 2}},
+      {.op_type = "Split", .fn = SplitGrad, .non_differentiable = {1}},
       {.op_type = "Sqrt", .fn = SqrtGrad},
       {.op_type = "Squeeze", .fn = ReshapeGrad, .non_differentiable = {1}},
       {.op_type = "Sub", .fn = SubGrad},
       {.op_type = "Tanh", .fn = TanhGrad},
       {.op_type = "Transpose", .fn = TransposeGrad},
+      {.op_type = "Trilu", .min_opset = 14, .fn = TriluGrad, .non_differentiable = {1}},
       {.op_type = "Unsqueeze", .fn = ReshapeGrad, .non_differentiable = {1}},
       {.op_type = "Where", .fn = WhereGrad, .non_differentiable = {0}},
   };

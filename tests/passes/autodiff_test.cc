@@ -206,6 +206,148 @@ std::vector<Case> Cases() {
   };
 }
 
+// Pooling, grouped convolution, Gather and LayerNormalization. Window shapes are chosen so that
+// pads, strides, dilations and ceil_mode tails all occur (the comments give the output sizes);
+// random inputs have no ties within a window, and h = 1e-5 never moves a maximum.
+std::vector<Case> WindowCases() {
+  return {
+      // H: ceil((7+2-3)/2)+1 = 4; W: ceil((6+1-2)/2)+1 = 4, minus the window starting in the end pad.
+      {"MaxPool 2-d pads, strides, overlapping windows, ceil_mode", {{"a", {2, 2, 7, 6}}},
+       "  %y = MaxPool(%a) {kernel_shape = [3, 2], strides = [2, 2], pads = [1, 0, 1, 1], ceil_mode = 1}", {2, 2, 4, 3}},
+      {"MaxPool 1-d dilation 2", {{"a", {2, 3, 9}}}, "  %y = MaxPool(%a) {kernel_shape = [3], dilations = [2]}", {2, 3, 5}},
+      {"MaxPool 3-d", {{"a", {1, 2, 4, 4, 3}}}, "  %y = MaxPool(%a) {kernel_shape = [2, 2, 2], strides = [2, 2, 1]}", {1, 2, 2, 2, 2}},
+      {"MaxPool with its Indices output", {{"a", {1, 2, 5, 5}}},
+       "  %y, %i = MaxPool(%a) {kernel_shape = [2, 2], strides = [2, 2], ceil_mode = 1}", {1, 2, 3, 3}},
+      {"GlobalMaxPool", {{"a", {2, 3, 3, 4}}}, "  %y = GlobalMaxPool(%a)", {2, 3, 1, 1}},
+      // H: last window (start 5) reaches 7, past the input and its end pad: a ceil_mode tail.
+      {"AveragePool count_include_pad 0, pads, ceil_mode tail", {{"a", {2, 2, 7, 6}}},
+       "  %y = AveragePool(%a) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 0, 1], ceil_mode = 1}", {2, 2, 4, 4}},
+      {"AveragePool count_include_pad 1, pads, ceil_mode tail", {{"a", {2, 2, 7, 6}}},
+       "  %y = AveragePool(%a) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 0, 1], ceil_mode = 1, count_include_pad = 1}",
+       {2, 2, 4, 4}},
+      {"AveragePool 1-d dilation 2, stride 3, count_include_pad 1", {{"a", {1, 2, 10}}},
+       "  %y = AveragePool(%a) {kernel_shape = [2], dilations = [2], strides = [3], pads = [2, 1], count_include_pad = 1}", {1, 2, 4},
+       {}, 19},
+      {"AveragePool 3-d", {{"a", {1, 2, 4, 3, 3}}}, "  %y = AveragePool(%a) {kernel_shape = [2, 2, 2], pads = [0, 1, 0, 0, 0, 1]}",
+       {1, 2, 3, 3, 3}},
+      {"GlobalAveragePool", {{"a", {2, 3, 3, 4}}}, "  %y = GlobalAveragePool(%a)", {2, 3, 1, 1}},
+      {"Conv groups 2, stride, asymmetric pads, bias", {{"a", {2, 4, 5, 5}}, {"w", {6, 2, 3, 3}}, {"b", {6}}},
+       "  %y = Conv(%a, %w, %b) {group = 2, strides = [2, 1], pads = [1, 0, 1, 1]}", {2, 6, 3, 4}},
+      {"Conv depthwise, dilation 2", {{"a", {1, 3, 6, 6}}, {"w", {3, 1, 3, 3}}},
+       "  %y = Conv(%a, %w) {group = 3, dilations = [2, 2], pads = [2, 2, 2, 2]}", {1, 3, 6, 6}},
+      {"Conv depthwise multiplier 2, 1-d stride 2", {{"a", {2, 2, 8}}, {"w", {4, 1, 3}}}, "  %y = Conv(%a, %w) {group = 2, strides = [2]}",
+       {2, 4, 3}},
+      {"Gather axis 0, repeated and negative indices", {{"a", {5, 3}}},
+       "  const %i: i64[2, 3] = [0, 4, -1, 2, 0, 0]\n  %y = Gather(%a, %i)", {2, 3, 3}},
+      {"Gather axis 1, repeated indices", {{"a", {2, 4, 3}}}, "  const %i: i64[3] = [3, -1, 1]\n  %y = Gather(%a, %i) {axis = 1}", {2, 3, 3}},
+      {"Gather axis -1, scalar index", {{"a", {2, 3, 4}}}, "  const %i: i64[] = [2]\n  %y = Gather(%a, %i) {axis = -1}", {2, 3}},
+      // The same weight read by Gather and by a MatMul through a Transpose: both gradients sum.
+      {"Tied embeddings: Gather and MatMul share the weight", {{"e", {6, 4}}},
+       "  const %i: i64[2, 3] = [5, 0, 5, 2, 3, 1]\n  %h = Gather(%e, %i)\n  %t = Transpose(%e)\n  %y = MatMul(%h, %t)", {2, 3, 6}},
+      {"LayerNormalization last axis", {{"x", {3, 5}}, {"s", {5}}, {"b", {5}}},
+       "  %y = LayerNormalization(%x, %s, %b) {epsilon = 0.001}", {3, 5}},
+      {"LayerNormalization axis 1 over two axes, no bias", {{"x", {2, 3, 4}}, {"s", {3, 4}}},
+       "  %y = LayerNormalization(%x, %s) {axis = 1}", {2, 3, 4}},
+      {"LayerNormalization scale broadcast over the normalized axes", {{"x", {2, 3, 4}}, {"s", {1, 4}}, {"b", {4}}},
+       "  %y = LayerNormalization(%x, %s, %b) {axis = -2}", {2, 3, 4}},
+  };
+}
+
+// Pointwise activations and data movement. Inputs are drawn away from each kink by at least 0.05
+// only where the kink is at 0 (min_abs); the other kinks (Clip bounds, HardSigmoid's and
+// HardSwish's corners) are at fixed points that random doubles miss by far more than h.
+std::vector<Case> PointwiseCases() {
+  Input a{"a", {2, 3}};
+  return {
+      {"Clip opset 11, min and max inputs", {{"a", {3, 4}}},
+       "  const %lo: f64[] = [-0.5]\n  const %hi: f64[] = [0.7]\n  %y = Clip(%a, %lo, %hi)", {3, 4}},
+      {"Clip opset 11, min only", {{"a", {3, 4}}}, "  const %lo: f64[] = [0.2]\n  %y = Clip(%a, %lo)", {3, 4}},
+      {"Clip opset 10, attributes (the Clip-6 form)", {{"a", {3, 4}}}, "  %y = Clip(%a) {min = -0.5, max = 0.7}", {3, 4}, {}, 10},
+      {"LeakyRelu", {{"a", {2, 3}, -2, 2, 0.05}}, "  %y = LeakyRelu(%a) {alpha = 0.1}", {2, 3}},
+      {"Gelu exact", {{"a", {3, 4}, -3, 3}}, "  %y = Gelu(%a)", {3, 4}, {}, 20},
+      {"Gelu tanh", {{"a", {3, 4}, -3, 3}}, "  %y = Gelu(%a) {approximate = \"tanh\"}", {3, 4}, {}, 20},
+      {"HardSigmoid", {{"a", {3, 4}, -3, 3}}, "  %y = HardSigmoid(%a) {alpha = 0.3, beta = 0.4}", {3, 4}},
+      {"HardSwish", {{"a", {3, 4}, -4, 4}}, "  %y = HardSwish(%a)", {3, 4}},
+      {"Reciprocal", {{"a", {2, 3}, 0.5, 2.0}}, "  %y = Reciprocal(%a)", {2, 3}},
+      {"Max broadcast", {a, {"b", {3}}}, "  %y = Max(%a, %b)", {2, 3}},
+      {"Min broadcast", {a, {"b", {2, 1}}}, "  %y = Min(%a, %b)", {2, 3}},
+      {"Max of one input", {a}, "  %y = Max(%a)", {2, 3}},
+      // axis 0: [1, 3); axis 1: 5, 3, 1 (step -2).
+      {"Slice negative step", {{"a", {4, 6}}},
+       "  const %s: i64[2] = [1, -1]\n  const %e: i64[2] = [3, -7]\n  const %ax: i64[2] = [0, 1]\n  const %st: i64[2] = [1, -2]\n"
+       "  %y = Slice(%a, %s, %e, %ax, %st)",
+       {2, 3}},
+      {"Slice step 3, end past the axis", {{"a", {2, 7}}},
+       "  const %s: i64[1] = [1]\n  const %e: i64[1] = [100]\n  const %ax: i64[1] = [1]\n  const %st: i64[1] = [3]\n"
+       "  %y = Slice(%a, %s, %e, %ax, %st)",
+       {2, 2}},
+      {"Slice step 1, two axes", {{"a", {3, 5, 2}}},
+       "  const %s: i64[2] = [1, 0]\n  const %e: i64[2] = [-1, 1]\n  const %ax: i64[2] = [1, 2]\n  %y = Slice(%a, %s, %e, %ax)", {3, 3, 1}},
+      {"Slice opset 9, attributes", {{"a", {3, 5}}}, "  %y = Slice(%a) {starts = [1, -3], ends = [3, 100], axes = [0, 1]}", {2, 3}, {}, 9},
+      {"Split opset 11, split attribute", {{"a", {2, 5}}}, "  %p, %q = Split(%a) {axis = 1, split = [3, 2]}\n  %y = Mul(%p, %p)", {2, 3},
+       {}, 11},
+      {"Split, first output unused", {{"a", {2, 5}}}, "  const %sp: i64[2] = [2, 3]\n  %p, %q = Split(%a, %sp) {axis = 1}\n  %y = Mul(%q, %q)",
+       {2, 3}},
+      {"Split, middle output unused", {{"a", {5, 2}}}, "  const %sp: i64[3] = [1, 2, 2]\n  %s0, %s1, %s2 = Split(%a, %sp)\n  %y = Concat(%s2, %s0) {axis = 0}",
+       {3, 2}},
+      {"Expand", {{"a", {3, 1}}}, "  const %sh: i64[3] = [2, 3, 4]\n  %y = Expand(%a, %sh)", {2, 3, 4}},
+      {"Trilu lower, k 1", {{"a", {4, 5}}}, "  const %k: i64[] = [1]\n  %y = Trilu(%a, %k) {upper = 0}", {4, 5}},
+      {"Trilu upper", {{"a", {2, 3, 3}}}, "  %y = Trilu(%a)", {2, 3, 3}},
+      {"ReduceMax", {{"a", {2, 3, 4}}}, "  %y = ReduceMax(%a) {axes = [1], keepdims = 0}", {2, 4}},
+      {"ReduceMax opset 18, axes input, keepdims", {{"a", {2, 3, 4}}}, "  const %ax: i64[2] = [0, 2]\n  %y = ReduceMax(%a, %ax)", {1, 3, 1},
+       {}, 18},
+  };
+}
+
+TEST(Autodiff, WindowRulesMatchFiniteDifferences) {
+  for (const Case& c : WindowCases()) CheckGradients(c);
+}
+
+TEST(Autodiff, PointwiseRulesMatchFiniteDifferences) {
+  for (const Case& c : PointwiseCases()) CheckGradients(c);
+}
+
+// The gradient of every input at given values (the backward plan run once).
+std::vector<std::vector<double>> GradientsAt(const Case& c, const std::vector<std::vector<double>>& x) {
+  std::vector<double> r(size_t(Count(c.y_dims)), 1.0);
+  auto compiled = Compile(c, r);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
+  if (!compiled.ok()) return {};
+  auto bwd = Session::FromBuffer(compiled->backward.data(), compiled->backward.size());
+  EXPECT_TRUE(bwd.ok());
+  if (!bwd.ok()) return {};
+  RunLoss(**bwd, c, x);
+  std::vector<std::vector<double>> out;
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    auto grad = (*bwd)->Output((*bwd)->outputs()[k + 1].name);
+    const double* g = static_cast<const double*>(grad->data);
+    out.emplace_back(g, g + Count(c.inputs[k].dims));
+  }
+  return out;
+}
+
+// Conventions at kinks and ties, which finite differences cannot see (PyTorch's, checked against
+// torch 1.13 by hand): Clip passes the gradient at its bounds; Max/Min split it evenly on ties;
+// MaxPool gives it to the first maximum of a window in scan order; ReduceMax splits it among the
+// elements equal to the maximum; LeakyRelu at 0 takes alpha.
+TEST(Autodiff, ConventionsAtKinksAndTiesArePyTorchs) {
+  using D = std::vector<double>;
+  auto clip = GradientsAt({"clip", {{"a", {5}}}, "  const %lo: f64[] = [-1.0]\n  const %hi: f64[] = [1.0]\n  %y = Clip(%a, %lo, %hi)", {5}},
+                          {{-1.5, -1.0, 0.0, 1.0, 1.5}});
+  EXPECT_EQ(clip, (std::vector<D>{{0, 1, 1, 1, 0}}));
+  auto max = GradientsAt({"max", {{"a", {3}}, {"b", {3}}}, "  %y = Max(%a, %b)", {3}}, {{1, 2, 3}, {1, 1, 4}});
+  EXPECT_EQ(max, (std::vector<D>{{0.5, 1, 0}, {0.5, 0, 1}}));
+  auto min = GradientsAt({"min", {{"a", {2}}, {"b", {}}}, "  %y = Min(%a, %b)", {2}}, {{2, 5}, {2}});
+  EXPECT_EQ(min, (std::vector<D>{{0.5, 0}, {1.5}}));
+  auto pool = GradientsAt({"pool", {{"a", {1, 1, 2, 3}}}, "  %y = MaxPool(%a) {kernel_shape = [2, 2], strides = [1, 1]}", {1, 1, 1, 2}},
+                          {{3, 3, 3, 1, 3, 3}});
+  EXPECT_EQ(pool, (std::vector<D>{{1, 1, 0, 0, 0, 0}}));
+  auto rmax = GradientsAt({"rmax", {{"a", {2, 3}}}, "  %y = ReduceMax(%a) {axes = [1], keepdims = 0}", {2}}, {{2, 1, 2, 0, 5, 1}});
+  EXPECT_EQ(rmax, (std::vector<D>{{0.5, 0, 0.5, 0, 1, 0}}));
+  auto leaky = GradientsAt({"leaky", {{"a", {2}}}, "  %y = LeakyRelu(%a) {alpha = 0.25}", {2}}, {{0, 1}});
+  EXPECT_EQ(leaky, (std::vector<D>{{0.25, 1}}));
+}
+
 TEST(Autodiff, EveryRuleMatchesFiniteDifferences) {
   for (const Case& c : Cases()) CheckGradients(c);
 }
@@ -257,6 +399,28 @@ graph "g" {
   EXPECT_NE(r.status().message().find("'sine'"), std::string::npos) << r.status().ToString();
   EXPECT_NE(r.status().message().find("'cosine'"), std::string::npos) << r.status().ToString();
   EXPECT_NE(passes::BuildGradients(**m, "nosuch", {"a"}).status().message().find("no value named 'nosuch'"), std::string::npos);
+}
+
+// Nodes a rule does not cover are refused with the reason, naming the node.
+TEST(Autodiff, RefusalsNameTheReason) {
+  auto refusal = [](const std::string& inputs, const std::string& body) {
+    auto m = ir::ParseModel("model {ir_version = 8, producer_name = \"t\", producer_version = \"\", domain = \"\", model_version = 0, "
+                            "opsets = {\"\" = 17}}\ngraph \"g\" {\n" + inputs + body + "\n  %loss = ReduceSum(%y) {keepdims = 0}\n  output %loss\n}\n");
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    if (!m.ok()) return std::string();
+    EXPECT_TRUE(passes::InferShapesAndFold(**m).ok());
+    auto r = passes::BuildGradients(**m, "loss", {"a"});
+    EXPECT_FALSE(r.ok());
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(refusal("  input %a: f64[2, 3]\n", "  %y = Max(%a, %a, %a) name \"max3\"").find("'max3'"), std::string::npos);
+  EXPECT_NE(refusal("  input %a: f64[2, 3]\n", "  %y = Max(%a, %a, %a)").find("more than two inputs"), std::string::npos);
+  EXPECT_NE(refusal("  input %a: f64[1, 1, 4, 4]\n", "  %y = MaxPool(%a) {kernel_shape = [2, 2], auto_pad = \"SAME_UPPER\"}").find("auto_pad"),
+            std::string::npos);
+  EXPECT_NE(refusal("  input %a: f64[1, 1, 4, 4]\n", "  %y = AveragePool(%a) {kernel_shape = [2, 2], pads = [2, 0, 0, 0]}").find("padding only"),
+            std::string::npos);
+  EXPECT_NE(refusal("  input %a: f64[2, 3]\n  const %sc: f64[3] = [1.0, 2.0, 3.0]\n", "  %y, %mean = LayerNormalization(%a, %sc)").find("Mean and InvStdDev"),
+            std::string::npos);
 }
 
 TEST(Autodiff, RuleTableIsSortedAndUnique) {
