@@ -6,8 +6,8 @@
 // running statistics, and eval_step's loss (running statistics) against torch in eval mode.
 // Tolerance: rel L2 <= 1e-5 (losses: |d| <= 1e-5 |torch|). Both sides compute in FP32 with different
 // summation orders (a few ulps, ~1e-7); a wrong statistic (biased instead of unbiased running
-// variance: a factor n/(n-1) = 1.03 here, torch's momentum instead of ONNX's, running statistics
-// in train_step or batch statistics in eval_step) moves the results by 1e-3 or more.
+// variance: factors n/(n-1) = 1.005 and 1.019 here, torch's momentum instead of ONNX's, running
+// statistics in train_step or batch statistics in eval_step) moves the results by 1e-3 or more.
 //
 // Dropout: the generator against the Philox-4x32-10 known-answer vectors; the kernel's fraction of
 // zeros against the ratio (binomial bound), surviving values scaled by 1/(1-p) exactly, masks that
@@ -219,24 +219,31 @@ TEST(Dropout, KernelDrawsTheRatioAndScalesSurvivors) {
 
 constexpr int kWidth = 256;
 
-// y = Dropout(x * w) with a constant ratio input (opset 13), trained with MSE: d loss / d w_j is
-// (y_j - label_j) * mask_j / (1 - p) * x_j * 2 / width, zero exactly where the mask drops.
-std::string DropoutModelText(double ratio, std::vector<float>& w) {
+// y = Dropout(x * w) with the ratio as a constant input (opset 12+) or an attribute (before),
+// trained with MSE: d loss / d w_j is (y_j - label_j) * mask_j / (1 - p) * x_j * 2 / width, zero
+// exactly where the mask drops. w has x's shape: the gradient rules' Unbroadcast uses the
+// opset-13 ReduceSum, so a broadcast Mul cannot be differentiated at opset 11 yet.
+std::string DropoutModelText(double ratio, std::vector<float>& w, int opset = 13) {
   std::ostringstream t;
   t.precision(9);
-  t << "model {ir_version = 8, producer_name = \"t\", producer_version = \"\", domain = \"\", model_version = 0, opsets = {\"\" = 13}}\n"
-    << "graph \"g\" {\n  input %x: f32[1, " << kWidth << "]\n  const %w: f32[" << kWidth << "] = [";
+  t << "model {ir_version = 8, producer_name = \"t\", producer_version = \"\", domain = \"\", model_version = 0, opsets = {\"\" = " << opset
+    << "}}\n"
+    << "graph \"g\" {\n  input %x: f32[1, " << kWidth << "]\n  const %w: f32[1, " << kWidth << "] = [";
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(0.5f, 1.5f);
   w.resize(kWidth);
   for (int i = 0; i < kWidth; ++i) t << (i ? ", " : "") << (w[size_t(i)] = u(rng));
-  t << "]\n  const %ratio: f32[] = [" << ratio << "]\n  %h = Mul(%x, %w)\n  %y = Dropout(%h, %ratio) name \"drop\"\n  output %y\n}\n";
+  t << "]\n  const %ratio: f32[] = [" << ratio << "]\n  %h = Mul(%x, %w)\n";
+  if (opset >= 12) t << "  %y = Dropout(%h, %ratio) name \"drop\"\n";
+  else t << "  %y = Dropout(%h) {ratio = " << ratio << "} name \"drop\"\n";
+  t << "  output %y\n}\n";
   return t.str();
 }
 
-TEST(Dropout, TrainStepMasksTheGradientAndEvalStepIsTheIdentity) {
+void CheckDropoutTraining(int opset) {
+  SCOPED_TRACE("opset " + std::to_string(opset));
   std::vector<float> w0;
-  auto m = ir::ParseModel(DropoutModelText(0.25, w0));
+  auto m = ir::ParseModel(DropoutModelText(0.25, w0, opset));
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   driver::TrainOptions o;
   o.loss = "mse";
@@ -281,6 +288,11 @@ TEST(Dropout, TrainStepMasksTheGradientAndEvalStepIsTheIdentity) {
   ASSERT_TRUE(s.Run("eval_step").ok());
   const float* y = static_cast<const float*>(s.Output("y")->data);
   for (int j = 0; j < kWidth; ++j) ASSERT_EQ(y[j], x[size_t(j)] * after[size_t(j)]) << j;  // the identity: exactly x * w
+}
+
+TEST(Dropout, TrainStepMasksTheGradientAndEvalStepIsTheIdentity) {
+  CheckDropoutTraining(13);  // ratio input
+  CheckDropoutTraining(11);  // ratio attribute
 }
 
 TEST(Dropout, RatioZeroIsTheIdentity) {
