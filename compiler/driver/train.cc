@@ -1,5 +1,6 @@
-// CompileTraining (see train.h): weights to state, the loss, autodiff, the optimizer, and the two
-// programs of a training plan.
+// CompileTraining (see train.h): weights and running statistics to state, the evaluation graph
+// (inference form) and the training form of the forward graph, the loss on both, autodiff, the
+// optimizer, and the two programs of a training plan, each over its own graph.
 #include "compiler/driver/train.h"
 
 #include <cstring>

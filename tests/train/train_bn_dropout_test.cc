@@ -310,3 +310,40 @@ TEST(Dropout, RatioZeroIsTheIdentity) {
 
 }  // namespace
 }  // namespace precis
+
+namespace precis {
+namespace {
+
+std::string CompileError(const std::string& body, const std::string& inputs) {
+  std::string text =
+      "model {ir_version = 8, producer_name = \"t\", producer_version = \"\", domain = \"\", model_version = 0, opsets = {\"\" = 15}}\n"
+      "graph \"g\" {\n" + inputs + "  const %s: f32[2] = [1.0, 1.5]\n  const %b: f32[2] = [0.1, 0.2]\n"
+      "  const %m: f32[2] = [0.0, 0.5]\n  const %v: f32[2] = [1.0, 2.0]\n" + body + "  output %y\n}\n";
+  auto m = ir::ParseModel(text);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  if (!m.ok()) return "";
+  driver::TrainOptions o;
+  o.loss = "mse";
+  auto compiled = driver::CompileTraining(**m, o);
+  if (!compiled.ok()) std::printf("refused: %s\n", compiled.status().ToString().c_str());
+  return compiled.ok() ? "" : compiled.status().ToString();
+}
+
+TEST(TrainingForms, BadModelsAreClearErrors) {
+  // One value per channel: the unbiased variance would divide by zero (torch refuses it too).
+  EXPECT_NE(CompileError("  %y = BatchNormalization(%x, %s, %b, %m, %v) name \"bn\"\n", "  input %x: f32[1, 2]\n").find("'bn'"), std::string::npos);
+  EXPECT_NE(CompileError("  %y = BatchNormalization(%x, %s, %b, %m, %v) name \"bn\"\n", "  input %x: f32[1, 2]\n").find("more than one value per channel"),
+            std::string::npos);
+  // The running statistics outputs of the training form read by the model.
+  EXPECT_NE(CompileError("  %y0, %rm, %rv = BatchNormalization(%x, %s, %b, %m, %v) {training_mode = 1} name \"bn\"\n  %y = Add(%y0, %rm)\n",
+                         "  input %x: f32[4, 2]\n")
+                .find("output 1 (running or saved statistics) is read by the model"),
+            std::string::npos);
+  // A Dropout ratio computed at run time.
+  EXPECT_NE(CompileError("  %r = ReduceMean(%s) {keepdims = 0}\n  %d = Dropout(%x, %r) name \"drop\"\n  %y = Mul(%d, %s)\n", "  input %x: f32[4, 2]\n")
+                .find("'drop'"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace precis
