@@ -17,6 +17,7 @@
 // the identity.
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -293,6 +294,42 @@ void CheckDropoutTraining(int opset) {
 TEST(Dropout, TrainStepMasksTheGradientAndEvalStepIsTheIdentity) {
   CheckDropoutTraining(13);  // ratio input
   CheckDropoutTraining(11);  // ratio attribute
+}
+
+// The generator's position is plan state: a state file saved after one step and loaded into a
+// fresh session continues with the same mask, bitwise.
+TEST(Dropout, SavedStateResumesTheSameMasks) {
+  std::vector<float> w0;
+  auto m = ir::ParseModel(DropoutModelText(0.25, w0));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  driver::TrainOptions o;
+  o.loss = "mse";
+  o.lr = 0.5;
+  auto compiled = driver::CompileTraining(**m, o);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  const std::vector<uint8_t>& plan = compiled->plan.bytes;
+  std::vector<float> x(kWidth, 1.25f), label(kWidth, -1.0f);
+  auto run = [&](Session& s) {
+    EXPECT_TRUE(s.SetInput("x", DataType::kF32, {1, kWidth}, x.data(), x.size() * 4).ok());
+    EXPECT_TRUE(s.SetInput("label", DataType::kF32, {1, kWidth}, label.data(), label.size() * 4).ok());
+    EXPECT_TRUE(s.Run("train_step").ok());
+    std::vector<float> w(kWidth);
+    EXPECT_TRUE(s.ReadState("w", w.data(), w.size() * 4).ok());
+    return w;
+  };
+  std::string path = ::testing::TempDir() + "/dropout_state.bin";
+  auto a = Session::FromBuffer(plan.data(), plan.size());
+  auto b = Session::FromBuffer(plan.data(), plan.size());
+  ASSERT_TRUE(a.ok() && b.ok());
+  const int64_t seed = 99;
+  ASSERT_TRUE((*a)->WriteState("dropout.seed", DataType::kI64, {}, &seed, 8).ok());
+  run(**a);
+  ASSERT_TRUE((*a)->SaveState(path).ok());
+  std::vector<float> uninterrupted = run(**a);
+  ASSERT_TRUE((*b)->LoadState(path).ok());
+  std::vector<float> resumed = run(**b);
+  EXPECT_EQ(std::memcmp(uninterrupted.data(), resumed.data(), uninterrupted.size() * 4), 0);
+  std::remove(path.c_str());
 }
 
 TEST(Dropout, RatioZeroIsTheIdentity) {
