@@ -1,10 +1,13 @@
-// CompileTraining (see train.h): weights to state, the loss, autodiff, the optimizer, and the two
-// programs of a training plan.
+// CompileTraining (see train.h): weights and running statistics to state, the evaluation graph
+// (inference form) and the training form of the forward graph, the loss on both, autodiff, the
+// optimizer, and the two programs of a training plan, each over its own graph.
 #include "compiler/driver/train.h"
 
 #include <cstring>
 #include <regex>
+#include <set>
 
+#include "compiler/driver/train_forward.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/gradient.h"
 #include "passes/autodiff.h"
@@ -48,15 +51,24 @@ class TrainingAssembler {
  public:
   TrainingAssembler(ir::Model& model, const TrainOptions& o) : model_(model), g_(*model.graph), o_(o), opset_(OpsetOf(model)) {}
 
+  // The forward graph is cloned, after the weights and running statistics become state inputs,
+  // into the evaluation graph (inference form, eval_step); the model's own graph takes the
+  // training form (batch statistics, active Dropout) and gets the gradients and the optimizer.
   StatusOr<TrainPlan> Run() {
     PRECIS_RETURN_IF_ERROR(CheckOptions());
     PRECIS_RETURN_IF_ERROR(passes::SpecializeInputs(model_, o_.shapes));
     PRECIS_RETURN_IF_ERROR(ChooseWeights());
+    PRECIS_RETURN_IF_ERROR(BuildEvaluationGraph());
+    PRECIS_ASSIGN_OR_RETURN(TrainingForm form, ToTrainingForm(g_, opset_, kDropoutSeed, kDropoutCounter));
     PRECIS_RETURN_IF_ERROR(passes::InferShapesAndFold(model_).status());
-    for (const ir::Value* v : g_.outputs()) model_outputs_.push_back(v->name());
+    PRECIS_RETURN_IF_ERROR(AddRunningStatisticUpdates(g_, opset_, form, updates_));
+    for (const auto& [next, state] : updates_) state_.push_back(state);
+    if (form.dropouts > 0) AdvanceDropoutCounter();
     result_.forward_nodes = int(g_.nodes().size());
-    PRECIS_ASSIGN_OR_RETURN(ir::Value * raw_loss, AddLoss());
-    ir::Value* loss = NameLoss(raw_loss);
+    PRECIS_ASSIGN_OR_RETURN(ir::Value * raw_loss, AddLoss(g_));
+    ir::Value* loss = NameLoss(g_, raw_loss, "");
+    PRECIS_ASSIGN_OR_RETURN(ir::Value * raw_eval_loss, AddLoss(*eval_.graph));
+    NameLoss(*eval_.graph, raw_eval_loss, loss->name());
     PRECIS_ASSIGN_OR_RETURN(passes::GradientResult grads, passes::BuildGradients(model_, loss->name(), result_.weights));
     result_.backward_nodes = grads.backward_nodes;
     size_t before = g_.nodes().size();
@@ -85,9 +97,17 @@ class TrainingAssembler {
         return InvalidArgument("--freeze: bad regular expression '" + o_.freeze + "': " + e.what());
       }
     }
-    std::vector<ir::Value*> weights;
-    for (ir::Value* v : g_.constants())
-      if (IsWeight(*v)) weights.push_back(v);
+    // BatchNormalization's running statistics are state updated by train_step, never trained.
+    std::set<std::string> running = RunningStatistics(g_);
+    std::vector<ir::Value*> weights, stats;
+    for (ir::Value* v : g_.constants()) {
+      if (running.count(v->name())) stats.push_back(v);
+      else if (IsWeight(*v)) weights.push_back(v);
+    }
+    for (ir::Value* v : stats) {
+      g_.ConvertConstantToInput(v);
+      result_.running_statistics.push_back(v->name());
+    }
     for (ir::Value* v : weights) {
       if (!o_.freeze.empty() && std::regex_search(v->name(), freeze)) {
         result_.frozen.push_back(v->name());
@@ -102,31 +122,54 @@ class TrainingAssembler {
     return Status::Ok();
   }
 
-  StatusOr<ir::Value*> ModelOutput() {
+  // The evaluation graph: a clone of the forward graph in inference form, shapes inferred.
+  Status BuildEvaluationGraph() {
+    eval_.opsets = model_.opsets;
+    eval_.ir_version = model_.ir_version;
+    PRECIS_ASSIGN_OR_RETURN(eval_.graph, CloneGraph(g_));
+    PRECIS_RETURN_IF_ERROR(ToEvaluationForm(*eval_.graph));
+    PRECIS_RETURN_IF_ERROR(passes::InferShapesAndFold(eval_).status());
+    for (const ir::Value* v : eval_.graph->outputs()) model_outputs_.push_back(v->name());
+    return Status::Ok();
+  }
+
+  // Each train_step draws new Dropout masks: the counter the masks are keyed by moves on.
+  void AdvanceDropoutCounter() {
+    ir::Value* counter = g_.FindLocal(kDropoutCounter);
+    std::vector<uint8_t> one(8);
+    int64_t v = 1;
+    std::memcpy(one.data(), &v, 8);
+    ir::Value* step = g_.AddConstant(kDropoutCounter + std::string(".one"), ir::Tensor(ir::DType::kI64, {}, ir::Buffer::Own(std::move(one))));
+    ops::IrBuilder b(g_, opset_, "dropout", "the dropout counter");
+    Update(b.Op("Add", {counter, step}), kDropoutCounter);
+    state_.push_back(kDropoutSeed);
+  }
+
+  StatusOr<ir::Value*> ModelOutput(ir::Graph& g) {
     if (o_.loss_output.empty()) {
-      if (g_.outputs().size() != 1)
-        return InvalidArgument("the model has " + std::to_string(g_.outputs().size()) + " outputs: name the one the loss reads with --loss-output");
-      return g_.outputs()[0];
+      if (g.outputs().size() != 1)
+        return InvalidArgument("the model has " + std::to_string(g.outputs().size()) + " outputs: name the one the loss reads with --loss-output");
+      return g.outputs()[0];
     }
-    for (ir::Value* v : g_.outputs())
+    for (ir::Value* v : g.outputs())
       if (v->name() == o_.loss_output) return v;
     return InvalidArgument("--loss-output '" + o_.loss_output + "' is not an output of the model");
   }
 
-  StatusOr<ir::Value*> AddLoss() {
-    PRECIS_ASSIGN_OR_RETURN(ir::Value * out, ModelOutput());
+  StatusOr<ir::Value*> AddLoss(ir::Graph& g) {
+    PRECIS_ASSIGN_OR_RETURN(ir::Value * out, ModelOutput(g));
     const ir::Type& t = out->type();
     if (!t.is_tensor() || !t.shape().is_static() || (t.dtype() != ir::DType::kF32))
       return InvalidArgument("the loss reads output '" + out->name() + "' of type " + ir::PrintType(t) + ": FP32 training needs an f32 tensor of static shape");
     std::vector<int64_t> dims = StaticDims(*out);
-    ops::IrBuilder b(g_, opset_, "loss", "the loss");
+    ops::IrBuilder b(g, opset_, "loss", "the loss");
     if (o_.loss == "output") {
       if (dims.size() > 1 || (dims.size() == 1 && dims[0] != 1))
         return InvalidArgument("--loss output: output '" + out->name() + "' has shape " + ir::PrintType(t) + ", not a scalar");
       return dims.empty() ? out : b.Op("Reshape", {out, b.Int64s({})});
     }
     if (o_.loss == "mse") {
-      ir::Value* label = g_.AddInput(o_.label, t);
+      ir::Value* label = g.AddInput(o_.label, t);
       ir::Value* d = b.Op("Sub", {out, label});
       return b.Op("ReduceMean", {b.Op("Mul", {d, d})}, {ops::GradAttr::Int("keepdims", 0)});
     }
@@ -134,17 +177,20 @@ class TrainingAssembler {
     if (opset_ < 13) return Unimplemented("cross-entropy training needs opset 13 or newer (the model has " + std::to_string(opset_) + ")");
     std::vector<int64_t> label_dims = dims;
     label_dims.erase(label_dims.begin() + 1);
-    ir::Value* label = g_.AddInput(o_.label, ir::Type::Tensor(ir::DType::kI64, ir::Shape::FromStatic(label_dims)));
+    ir::Value* label = g.AddInput(o_.label, ir::Type::Tensor(ir::DType::kI64, ir::Shape::FromStatic(label_dims)));
     return b.Op("SoftmaxCrossEntropyLoss", {out, label}, Attrs());
   }
 
-  // The loss under its public name, "loss" (or "loss1"... when the model uses that name).
-  ir::Value* NameLoss(ir::Value* loss) {
-    std::string name = "loss";
-    for (int i = 1; g_.FindLocal(name); ++i) name = "loss" + std::to_string(i);
-    ir::Value* named = g_.NewValue(name);
+  // The loss under its public name, "loss" (or "loss1"... when the model uses that name), or
+  // under `name` when given (the evaluation graph's loss takes the training graph's name).
+  ir::Value* NameLoss(ir::Graph& g, ir::Value* loss, std::string name) {
+    if (name.empty()) {
+      name = "loss";
+      for (int i = 1; g.FindLocal(name) || eval_.graph->FindLocal(name); ++i) name = "loss" + std::to_string(i);
+    }
+    ir::Value* named = g.NewValue(name);
     named->set_type(loss->type());
-    g_.AddNode("", "Identity", "loss", {loss}, {named}, {});
+    g.AddNode("", "Identity", "loss", {loss}, {named}, {});
     return named;
   }
 
@@ -162,7 +208,7 @@ class TrainingAssembler {
     const ir::DType f = ir::DType::kF32;
     ir::Value* lr = StateInput(g_, "optimizer.lr", {}, float(o_.lr));
     ir::Value* step = StateInput(g_, "optimizer.step", {}, 0.0f);
-    state_ = {"optimizer.lr", "optimizer.step"};
+    state_.insert(state_.end(), {"optimizer.lr", "optimizer.step"});
     ir::Value* t = b.Op("Add", {step, b.Scalar(1.0, f)});
     updates_[t->name()] = "optimizer.step";
     ir::Value *bc1 = nullptr, *bc2_sqrt = nullptr, *decay = nullptr;
@@ -214,7 +260,7 @@ class TrainingAssembler {
     programs[0].outputs = {loss};
     programs[0].state_updates = updates_;
     programs[1].name = "eval_step";
-    programs[1].graph = &g_;
+    programs[1].graph = eval_.graph.get();
     programs[1].outputs = {loss};
     for (const std::string& out : model_outputs_)
       if (out != loss) programs[1].outputs.push_back(out);
@@ -226,7 +272,11 @@ class TrainingAssembler {
     return std::move(result_);
   }
 
+  static constexpr const char* kDropoutSeed = "dropout.seed";
+  static constexpr const char* kDropoutCounter = "dropout.counter";
+
   ir::Model& model_;
+  ir::Model eval_;  // the evaluation graph (inference form), eval_step's
   ir::Graph& g_;
   const TrainOptions& o_;
   int64_t opset_;

@@ -8,7 +8,9 @@
 // already a scalar loss); shapes are inferred; reverse-mode autodiff (passes/autodiff.h) builds
 // the gradients; an optimizer subgraph with the formulas of torch.optim (SGD with momentum,
 // nesterov and weight decay; AdamW with decoupled decay and bias correction) computes the new
-// weights and moments, which overwrite their state at the end of train_step.
+// weights and moments, which overwrite their state at the end of train_step. BatchNormalization
+// and Dropout take their training form in train_step and their inference form in eval_step
+// (compiler/driver/train_forward.h); the running statistics are state under their ONNX names.
 // Errors: unknown loss/optimizer, label or loss-output names that clash or are missing, a loss
 // output that is not a scalar (loss "output"), no trainable weights, ops without gradient rules
 // (all listed at once).
@@ -41,6 +43,7 @@ struct TrainPlan {
   emit::EmittedPlan plan;
   std::vector<std::string> weights;   // trained weights (state), in plan order
   std::vector<std::string> frozen;    // float initializers left constant
+  std::vector<std::string> running_statistics;  // BatchNormalization running mean/var (state, not trained)
   int forward_nodes = 0, backward_nodes = 0, optimizer_nodes = 0;
 };
 

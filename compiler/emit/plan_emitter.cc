@@ -177,12 +177,26 @@ class Emitter {
         return it->second;
       }
     }
+    // A constant that programs share (the same bytes under the same name: a training plan's frozen
+    // weights in its train and eval graphs) is stored once.
+    std::pair<std::string, const uint8_t*> constant_key;
+    if (kind == Kind::kConstant && v.data() && v.data()->has_data()) {
+      constant_key = {v.name(), v.data()->buffer().data()};
+      if (auto it = constants_.find(constant_key); it != constants_.end()) {
+        const TensorEntry& c = tensors_[size_t(it->second)];
+        if (c.dims == dims && c.value->type().dtype() == v.type().dtype()) {
+          ids_[&v] = it->second;
+          return it->second;
+        }
+      }
+    }
     TensorEntry e{&v, dims, 0, kind};
     e.bytes = size_t(*ir::CheckedElements(dims)) * size_t(ir::DTypeSize(v.type().dtype()));
     int id = int(tensors_.size());
     tensors_.push_back(std::move(e));
     ids_[&v] = id;
     if (shared) shared_[v.name()] = id;
+    if (constant_key.second) constants_.emplace(constant_key, id);
     first_.push_back(int(steps_.size()));
     last_.push_back(first_.back());
     inplace_of_.push_back(-1);
@@ -337,6 +351,7 @@ class Emitter {
   std::vector<TensorEntry> tensors_;
   std::unordered_map<const ir::Value*, int> ids_;  // the current program's values
   std::map<std::string, int> shared_;              // inputs, program outputs and state, by name
+  std::map<std::pair<std::string, const uint8_t*>, int> constants_;  // constants by name and bytes
   std::vector<int> first_, last_, inplace_of_;
   std::vector<Step> steps_;
   std::vector<Program> programs_;

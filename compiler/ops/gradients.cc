@@ -454,18 +454,44 @@ V ReduceMaxGrad(G& c) {
   return {c.Op("Mul", {ExpandReduced(c, c.grad(0), axes), share})};
 }
 
+// BatchNormalizationTraining (batch statistics): dX, dscale and dB from one gradient kernel that
+// reads the forward's batch mean and variance (see runtime/cpu/kernels/training.cc for the algebra).
+V BatchNormTrainingGrad(G& c) {
+  V g = c.OpN("BatchNormalizationTrainingGrad", {c.grad(0), c.in(0), c.in(1), c.out(1), c.out(2)},
+              {GradAttr::Float("epsilon", c.Float("epsilon", 1e-5f))}, 3);
+  return {c.wants(0) ? g[0] : nullptr, c.wants(1) ? g[1] : nullptr, c.wants(2) ? g[2] : nullptr};
+}
+
+const char* RefuseBatchNormTraining(const ir::Node& n) {
+  bool stats = n.outputs().size() >= 3 && n.outputs()[1] && n.outputs()[2];
+  return stats ? nullptr : "its batch mean and variance outputs are needed by the gradient";
+}
+
+// DropoutTraining: dx = g * mask / (1 - ratio), with the forward's mask
+V DropoutTrainingGrad(G& c) {
+  ir::DType t = c.Dtype(c.grad(0));
+  ir::Value* mask = c.Op("Cast", {c.out(1)}, {GradAttr::Int("to", int64_t(ir::DTypeToOnnx(t)))});
+  return {c.Op("Mul", {c.Op("Mul", {c.grad(0), mask}), c.Scalar(1.0 / (1.0 - double(c.Float("ratio", 0.0f))), t)}), nullptr, nullptr};
+}
+
+const char* RefuseDropoutTraining(const ir::Node& n) {
+  return n.outputs().size() >= 2 && n.outputs()[1] ? nullptr : "its mask output is needed by the gradient";
+}
+
 const std::vector<GradRule>& Rules() {
   // Sorted by op type; opset ranges where the operator's form changed (axes as an input).
   static const std::vector<GradRule> rules = {
       {.op_type = "Abs", .fn = AbsGrad},
       {.op_type = "Add", .fn = AddGrad},
       {.op_type = "AveragePool", .fn = AveragePoolGrad, .refuse = RefusePool},
+      {.op_type = "BatchNormalizationTraining", .fn = BatchNormTrainingGrad, .refuse = RefuseBatchNormTraining},
       {.op_type = "Cast", .fn = CastGrad},
       {.op_type = "Clip", .min_opset = 6, .max_opset = 10, .fn = ClipGrad},
       {.op_type = "Clip", .min_opset = 11, .fn = ClipGrad, .non_differentiable = {1, 2}},
       {.op_type = "Concat", .min_opset = 4, .fn = ConcatGrad},
       {.op_type = "Conv", .fn = ConvGrad, .refuse = RefuseConv},
       {.op_type = "Div", .fn = DivGrad},
+      {.op_type = "DropoutTraining", .fn = DropoutTrainingGrad, .non_differentiable = {1, 2}, .refuse = RefuseDropoutTraining},
       {.op_type = "Erf", .fn = ErfGrad},
       {.op_type = "Exp", .fn = ExpGrad},
       {.op_type = "Expand", .min_opset = 8, .fn = ExpandGrad, .non_differentiable = {1}},

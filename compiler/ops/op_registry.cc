@@ -141,6 +141,7 @@ const OpRegistry& OpRegistry::Get() {
     RegisterTensorOps(r);
     RegisterReduceOps(r);
     RegisterLossOps(r);
+    RegisterTrainingOps(r);
     return r;
   }();
   return registry;

@@ -107,6 +107,7 @@ void RegisterNnOps(OpRegistry& r);
 void RegisterTensorOps(OpRegistry& r);
 void RegisterReduceOps(OpRegistry& r);
 void RegisterLossOps(OpRegistry& r);
+void RegisterTrainingOps(OpRegistry& r);  // internal operators of training plans (training.cc)
 
 // Shape helpers shared by families.
 // Multidirectional (numpy) broadcasting of two shapes; error text names both.

@@ -199,6 +199,16 @@ std::vector<Case> Cases() {
       {"Conv dilation 2, asymmetric pads", {{"a", {1, 2, 7, 6}}, {"w", {3, 2, 2, 3}}},
        "  %y = Conv(%a, %w) {dilations = [2, 1], pads = [0, 1, 1, 0]}", {1, 3, 6, 5}},
       {"Conv 1-d stride 3", {{"a", {2, 2, 10}}, {"w", {3, 2, 3}}}, "  %y = Conv(%a, %w) {strides = [3]}", {2, 3, 3}},
+      // Training BatchNormalization: the batch statistics depend on x, so every dx element
+      // depends on every x of its channel; scale away from 0 so each gradient term matters.
+      {"BatchNormalizationTraining [N, C, H, W]", {{"a", {3, 2, 2, 3}}, {"s", {2}, 0.5, 2.0}, {"b", {2}}},
+       "  %y, %m, %v = BatchNormalizationTraining(%a, %s, %b) {epsilon = 0.001}", {3, 2, 2, 3}},
+      {"BatchNormalizationTraining [N, C] feeding Tanh", {{"a", {5, 3}}, {"s", {3}, 0.5, 2.0}, {"b", {3}}},
+       "  %n, %m, %v = BatchNormalizationTraining(%a, %s, %b)\n  %y = Tanh(%n)", {5, 3}},
+      // DropoutTraining at a fixed seed and counter: a fixed mask, so the loss is linear in a.
+      {"DropoutTraining", {{"a", {4, 5}}},
+       "  const %seed: i64[] = [7]\n  const %ctr: i64[] = [3]\n  %y, %mask = DropoutTraining(%a, %seed, %ctr) {ratio = 0.4, stream = 1}",
+       {4, 5}},
       {"MLP: Gemm, Relu, Gemm, LogSoftmax",
        {{"x", {3, 4}}, {"w1", {4, 5}}, {"b1", {5}}, {"w2", {5, 2}}},
        "  %h = Gemm(%x, %w1, %b1)\n  %hr = Tanh(%h)\n  %o = MatMul(%hr, %w2)\n  %y = LogSoftmax(%o) {axis = 1}",

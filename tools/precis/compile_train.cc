@@ -96,6 +96,7 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
     std::printf("%s: training plan, %s loss, %s (lr %g)\n", out.c_str(), o.loss.c_str(), o.optimizer.c_str(), o.lr);
     std::printf("  trains %zu weights", plan->weights.size());
     if (!plan->frozen.empty()) std::printf(", %zu frozen", plan->frozen.size());
+    if (!plan->running_statistics.empty()) std::printf(", %zu BatchNorm running statistics", plan->running_statistics.size());
     std::printf("; nodes: %d forward, %d backward, %d optimizer\n", plan->forward_nodes, plan->backward_nodes, plan->optimizer_nodes);
     std::printf("  programs train_step, eval_step; %zu steps, arena %s, file %s\n", plan->plan.steps, FormatBytes(plan->plan.arena_bytes).c_str(),
                 FormatBytes(plan->plan.bytes.size()).c_str());

@@ -11,6 +11,7 @@ void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterTensorKernels(r);
   RegisterReduceKernels(r);
   RegisterLossKernels(r);
+  RegisterTrainingKernels(r);
   RegisterFastKernels(r);
   RegisterDnnlKernels(r);
 }
