@@ -73,6 +73,7 @@ class TrainingAssembler {
     result_.backward_nodes = grads.backward_nodes;
     size_t before = g_.nodes().size();
     AddOptimizer(grads);
+    if (o_.gradient_outputs) PRECIS_RETURN_IF_ERROR(AddGradientOutputs(grads));
     result_.optimizer_nodes = int(g_.nodes().size() - before);
     PRECIS_RETURN_IF_ERROR(passes::InferShapesAndFold(model_).status());
     return Emit(loss->name());
@@ -203,6 +204,21 @@ class TrainingAssembler {
   // torch.optim formulas, in FP32. SGD: g += wd*p; buf = momentum*buf + g; d = nesterov ? g +
   // momentum*buf : buf; p -= lr*d. AdamW: p *= 1 - lr*wd; m = b1*m + (1-b1)*g; v = b2*v +
   // (1-b2)*g^2; t += 1; p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps).
+  // Each weight's gradient under the name "<weight>.grad", an output of train_step (for tests and
+  // debugging: comparing with another framework's gradients).
+  Status AddGradientOutputs(const passes::GradientResult& grads) {
+    for (const std::string& w : result_.weights) {
+      std::string name = w + ".grad";
+      if (g_.FindLocal(name)) return InvalidArgument("cannot expose the gradient of '" + w + "': the model already has a value '" + name + "'");
+      ir::Value* g = grads.grads.at(w);
+      ir::Value* out = g_.NewValue(name);
+      out->set_type(g->type());
+      g_.AddNode("", "Identity", name, {g}, {out}, {});
+      gradient_outputs_.push_back(name);
+    }
+    return Status::Ok();
+  }
+
   void AddOptimizer(const passes::GradientResult& grads) {
     ops::IrBuilder b(g_, opset_, "optimizer", "the optimizer");
     const ir::DType f = ir::DType::kF32;
@@ -258,6 +274,7 @@ class TrainingAssembler {
     programs[0].name = "train_step";
     programs[0].graph = &g_;
     programs[0].outputs = {loss};
+    for (const std::string& g : gradient_outputs_) programs[0].outputs.push_back(g);
     programs[0].state_updates = updates_;
     programs[1].name = "eval_step";
     programs[1].graph = eval_.graph.get();
@@ -283,6 +300,7 @@ class TrainingAssembler {
   TrainPlan result_;
   std::vector<std::string> model_outputs_, state_;
   std::map<std::string, std::string> updates_;  // new value -> the state it overwrites
+  std::vector<std::string> gradient_outputs_;
 };
 
 }  // namespace

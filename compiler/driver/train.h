@@ -36,6 +36,7 @@ struct TrainOptions {
   bool nesterov = false;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   std::string freeze;                  // regex: weights it matches are not trained
+  bool gradient_outputs = false;       // train_step also outputs each weight's gradient as "<weight>.grad"
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape
 };
 

@@ -30,6 +30,8 @@ V HardSwishGrad(GradContext& c);
 V ReciprocalGrad(GradContext& c);
 V MaxGrad(GradContext& c);
 V MinGrad(GradContext& c);
+V PadGrad(GradContext& c);
+const char* RefusePad(const ir::Node& n);
 V SliceGrad(GradContext& c);
 V SplitGrad(GradContext& c);
 V ExpandGrad(GradContext& c);

@@ -514,6 +514,7 @@ const std::vector<GradRule>& Rules() {
       {.op_type = "Min", .min_opset = 8, .fn = MinGrad, .refuse = RefuseMaxMin},
       {.op_type = "Mul", .fn = MulGrad},
       {.op_type = "Neg", .fn = NegGrad},
+      {.op_type = "Pad", .fn = PadGrad, .non_differentiable = {1, 2, 3}, .refuse = RefusePad},
       {.op_type = "Pow", .fn = PowGrad},
       {.op_type = "Reciprocal", .fn = ReciprocalGrad},
       {.op_type = "ReduceMax", .fn = ReduceMaxGrad, .non_differentiable = {1}},

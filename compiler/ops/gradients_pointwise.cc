@@ -142,6 +142,35 @@ const char* RefuseMaxMin(const ir::Node& n) {
   return n.inputs().size() > 2 ? "more than two inputs have no gradient rule yet (nest binary Max/Min)" : nullptr;
 }
 
+// Pad in constant mode: dx = Pad(g, -pads) (constant 0): a padded border drops out of the
+// gradient, and where the pads cropped x (negative pads) its gradient is zero. Pads are an
+// attribute before opset 11, then the constant input 1 (with axes in input 3 from 18).
+V PadGrad(G& c) {
+  V out(c.node().inputs().size(), nullptr);
+  std::vector<int64_t> pads;
+  if (c.opset() < 11) pads = c.Ints(c.opset() < 2 ? "paddings" : "pads");
+  else ConstInts(c.in(1), &pads);
+  for (int64_t& p : pads) p = -p;
+  ir::Value* g = c.grad(0);
+  if (c.opset() < 11) {
+    out[0] = c.Op("Pad", {g}, {GradAttr::Ints("pads", pads)});
+  } else {
+    std::vector<ir::Value*> ins = {g, c.Int64s(pads)};
+    if (c.in(3)) ins.insert(ins.end(), {nullptr, c.in(3)});
+    out[0] = c.Op("Pad", ins);
+  }
+  return out;
+}
+
+const char* RefusePad(const ir::Node& n) {
+  const ir::Attribute* mode = n.FindAttribute("mode");
+  if (mode && mode->s != "constant") return "only constant-mode Pad has a gradient rule (reflect, edge and wrap would scatter-add)";
+  std::vector<int64_t> pads;
+  if (n.inputs().size() > 1 && n.inputs()[1] && !ConstInts(n.inputs()[1], &pads)) return "its pads are computed at run time";
+  if (n.inputs().size() > 3 && n.inputs()[3] && !ConstInts(n.inputs()[3], &pads)) return "its axes are computed at run time";
+  return nullptr;
+}
+
 // Slice: dx is g put back at the sliced positions, zeros elsewhere. Per sliced axis (count c of
 // `step` apart from `start`): a negative step is walked from its last element with g reversed;
 // a step s > 1 interleaves s - 1 zeros after each element (reshape to [.., c, 1, ..], pad to

@@ -283,6 +283,12 @@ std::vector<Case> PointwiseCases() {
       {"Min broadcast", {a, {"b", {2, 1}}}, "  %y = Min(%a, %b)", {2, 3}},
       {"Max of one input", {a}, "  %y = Max(%a)", {2, 3}},
       // axis 0: [1, 3); axis 1: 5, 3, 1 (step -2).
+      // Pad: a border in front and behind, and a crop (negative pad) on the last axis.
+      {"Pad constant, pad and crop", {{"a", {3, 4}}},
+       "  const %p: i64[4] = [1, 2, 2, -1]\n  const %v: f64[] = [0.5]\n  %y = Pad(%a, %p, %v)", {6, 5}},
+      {"Pad with axes (opset 18)", {{"a", {2, 3, 4}}},
+       "  const %p: i64[2] = [1, 2]\n  const %ax: i64[1] = [-1]\n  %y = Pad(%a, %p, _, %ax)", {2, 3, 7}, {}, 18},
+      {"Pad opset 10, attributes", {{"a", {3, 4}}}, "  %y = Pad(%a) {pads = [0, 1, 2, 0], value = 1.5}", {5, 5}, {}, 10},
       {"Slice negative step", {{"a", {4, 6}}},
        "  const %s: i64[2] = [1, -1]\n  const %e: i64[2] = [3, -7]\n  const %ax: i64[2] = [0, 1]\n  const %st: i64[2] = [1, -2]\n"
        "  %y = Slice(%a, %s, %e, %ax, %st)",
