@@ -6,9 +6,10 @@
       with x = 1 and grad_W, grad_B constants (frozen), so dL/dW = grad_W and dL/dB = grad_B
       exactly on every step; WORK/init.npz (the initial weights and the gradients, read by
       optim_reference.py) and WORK/data.npz (x).
-  optimizer_check.py compare WORK NAME CKPT_DIR LOG
-      compares the weights and optimizer state of precis's checkpoint after 100 steps, and the
-      lr of each step in its metrics log, with torch's (WORK/ref_NAME.npz): rel L2 <= 1e-6 each
+  optimizer_check.py compare WORK
+      for each NAME of WORK/configs.tsv, compares the weights and optimizer state of precis's
+      checkpoint after 100 steps (WORK/ck_NAME), and the lr of each step in its metrics log
+      (WORK/NAME.jsonl), with torch's (WORK/ref_NAME.npz): rel L2 <= 1e-6 each
       (FP32 on both sides with the same formulas; what remains is rounding order, measured
       below 1e-7)."""
 import json
@@ -16,8 +17,6 @@ import os
 import sys
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from precis_state import read_checkpoint  # noqa: E402
@@ -26,6 +25,8 @@ TOLERANCE = 1e-6
 
 
 def make_model(work):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(2024)
     init = {"W": rng.standard_normal((4, 5)), "B": rng.standard_normal(5), "grad_W": rng.standard_normal((4, 5)), "grad_B": rng.standard_normal(5)}
     init = {k: v.astype(np.float32) for k, v in init.items()}
@@ -74,4 +75,8 @@ if __name__ == "__main__":
     if sys.argv[1] == "model":
         make_model(sys.argv[2])
     else:
-        sys.exit(0 if compare(*sys.argv[2:6]) else 1)
+        work = sys.argv[2]
+        names = [line.split("\t")[0] for line in open(work + "/configs.tsv")]
+        results = [compare(work, n, work + "/ck_" + n, work + "/" + n + ".jsonl") for n in names]
+        print("%d of %d settings match torch.optim" % (sum(results), len(results)))
+        sys.exit(0 if all(results) else 1)
