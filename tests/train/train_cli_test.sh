@@ -81,6 +81,8 @@ expect_error 1 "no gradient rule for" -- "$PRECIS" compile "$WORK/norule.onnx" -
 expect_error 1 "Sin" -- "$PRECIS" compile "$WORK/norule.onnx" --train --loss mse --label target -o "$WORK/x.plan"
 expect_error 1 "Cos" -- "$PRECIS" compile "$WORK/norule.onnx" --train --loss mse --label target -o "$WORK/x.plan"
 expect_error 1 "unknown learning-rate schedule 'linear'" -- "$PRECIS" compile "$REF/mlp.onnx" --train --label label --lr-schedule linear -o "$WORK/x.plan"
+"$PRECIS" compile "$REF/mlp.onnx" --train --label label --lr-schedule cosine --warmup-steps 30 --quiet -o "$WORK/cos.plan" || fail "cosine compile"
+expect_error 1 "leaves none after its 30 warmup steps" -- "$PRECIS" train "$WORK/cos.plan" --data "$REF/train.npz" --epochs 2
 expect_error 1 "needs --lr-step-size" -- "$PRECIS" compile "$REF/mlp.onnx" --train --label label --lr-schedule step -o "$WORK/x.plan"
 expect_error 1 "unknown loss 'hinge'" -- "$PRECIS" compile "$REF/mlp.onnx" --train --loss hinge --label label -o "$WORK/x.plan"
 expect_error 1 "unknown optimizer 'rmsprop'" -- "$PRECIS" compile "$REF/mlp.onnx" --train --optimizer rmsprop --label label -o "$WORK/x.plan"

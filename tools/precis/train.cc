@@ -74,6 +74,12 @@ void EpochOrder(std::vector<int64_t>& order, bool shuffle, uint64_t seed, int64_
   if (shuffle) std::shuffle(order.begin(), order.end(), std::mt19937_64(seed * 1000003u + uint64_t(epoch)));
 }
 
+// "warmup_steps" of a plan's training options (compiler/driver/train.h TrainingConfigJson).
+int64_t WarmupSteps(const std::string& config) {
+  size_t at = config.find("\"warmup_steps\": ");
+  return at == std::string::npos ? 0 : std::atoll(config.c_str() + at + 16);
+}
+
 float ReadScalar(Session& s, const std::string& name) {
   auto t = s.Output(name);
   return t.ok() ? *static_cast<const float*>(t->data) : NAN;
@@ -235,6 +241,10 @@ int TrainCommand(const std::vector<std::string>& args) {
     for (const TensorInfo& t : s.state()) {
       float horizon = 0;
       if (t.name == "optimizer.total_steps" && s.ReadState(t.name, &horizon, 4).ok() && horizon == 0) {
+        int64_t warmup = WarmupSteps(plan_info->training_config);
+        if (total <= warmup)
+          return ReportError("train", InvalidArgument("the cosine schedule runs over the whole training, " + std::to_string(total) + " steps, which leaves none after its " +
+                                                      std::to_string(warmup) + " warmup steps: train longer or compile with --lr-total-steps"));
         horizon = float(total);
         (void)s.WriteState(t.name, DataType::kF32, {}, &horizon, 4);
         std::printf("lr schedule horizon: %lld steps\n", (long long)total);
