@@ -14,7 +14,9 @@
 // (all listed at once).
 #pragma once
 
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,7 +39,10 @@ struct TrainOptions {
   LrSchedule schedule;                 // the lr of each step from the base lr (lr_schedule.h)
   std::string freeze;                  // regex: weights it matches are not trained
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape
-  std::vector<uint8_t> source_model;   // the ONNX model file, kept in the plan for precis export
+  // The source model kept in the plan for precis export: given the names of the plan's state
+  // tensors, the model's bytes (the caller may leave out the initializers' data that the state
+  // holds anyway). Unset: no source model.
+  std::function<std::vector<uint8_t>(const std::set<std::string>& state)> source_model;
 };
 
 // The options as one JSON object (the plan's training_config, copied into checkpoint manifests).

@@ -4,7 +4,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <sstream>
+
+#include <onnx/onnx_pb.h>
 
 #include "compiler/driver/train.h"
 #include "compiler/onnx/importer.h"
@@ -30,6 +33,29 @@ bool ParseNumber(const std::string& text, double* out) {
   char* end = nullptr;
   *out = std::strtod(text.c_str(), &end);
   return !text.empty() && end && *end == 0;
+}
+
+// The model file for the plan's source_model with the data of the initializers that become state
+// left out (precis export writes them back from the state): the trained weights are not stored
+// twice. Unparsable files are kept whole.
+std::vector<uint8_t> SourceModelWithoutState(const std::string& path, const std::set<std::string>& state) {
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ::onnx::ModelProto model;
+  if (model.ParseFromString(bytes)) {
+    for (::onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
+      if (!state.count(t.name())) continue;
+      t.clear_raw_data();
+      t.clear_float_data();
+      t.clear_double_data();
+      t.clear_int32_data();
+      t.clear_int64_data();
+      t.clear_external_data();
+      t.clear_data_location();
+    }
+    model.SerializeToString(&bytes);
+  }
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
 }  // namespace
@@ -100,11 +126,7 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
   if (model_path.empty() || out.empty()) return UsageError("compile", "a model and -o TRAIN.plan are required", kTrainUsage);
   auto model = onnx::ImportModelFile(model_path);
   if (!model.ok()) return ReportError("compile", model.status().WithContext(model_path));
-  {
-    std::ifstream source(model_path, std::ios::binary);
-    o.source_model.assign(std::istreambuf_iterator<char>(source), std::istreambuf_iterator<char>());
-    if (!source && !source.eof()) return ReportError("compile", Internal("cannot read '" + model_path + "'"));
-  }
+  o.source_model = [&](const std::set<std::string>& state) { return SourceModelWithoutState(model_path, state); };
   auto plan = driver::CompileTraining(**model, o);
   if (!plan.ok()) return ReportError("compile", plan.status().WithContext(model_path));
   std::ofstream f(out, std::ios::binary);

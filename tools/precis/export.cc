@@ -57,7 +57,17 @@ Status Export(const std::string& plan, const std::string& checkpoint, const std:
     auto it = inits.find(t.name);
     if (it == inits.end()) continue;  // optimizer moments and counters
     PRECIS_RETURN_IF_ERROR(ReplaceInitializer(*it->second, *session, t));
+    inits.erase(it);
     ++replaced;
+  }
+  // The plan keeps initializers that became state without their data: each must have come back.
+  for (const auto& [name, t] : inits) {
+    bool has_data = t->has_raw_data() || t->float_data_size() || t->double_data_size() || t->int32_data_size() || t->int64_data_size() ||
+                    t->external_data_size() || t->string_data_size() || t->uint64_data_size();
+    int64_t elements = 1;
+    for (int64_t d : t->dims()) elements *= d;
+    if (!has_data && elements > 0)
+      return InvalidArgument("'" + plan + "': initializer '" + name + "' of the source model has no data and no state tensor of its name");
   }
   std::string bytes;
   if (!model.SerializeToString(&bytes)) return Internal("cannot serialize the exported model");
