@@ -3,11 +3,13 @@
 // optimizer, and the two programs of a training plan, each over its own graph.
 #include "compiler/driver/train.h"
 
+#include <cstdio>
 #include <cstring>
 #include <regex>
 #include <set>
 
 #include "compiler/driver/train_forward.h"
+#include "compiler/driver/lr_schedule.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/gradient.h"
 #include "passes/autodiff.h"
@@ -74,9 +76,10 @@ class TrainingAssembler {
     size_t before = g_.nodes().size();
     AddOptimizer(grads);
     if (o_.gradient_outputs) PRECIS_RETURN_IF_ERROR(AddGradientOutputs(grads));
+    std::string lr = NamePublic(g_.FindLocal(lr_), "lr")->name();
     result_.optimizer_nodes = int(g_.nodes().size() - before);
     PRECIS_RETURN_IF_ERROR(passes::InferShapesAndFold(model_).status());
-    return Emit(loss->name());
+    return Emit(loss->name(), lr);
   }
 
  private:
@@ -85,6 +88,7 @@ class TrainingAssembler {
       return InvalidArgument("unknown loss '" + o_.loss + "' (cross-entropy, mse or output)");
     if (o_.optimizer != "sgd" && o_.optimizer != "adamw") return InvalidArgument("unknown optimizer '" + o_.optimizer + "' (sgd or adamw)");
     if (!(o_.lr > 0)) return InvalidArgument("the learning rate must be positive");
+    PRECIS_RETURN_IF_ERROR(CheckLrSchedule(o_.schedule));
     if (o_.loss != "output" && g_.FindLocal(o_.label)) return InvalidArgument("the label name '" + o_.label + "' is already a value of the model");
     return Status::Ok();
   }
@@ -195,15 +199,22 @@ class TrainingAssembler {
     return named;
   }
 
+  // `v` under a public name, `base` (or base1... when the model uses that name).
+  ir::Value* NamePublic(ir::Value* v, const std::string& base) {
+    std::string name = base;
+    for (int i = 1; g_.FindLocal(name); ++i) name = base + std::to_string(i);
+    ir::Value* named = g_.NewValue(name);
+    named->set_type(v->type());
+    g_.AddNode("", "Identity", base, {v}, {named}, {});
+    return named;
+  }
+
   std::vector<ops::GradAttr> Attrs() const {
     std::vector<ops::GradAttr> attrs;
     if (o_.has_ignore_index) attrs.push_back(ops::GradAttr::Int("ignore_index", o_.ignore_index));
     return attrs;
   }
 
-  // torch.optim formulas, in FP32. SGD: g += wd*p; buf = momentum*buf + g; d = nesterov ? g +
-  // momentum*buf : buf; p -= lr*d. AdamW: p *= 1 - lr*wd; m = b1*m + (1-b1)*g; v = b2*v +
-  // (1-b2)*g^2; t += 1; p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps).
   // Each weight's gradient under the name "<weight>.grad", an output of train_step (for tests and
   // debugging: comparing with another framework's gradients).
   Status AddGradientOutputs(const passes::GradientResult& grads) {
@@ -219,19 +230,35 @@ class TrainingAssembler {
     return Status::Ok();
   }
 
+  // torch.optim formulas, in FP32 over the tensors; the scalars (lr, bias corrections, decay
+  // factor) in f64 as torch's Python floats, each rounded to f32 once. SGD: g += wd*p; buf =
+  // momentum*buf + g; d = nesterov ? g + momentum*buf : buf; p -= lr*d. AdamW: p *= 1 - lr*wd; m =
+  // b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2; t += 1; p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps).
+  // The lr follows the schedule (lr_schedule.h) from the steps applied before this one.
   void AddOptimizer(const passes::GradientResult& grads) {
     ops::IrBuilder b(g_, opset_, "optimizer", "the optimizer");
-    const ir::DType f = ir::DType::kF32;
-    ir::Value* lr = StateInput(g_, "optimizer.lr", {}, float(o_.lr));
+    const ir::DType f = ir::DType::kF32, d64 = ir::DType::kF64;
+    auto to = [&](ir::Value* v, ir::DType t) { return b.Op("Cast", {v}, {ops::GradAttr::Int("to", int64_t(ir::DTypeToOnnx(t)))}); };
+    ir::Value* base_lr = StateInput(g_, "optimizer.lr", {}, float(o_.lr));
     ir::Value* step = StateInput(g_, "optimizer.step", {}, 0.0f);
     state_.insert(state_.end(), {"optimizer.lr", "optimizer.step"});
+    ir::Value* total = nullptr;
+    if (NeedsTotalSteps(o_.schedule)) {
+      total = StateInput(g_, "optimizer.total_steps", {}, float(o_.schedule.total_steps));
+      state_.push_back("optimizer.total_steps");
+    }
+    ir::Value* lr64 = ScheduledLr(b, o_.schedule, base_lr, step, total);
+    ir::Value* lr = to(lr64, f);
+    lr_ = lr->name();
     ir::Value* t = b.Op("Add", {step, b.Scalar(1.0, f)});
     updates_[t->name()] = "optimizer.step";
-    ir::Value *bc1 = nullptr, *bc2_sqrt = nullptr, *decay = nullptr;
+    ir::Value *step_size = nullptr, *bc2_sqrt = nullptr, *decay = nullptr;
     if (o_.optimizer == "adamw") {
-      bc1 = b.Op("Sub", {b.Scalar(1.0, f), b.Op("Pow", {b.Scalar(o_.beta1, f), t})});
-      bc2_sqrt = b.Op("Sqrt", {b.Op("Sub", {b.Scalar(1.0, f), b.Op("Pow", {b.Scalar(o_.beta2, f), t})})});
-      if (o_.weight_decay != 0) decay = b.Op("Sub", {b.Scalar(1.0, f), b.Op("Mul", {lr, b.Scalar(o_.weight_decay, f)})});
+      ir::Value* t64 = to(t, d64);
+      ir::Value* bc1 = b.Op("Sub", {b.Scalar(1.0, d64), b.Op("Pow", {b.Scalar(o_.beta1, d64), t64})});
+      step_size = to(b.Op("Div", {lr64, bc1}), f);
+      bc2_sqrt = to(b.Op("Sqrt", {b.Op("Sub", {b.Scalar(1.0, d64), b.Op("Pow", {b.Scalar(o_.beta2, d64), t64})})}), f);
+      if (o_.weight_decay != 0) decay = to(b.Op("Sub", {b.Scalar(1.0, d64), b.Op("Mul", {lr64, b.Scalar(o_.weight_decay, d64)})}), f);
     }
     for (const std::string& name : result_.weights) {
       ir::Value* p = g_.FindLocal(name);
@@ -257,7 +284,6 @@ class TrainingAssembler {
         Update(v_next, v->name());
         ir::Value* base = decay ? b.Op("Mul", {p, decay}) : p;
         ir::Value* denom = b.Op("Add", {b.Op("Div", {b.Op("Sqrt", {v_next}), bc2_sqrt}), b.Scalar(o_.eps, f)});
-        ir::Value* step_size = b.Op("Div", {lr, bc1});
         next = b.Op("Sub", {base, b.Op("Mul", {step_size, b.Op("Div", {m_next, denom})})});
       }
       Update(next, name);
@@ -269,11 +295,11 @@ class TrainingAssembler {
     state_.push_back(state);
   }
 
-  StatusOr<TrainPlan> Emit(const std::string& loss) {
+  StatusOr<TrainPlan> Emit(const std::string& loss, const std::string& lr) {
     std::vector<emit::ProgramSource> programs(2);
     programs[0].name = "train_step";
     programs[0].graph = &g_;
-    programs[0].outputs = {loss};
+    programs[0].outputs = {loss, lr};
     for (const std::string& g : gradient_outputs_) programs[0].outputs.push_back(g);
     programs[0].state_updates = updates_;
     programs[1].name = "eval_step";
@@ -285,6 +311,8 @@ class TrainingAssembler {
     options.precision = "fp32";
     for (const std::string& w : result_.weights) options.state.insert(w);
     for (const std::string& s : state_) options.state.insert(s);
+    if (o_.source_model) options.source_model = o_.source_model(options.state);
+    options.training_config = TrainingConfigJson(o_);
     PRECIS_ASSIGN_OR_RETURN(result_.plan, emit::EmitPrograms(model_, programs, options));
     return std::move(result_);
   }
@@ -298,12 +326,49 @@ class TrainingAssembler {
   const TrainOptions& o_;
   int64_t opset_;
   TrainPlan result_;
+  std::string lr_;  // the f32 lr of the current step
   std::vector<std::string> model_outputs_, state_;
   std::map<std::string, std::string> updates_;  // new value -> the state it overwrites
   std::vector<std::string> gradient_outputs_;
 };
 
+// JSON string literal of `s` (names from the command line: quotes, backslashes, controls).
+std::string Quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string Number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 }  // namespace
+
+std::string TrainingConfigJson(const TrainOptions& o) {
+  std::string j = "{\"loss\": " + Quoted(o.loss) + ", \"label\": " + Quoted(o.label) + ", \"optimizer\": " + Quoted(o.optimizer) +
+                  ", \"lr\": " + Number(o.lr);
+  if (o.optimizer == "sgd") j += ", \"momentum\": " + Number(o.momentum) + ", \"nesterov\": " + (o.nesterov ? "true" : "false");
+  else j += ", \"betas\": [" + Number(o.beta1) + ", " + Number(o.beta2) + "], \"eps\": " + Number(o.eps);
+  j += ", \"weight_decay\": " + Number(o.weight_decay) + ", \"lr_schedule\": " + Quoted(o.schedule.kind) +
+       ", \"warmup_steps\": " + std::to_string(o.schedule.warmup_steps);
+  if (o.schedule.warmup_steps) j += ", \"warmup_start_factor\": " + Number(o.schedule.warmup_start_factor);
+  if (o.schedule.kind == "cosine") j += ", \"lr_total_steps\": " + std::to_string(o.schedule.total_steps) + ", \"lr_min\": " + Number(o.schedule.eta_min);
+  if (o.schedule.kind == "step") j += ", \"lr_step_size\": " + std::to_string(o.schedule.step_size) + ", \"lr_gamma\": " + Number(o.schedule.gamma);
+  if (!o.freeze.empty()) j += ", \"freeze\": " + Quoted(o.freeze);
+  return j + "}";
+}
 
 StatusOr<TrainPlan> CompileTraining(ir::Model& model, const TrainOptions& options) { return TrainingAssembler(model, options).Run(); }
 

@@ -1,5 +1,5 @@
 // Training plans: from an ONNX forward model, a plan with programs `train_step` (inputs + label ->
-// loss; weights, optimizer moments and the step counter updated in place) and `eval_step` (loss
+// loss and the lr the step used; weights, optimizer moments and the step counter updated in place) and `eval_step` (loss
 // and the model's outputs, nothing updated), sharing the weights as state. FP32 for now.
 //
 // Assembly: trainable weights (float initializers, minus --freeze matches) become state inputs so
@@ -16,10 +16,13 @@
 // (all listed at once).
 #pragma once
 
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "compiler/driver/lr_schedule.h"
 #include "compiler/emit/plan_emitter.h"
 #include "compiler/ir/graph.h"
 
@@ -35,10 +38,18 @@ struct TrainOptions {
   double lr = 0.01, momentum = 0, weight_decay = 0;
   bool nesterov = false;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  LrSchedule schedule;                 // the lr of each step from the base lr (lr_schedule.h)
   std::string freeze;                  // regex: weights it matches are not trained
   bool gradient_outputs = false;       // train_step also outputs each weight's gradient as "<weight>.grad"
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape
+  // The source model kept in the plan for precis export: given the names of the plan's state
+  // tensors, the model's bytes (the caller may leave out the initializers' data that the state
+  // holds anyway). Unset: no source model.
+  std::function<std::vector<uint8_t>(const std::set<std::string>& state)> source_model;
 };
+
+// The options as one JSON object (the plan's training_config, copied into checkpoint manifests).
+std::string TrainingConfigJson(const TrainOptions& o);
 
 struct TrainPlan {
   emit::EmittedPlan plan;

@@ -417,6 +417,10 @@ StatusOr<EmittedPlan> Emitter::Write() {
   flatbuffers::Offset<flatbuffers::String> report_json, report_text;
   if (!options_.report_json.empty()) report_json = b.CreateString(options_.report_json);
   if (!options_.report_text.empty()) report_text = b.CreateString(options_.report_text);
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> source_model;
+  flatbuffers::Offset<flatbuffers::String> training_config;
+  if (!options_.source_model.empty()) source_model = b.CreateVector(options_.source_model);
+  if (!options_.training_config.empty()) training_config = b.CreateString(options_.training_config);
   plan::PlanBuilder root(b);
   auto target = b.CreateString(options_.target);
   auto precision = b.CreateString(options_.precision);
@@ -434,6 +438,8 @@ StatusOr<EmittedPlan> Emitter::Write() {
   if (!options_.report_text.empty()) root.add_report_text(report_text);
   root.add_programs(program_table);
   root.add_state_bytes(state_size_);
+  if (!options_.source_model.empty()) root.add_source_model(source_model);
+  if (!options_.training_config.empty()) root.add_training_config(training_config);
   plan::FinishPlanBuffer(b, root.Finish());
 
   plan::FileHeader h{};

@@ -27,6 +27,8 @@ struct EmitOptions {
   std::string report_json, report_text;  // embedded precision report (may be empty)
   bool measure_only = false;             // plan the arena and stop: no bytes are written
   std::set<std::string> state;           // names of the values that become State tensors
+  std::vector<uint8_t> source_model;     // training plans: the ONNX model file (plan.fbs)
+  std::string training_config;           // training plans: options as JSON (plan.fbs)
 };
 
 // One program: a name ("infer", "train_step", ...) and the graph it runs.

@@ -29,7 +29,7 @@ expect_error() {
 cat "$WORK/train.out"
 grep -q "dropped" "$WORK/train.out" || fail "the partial last batch is not reported"
 grep -q "eval loss" "$WORK/train.out" || fail "no evaluation line"
-[ -f "$WORK/ckpt/state.bin" ] && [ -f "$WORK/ckpt/manifest.json" ] || fail "no checkpoint"
+[ -f "$WORK/ckpt/manifest.json" ] && [ -f "$WORK/ckpt/state-20.bin" ] || fail "no checkpoint"
 "$PY" - "$WORK/metrics.jsonl" "$REF/train_losses.npy" <<'PYEOF' || fail "metrics log against torch"
 import json, sys
 import numpy as np
@@ -54,6 +54,36 @@ PYEOF
 expect_error 1 "has no array 'x'" -- "$PRECIS" train "$WORK/mlp.train.plan" --data "$WORK/nox.npz"
 expect_error 1 "is f64, the plan wants f32" -- "$PRECIS" train "$WORK/mlp.train.plan" --data "$WORK/badtype.npz"
 expect_error 1 "has shape 12x7" -- "$PRECIS" train "$WORK/mlp.train.plan" --data "$WORK/badshape.npz"
+"$PY" - "$WORK" <<'PYEOF'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+w = sys.argv[1]
+x = np.ones((12, 8), np.float32)
+np.savez(w + "/nolabel.npz", x=x)
+np.savez(w + "/labeltype.npz", x=x, label=np.zeros(12, np.float32))
+np.savez(w + "/labelshape.npz", x=x, label=np.zeros((12, 2), np.int64))
+def save(nodes, inits, path):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6, 8])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+# No initializers at all; and a weight reaching the loss through ops without gradient rules.
+save([helper.make_node("Relu", ["x"], ["y"])], [], w + "/noweights.onnx")
+save([helper.make_node("Mul", ["x", "w"], ["h"]), helper.make_node("Sin", ["h"], ["s"]), helper.make_node("Cos", ["s"], ["y"])],
+     [numpy_helper.from_array(np.full((6, 8), 0.5, np.float32), "w")], w + "/norule.onnx")
+PYEOF
+expect_error 1 "has no array 'label'" -- "$PRECIS" train "$WORK/mlp.train.plan" --data "$WORK/nolabel.npz"
+expect_error 1 "array 'label' is f32, the plan wants i64" -- "$PRECIS" train "$WORK/mlp.train.plan" --data "$WORK/labeltype.npz"
+expect_error 1 "array 'label' has shape 12x2" -- "$PRECIS" train "$WORK/mlp.train.plan" --data "$WORK/labelshape.npz"
+expect_error 1 "no trainable weights" -- "$PRECIS" compile "$WORK/noweights.onnx" --train --loss mse --label target -o "$WORK/x.plan"
+expect_error 1 "no gradient rule for" -- "$PRECIS" compile "$WORK/norule.onnx" --train --loss mse --label target -o "$WORK/x.plan"
+expect_error 1 "Sin" -- "$PRECIS" compile "$WORK/norule.onnx" --train --loss mse --label target -o "$WORK/x.plan"
+expect_error 1 "Cos" -- "$PRECIS" compile "$WORK/norule.onnx" --train --loss mse --label target -o "$WORK/x.plan"
+expect_error 1 "unknown learning-rate schedule 'linear'" -- "$PRECIS" compile "$REF/mlp.onnx" --train --label label --lr-schedule linear -o "$WORK/x.plan"
+"$PRECIS" compile "$REF/mlp.onnx" --train --label label --lr-schedule cosine --warmup-steps 30 --quiet -o "$WORK/cos.plan" || fail "cosine compile"
+expect_error 1 "leaves none after its 30 warmup steps" -- "$PRECIS" train "$WORK/cos.plan" --data "$REF/train.npz" --epochs 2
+expect_error 1 "needs --lr-step-size" -- "$PRECIS" compile "$REF/mlp.onnx" --train --label label --lr-schedule step -o "$WORK/x.plan"
 expect_error 1 "unknown loss 'hinge'" -- "$PRECIS" compile "$REF/mlp.onnx" --train --loss hinge --label label -o "$WORK/x.plan"
 expect_error 1 "unknown optimizer 'rmsprop'" -- "$PRECIS" compile "$REF/mlp.onnx" --train --optimizer rmsprop --label label -o "$WORK/x.plan"
 expect_error 1 "not a scalar" -- "$PRECIS" compile "$REF/mlp.onnx" --train --loss output -o "$WORK/x.plan"

@@ -12,6 +12,7 @@ int CompileCommand(const std::vector<std::string>& args);
 int CompileTrainCommand(const std::vector<std::string>& args);  // compile --train
 int RunCommand(const std::vector<std::string>& args);
 int TrainCommand(const std::vector<std::string>& args);
+int ExportCommand(const std::vector<std::string>& args);
 int BenchCommand(const std::vector<std::string>& args);
 int ReportCommand(const std::vector<std::string>& args);
 int OptCommand(const std::vector<std::string>& args);

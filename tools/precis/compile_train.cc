@@ -3,7 +3,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <sstream>
+
+#include <onnx/onnx_pb.h>
 
 #include "compiler/driver/train.h"
 #include "compiler/onnx/importer.h"
@@ -16,13 +20,42 @@ namespace {
 constexpr const char* kTrainUsage =
     "usage: precis compile MODEL.onnx --train --loss cross-entropy|mse|output --label NAME [--loss-output NAME]\n"
     "       [--ignore-index N] [--optimizer sgd|adamw] [--lr X] [--momentum X] [--nesterov] [--weight-decay X]\n"
-    "       [--betas A,B] [--eps X] [--lr-schedule constant] [--freeze REGEX] [--shape NAME=DIMS ...]\n"
-    "       [--precision fp32] [--quiet] -o TRAIN.plan\n";
+    "       [--betas A,B] [--eps X] [--lr-schedule constant|cosine|step] [--warmup-steps N] [--freeze REGEX]\n"
+    "       [--shape NAME=DIMS ...] [--precision fp32] [--quiet] -o TRAIN.plan\n"
+    "schedule options (torch.optim.lr_scheduler, stepped once per optimizer step):\n"
+    "  --lr-schedule cosine     CosineAnnealingLR over the total steps: --lr-total-steps N (0, the default: precis train\n"
+    "                           sets it from --epochs/--steps on its first run), --lr-min X (eta_min, default 0)\n"
+    "  --lr-schedule step       StepLR: --lr-step-size N (required), --lr-gamma X (default 0.1)\n"
+    "  --warmup-steps N         LinearLR from --warmup-start-factor F (default 1/3) to 1 over N steps, then the schedule\n"
+    "                           (SequentialLR with milestone N; a cosine then spans the total minus N steps)\n";
 
 bool ParseNumber(const std::string& text, double* out) {
   char* end = nullptr;
   *out = std::strtod(text.c_str(), &end);
   return !text.empty() && end && *end == 0;
+}
+
+// The model file for the plan's source_model with the data of the initializers that become state
+// left out (precis export writes them back from the state): the trained weights are not stored
+// twice. Unparsable files are kept whole.
+std::vector<uint8_t> SourceModelWithoutState(const std::string& path, const std::set<std::string>& state) {
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ::onnx::ModelProto model;
+  if (model.ParseFromString(bytes)) {
+    for (::onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
+      if (!state.count(t.name())) continue;
+      t.clear_raw_data();
+      t.clear_float_data();
+      t.clear_double_data();
+      t.clear_int32_data();
+      t.clear_int64_data();
+      t.clear_external_data();
+      t.clear_data_location();
+    }
+    model.SerializeToString(&bytes);
+  }
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
 }  // namespace
@@ -68,10 +101,17 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
       if (*v != "fp32")
         return ReportError("compile", Unimplemented("--train --precision " + *v + ": mixed-precision training is not implemented yet (fp32 only)"));
     } else if (a == "--lr-schedule" && (v = value())) {
-      if (*v != "constant")
-        return ReportError("compile", Unimplemented("--lr-schedule " + *v + " is not implemented yet (constant only)"));
-    } else if (a == "--warmup-steps" && (v = value())) {
-      return ReportError("compile", Unimplemented("--warmup-steps is not implemented yet"));
+      o.schedule.kind = *v;
+    } else if (a == "--warmup-steps" || a == "--lr-total-steps" || a == "--lr-step-size") {
+      double n = 0;
+      if (!number(&n) || n != double(int64_t(n)) || n < 0) return UsageError("compile", a + " needs a whole number, 0 or more", kTrainUsage);
+      (a == "--warmup-steps" ? o.schedule.warmup_steps : a == "--lr-total-steps" ? o.schedule.total_steps : o.schedule.step_size) = int64_t(n);
+    } else if (a == "--lr-min") {
+      if (!number(&o.schedule.eta_min)) return UsageError("compile", "--lr-min needs a number", kTrainUsage);
+    } else if (a == "--lr-gamma") {
+      if (!number(&o.schedule.gamma)) return UsageError("compile", "--lr-gamma needs a number", kTrainUsage);
+    } else if (a == "--warmup-start-factor") {
+      if (!number(&o.schedule.warmup_start_factor)) return UsageError("compile", "--warmup-start-factor needs a number", kTrainUsage);
     } else if (a == "--help" || a == "-h") {
       std::fputs(kTrainUsage, stdout);
       return 0;
@@ -86,6 +126,7 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
   if (model_path.empty() || out.empty()) return UsageError("compile", "a model and -o TRAIN.plan are required", kTrainUsage);
   auto model = onnx::ImportModelFile(model_path);
   if (!model.ok()) return ReportError("compile", model.status().WithContext(model_path));
+  o.source_model = [&](const std::set<std::string>& state) { return SourceModelWithoutState(model_path, state); };
   auto plan = driver::CompileTraining(**model, o);
   if (!plan.ok()) return ReportError("compile", plan.status().WithContext(model_path));
   std::ofstream f(out, std::ios::binary);
@@ -93,7 +134,9 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
   f.close();
   if (!f) return ReportError("compile", Internal("cannot write '" + out + "'"));
   if (!quiet) {
-    std::printf("%s: training plan, %s loss, %s (lr %g)\n", out.c_str(), o.loss.c_str(), o.optimizer.c_str(), o.lr);
+    std::printf("%s: training plan, %s loss, %s (lr %g, %s schedule", out.c_str(), o.loss.c_str(), o.optimizer.c_str(), o.lr, o.schedule.kind.c_str());
+    if (o.schedule.warmup_steps) std::printf(", %lld warmup steps", (long long)o.schedule.warmup_steps);
+    std::printf(")\n");
     std::printf("  trains %zu weights", plan->weights.size());
     if (!plan->frozen.empty()) std::printf(", %zu frozen", plan->frozen.size());
     if (!plan->running_statistics.empty()) std::printf(", %zu BatchNorm running statistics", plan->running_statistics.size());

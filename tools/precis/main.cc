@@ -25,7 +25,11 @@ constexpr const char* kUsage =
     "      a training plan (programs train_step and eval_step, FP32): precis compile --train --help\n"
     "\n"
     "  train TRAIN.plan --data TRAIN.npz [--eval EVAL.npz] [--epochs N | --steps N] [--log METRICS.jsonl] [--checkpoint DIR]\n"
-    "      train: run train_step over the data, with progress, evaluation per epoch and a metrics log\n"
+    "        [--checkpoint-every N] [--resume DIR]\n"
+    "      train: run train_step over the data, with progress, evaluation per epoch, a metrics log and checkpoints\n"
+    "\n"
+    "  export TRAIN.plan [--checkpoint DIR] -o TRAINED.onnx\n"
+    "      write the source ONNX model of a training plan with its trained weights\n"
     "\n"
     "  report MODEL.plan [--json]\n"
     "      print the precision report stored in a plan\n"
@@ -55,6 +59,7 @@ int main(int argc, char** argv) {
   if (command == "compile") return precis::tools::CompileCommand(args);
   if (command == "run") return precis::tools::RunCommand(args);
   if (command == "train") return precis::tools::TrainCommand(args);
+  if (command == "export") return precis::tools::ExportCommand(args);
   if (command == "bench") return precis::tools::BenchCommand(args);
   if (command == "report") return precis::tools::ReportCommand(args);
   if (command == "opt") return precis::tools::OptCommand(args);

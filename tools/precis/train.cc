@@ -1,6 +1,8 @@
 // `precis train TRAIN.plan --data TRAIN.npz ...`: runs a training plan's train_step over the
 // data for some epochs or steps, with progress on the terminal, optional evaluation per epoch
-// and a JSON-lines metrics log; the trained state is saved with --checkpoint.
+// and a JSON-lines metrics log; checkpoints (checkpoint.h) are saved with --checkpoint (every N
+// steps with --checkpoint-every, and at the end) and resumed with --resume, bitwise identically
+// to an uninterrupted run: the data order of an epoch derives from the seed and the epoch only.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,6 +14,7 @@
 #include <random>
 
 #include "precis/session.h"
+#include "tools/precis/checkpoint.h"
 #include "tools/precis/commands.h"
 #include "tools/precis/options.h"
 #include "tools/precis/tensor_io.h"
@@ -21,7 +24,10 @@ namespace {
 
 constexpr const char* kTrainUsage =
     "usage: precis train TRAIN.plan --data TRAIN.npz [--eval EVAL.npz] [--epochs N | --steps N] [--no-shuffle]\n"
-    "                    [--seed S] [--checkpoint DIR] [--log METRICS.jsonl]\n";
+    "                    [--seed S] [--checkpoint DIR] [--checkpoint-every N] [--resume DIR] [--log METRICS.jsonl]\n"
+    "  --epochs/--steps count from the start of training: a resumed run continues up to them.\n"
+    "  --checkpoint DIR saves the state and a manifest at the end (and every N steps with --checkpoint-every);\n"
+    "  --resume DIR continues from a checkpoint of the same plan, with its seed and data order.\n";
 
 using Data = std::map<std::string, HostTensor>;
 
@@ -59,6 +65,19 @@ Status SetBatch(Session& s, const Data& data, const std::vector<TensorInfo>& inp
     PRECIS_RETURN_IF_ERROR(s.SetInput(in.name, in.dtype, in.dims, buffers[k].data(), buffers[k].size()));
   }
   return Status::Ok();
+}
+
+// The data order of epoch `epoch` (1-based): shuffled from the seed and the epoch alone, so a
+// resumed run replays it.
+void EpochOrder(std::vector<int64_t>& order, bool shuffle, uint64_t seed, int64_t epoch) {
+  std::iota(order.begin(), order.end(), 0);
+  if (shuffle) std::shuffle(order.begin(), order.end(), std::mt19937_64(seed * 1000003u + uint64_t(epoch)));
+}
+
+// "warmup_steps" of a plan's training options (compiler/driver/train.h TrainingConfigJson).
+int64_t WarmupSteps(const std::string& config) {
+  size_t at = config.find("\"warmup_steps\": ");
+  return at == std::string::npos ? 0 : std::atoll(config.c_str() + at + 16);
 }
 
 float ReadScalar(Session& s, const std::string& name) {
@@ -106,85 +125,165 @@ StatusOr<EvalResult> Evaluate(Session& s, const Data& data, const std::string& p
   return r;
 }
 
-}  // namespace
-
-int TrainCommand(const std::vector<std::string>& args) {
-  std::string plan, data_path, eval_path, checkpoint, log_path;
-  int64_t epochs = 0, steps = 0;
+struct TrainArgs {
+  std::string plan, data_path, eval_path, checkpoint, resume, log_path;
+  int64_t epochs = 0, steps = 0, every = 0;
   uint64_t seed = 0;
-  bool shuffle = true;
+  bool seed_given = false, shuffle = true;
+};
+
+// Where a run starts: the step count and the epoch and batch of the next step.
+struct StartPoint {
+  int64_t step = 0, epoch = 1, batch = 0;
+};
+
+// Loads --resume's checkpoint and checks that the run continues the same training.
+StatusOr<StartPoint> Resume(Session& s, TrainArgs& a, uint64_t plan_hash, int64_t samples, int64_t batch, int64_t per_epoch) {
+  PRECIS_ASSIGN_OR_RETURN(CheckpointPosition p, LoadCheckpoint(s, a.resume, plan_hash));
+  auto differs = [&](const std::string& what) {
+    return InvalidArgument("--resume '" + a.resume + "': " + what + " differ from the checkpoint's; a resumed run continues the same training");
+  };
+  if (p.samples != samples || p.batch_size != batch || p.batches_per_epoch != per_epoch) return differs("the data's sample count or the batch size");
+  if (a.seed_given && a.seed != p.seed) return differs("--seed " + std::to_string(a.seed) + " and seed " + std::to_string(p.seed));
+  if (!a.shuffle && p.shuffle) return differs("--no-shuffle and a shuffled data order");
+  a.seed = p.seed;
+  a.shuffle = p.shuffle;
+  StartPoint start{p.step, std::max<int64_t>(p.epoch, 1), p.batch_in_epoch};
+  if (start.batch >= per_epoch) {
+    ++start.epoch;
+    start.batch = 0;
+  }
+  std::printf("resumed from %s: step %lld, epoch %lld, batch %lld of %lld\n", a.resume.c_str(), (long long)p.step, (long long)start.epoch,
+              (long long)start.batch, (long long)per_epoch);
+  return start;
+}
+
+Status ParseTrainArgs(const std::vector<std::string>& args, TrainArgs& t, bool* help) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
+    auto count = [&](int64_t* out) -> Status {
+      const std::string* v = value();
+      char* end = nullptr;
+      if (v) *out = std::strtoll(v->c_str(), &end, 10);
+      if (!v || v->empty() || *end || *out < 0) return InvalidArgument(a + " needs a whole number, 0 or more");
+      return Status::Ok();
+    };
     const std::string* v = nullptr;
-    if (a == "--data" && (v = value())) data_path = *v;
-    else if (a == "--eval" && (v = value())) eval_path = *v;
-    else if (a == "--epochs" && (v = value())) epochs = std::atoll(v->c_str());
-    else if (a == "--steps" && (v = value())) steps = std::atoll(v->c_str());
-    else if (a == "--seed" && (v = value())) seed = std::strtoull(v->c_str(), nullptr, 10);
-    else if (a == "--no-shuffle") shuffle = false;
-    else if (a == "--checkpoint" && (v = value())) checkpoint = *v;
-    else if (a == "--log" && (v = value())) log_path = *v;
-    else if (a == "--resume" || a == "--checkpoint-every")
-      return ReportError("train", Unimplemented(a + " is not implemented yet (a checkpoint is saved at the end with --checkpoint)"));
-    else if (a == "--help" || a == "-h") {
-      std::fputs(kTrainUsage, stdout);
-      return 0;
-    } else if (!a.empty() && a[0] == '-') return UsageError("train", "unknown option or missing value '" + a + "'", kTrainUsage);
-    else if (plan.empty()) plan = a;
-    else return UsageError("train", "more than one plan given", kTrainUsage);
+    if (a == "--data" && (v = value())) t.data_path = *v;
+    else if (a == "--eval" && (v = value())) t.eval_path = *v;
+    else if (a == "--epochs") PRECIS_RETURN_IF_ERROR(count(&t.epochs));
+    else if (a == "--steps") PRECIS_RETURN_IF_ERROR(count(&t.steps));
+    else if (a == "--checkpoint-every") PRECIS_RETURN_IF_ERROR(count(&t.every));
+    else if (a == "--seed" && (v = value())) {
+      t.seed = std::strtoull(v->c_str(), nullptr, 10);
+      t.seed_given = true;
+    } else if (a == "--no-shuffle") t.shuffle = false;
+    else if (a == "--checkpoint" && (v = value())) t.checkpoint = *v;
+    else if (a == "--resume" && (v = value())) t.resume = *v;
+    else if (a == "--log" && (v = value())) t.log_path = *v;
+    else if (a == "--help" || a == "-h") *help = true;
+    else if (!a.empty() && a[0] == '-') return InvalidArgument("unknown option or missing value '" + a + "'");
+    else if (t.plan.empty()) t.plan = a;
+    else return InvalidArgument("more than one plan given");
   }
-  if (plan.empty() || data_path.empty()) return UsageError("train", "a plan and --data are required", kTrainUsage);
-  if (epochs < 0 || steps < 0 || (epochs && steps)) return UsageError("train", "give --epochs N or --steps N (positive), not both", kTrainUsage);
-  if (!epochs && !steps) epochs = 1;
-  auto session = Session::Open(plan);
+  if (*help) return Status::Ok();
+  if (t.plan.empty() || t.data_path.empty()) return InvalidArgument("a plan and --data are required");
+  if (t.epochs && t.steps) return InvalidArgument("give --epochs N or --steps N, not both");
+  if (t.every && t.checkpoint.empty()) return InvalidArgument("--checkpoint-every needs --checkpoint DIR");
+  if (!t.epochs && !t.steps) t.epochs = 1;
+  return Status::Ok();
+}
+
+}  // namespace
+
+int TrainCommand(const std::vector<std::string>& args) {
+  TrainArgs a;
+  bool help = false;
+  if (Status st = ParseTrainArgs(args, a, &help); !st.ok()) return UsageError("train", st.message(), kTrainUsage);
+  if (help) {
+    std::fputs(kTrainUsage, stdout);
+    return 0;
+  }
+  auto session = Session::Open(a.plan);
   if (!session.ok()) return ReportError("train", session.status());
   Session& s = **session;
   const auto& programs = s.programs();
   if (std::find(programs.begin(), programs.end(), "train_step") == programs.end())
-    return ReportError("train", InvalidArgument("'" + plan + "' is not a training plan (no train_step program): compile it with precis compile --train"));
+    return ReportError("train", InvalidArgument("'" + a.plan + "' is not a training plan (no train_step program): compile it with precis compile --train"));
+  auto plan_info = ReadPlanFileInfo(a.plan);
+  if (!plan_info.ok()) return ReportError("train", plan_info.status());
   auto inputs = s.ProgramInputs("train_step");
-  auto data = ReadNpz(data_path);
+  auto outputs = s.ProgramOutputs("train_step");
+  auto data = ReadNpz(a.data_path);
   if (!data.ok()) return ReportError("train", data.status());
-  auto samples = CheckData(*data, *inputs, data_path);
+  auto samples = CheckData(*data, *inputs, a.data_path);
   if (!samples.ok()) return ReportError("train", samples.status());
   Data eval_data;
-  if (!eval_path.empty()) {
-    auto e = ReadNpz(eval_path);
+  if (!a.eval_path.empty()) {
+    auto e = ReadNpz(a.eval_path);
     if (!e.ok()) return ReportError("train", e.status());
     eval_data = std::move(*e);
   }
   int64_t batch = (*inputs)[0].dims[0], per_epoch = *samples / batch;
-  if (per_epoch == 0) return ReportError("train", InvalidArgument("'" + data_path + "' holds fewer samples than one batch (" + std::to_string(batch) + ")"));
+  if (per_epoch == 0) return ReportError("train", InvalidArgument("'" + a.data_path + "' holds fewer samples than one batch (" + std::to_string(batch) + ")"));
   if (*samples % batch) std::printf("note: the last %lld of %lld samples do not fill a batch of %lld and are dropped each epoch\n",
                                     (long long)(*samples % batch), (long long)*samples, (long long)batch);
-  int64_t total = steps ? steps : epochs * per_epoch;
+  int64_t total = a.steps ? a.steps : a.epochs * per_epoch;
   int64_t epoch_count = (total + per_epoch - 1) / per_epoch;
-  std::ofstream log;
-  if (!log_path.empty()) {
-    log.open(log_path);
-    if (!log) return ReportError("train", NotFound("cannot write '" + log_path + "'"));
+  StartPoint start;
+  if (!a.resume.empty()) {
+    auto r = Resume(s, a, plan_info->hash, *samples, batch, per_epoch);
+    if (!r.ok()) return ReportError("train", r.status());
+    start = *r;
+  } else {
+    // A schedule over the whole run (cosine) whose horizon was left to precis train.
+    for (const TensorInfo& t : s.state()) {
+      float horizon = 0;
+      if (t.name == "optimizer.total_steps" && s.ReadState(t.name, &horizon, 4).ok() && horizon == 0) {
+        int64_t warmup = WarmupSteps(plan_info->training_config);
+        if (total <= warmup)
+          return ReportError("train", InvalidArgument("the cosine schedule runs over the whole training, " + std::to_string(total) + " steps, which leaves none after its " +
+                                                      std::to_string(warmup) + " warmup steps: train longer or compile with --lr-total-steps"));
+        horizon = float(total);
+        (void)s.WriteState(t.name, DataType::kF32, {}, &horizon, 4);
+        std::printf("lr schedule horizon: %lld steps\n", (long long)total);
+      }
+    }
   }
+  std::ofstream log;
+  if (!a.log_path.empty()) {
+    log.open(a.log_path);
+    if (!log) return ReportError("train", NotFound("cannot write '" + a.log_path + "'"));
+    log.precision(9);  // f32 values round-trip
+  }
+  std::string lr_name = outputs->size() > 1 ? (*outputs)[1].name : "";
   float lr = 0;
-  for (const TensorInfo& t : s.state())
-    if (t.name == "optimizer.lr") (void)s.ReadState(t.name, &lr, 4);
+  CheckpointPosition position{start.step, start.epoch, start.batch, per_epoch, batch, *samples, a.seed, a.shuffle, 0};
+  auto save = [&]() -> Status {
+    position.lr = lr;
+    PRECIS_RETURN_IF_ERROR(SaveCheckpoint(s, a.checkpoint, a.plan, plan_info->hash, plan_info->training_config, position));
+    std::printf("checkpoint: %s (step %lld)\n", a.checkpoint.c_str(), (long long)position.step);
+    return Status::Ok();
+  };
   std::vector<std::vector<uint8_t>> buffers;
   std::vector<int64_t> order(static_cast<size_t>(*samples));
-  auto start = std::chrono::steady_clock::now();
-  auto last_print = start;
-  int64_t step = 0;
-  for (int64_t epoch = 1; epoch <= epoch_count; ++epoch) {
-    std::iota(order.begin(), order.end(), 0);
-    if (shuffle) std::shuffle(order.begin(), order.end(), std::mt19937_64(seed * 1000003u + uint64_t(epoch)));
-    for (int64_t b = 0; b < per_epoch && step < total; ++b) {
+  auto begin = std::chrono::steady_clock::now();
+  auto last_print = begin;
+  int64_t step = start.step, saved_step = -1;
+  for (int64_t epoch = start.epoch; epoch <= epoch_count && step < total; ++epoch) {
+    EpochOrder(order, a.shuffle, a.seed, epoch);
+    for (int64_t b = epoch == start.epoch ? start.batch : 0; b < per_epoch && step < total; ++b) {
       Status st = SetBatch(s, *data, *inputs, order, size_t(b * batch), buffers);
       if (st.ok()) st = s.Run("train_step");
       if (!st.ok()) return ReportError("train", st.WithContext("step " + std::to_string(step + 1)));
       ++step;
+      position = {step, epoch, b + 1, per_epoch, batch, *samples, a.seed, a.shuffle, 0};
       float loss = ReadScalar(s, "loss");
+      if (!lr_name.empty()) lr = ReadScalar(s, lr_name);
       auto now = std::chrono::steady_clock::now();
-      double secs = std::chrono::duration<double>(now - start).count();
-      double rate = double(step * batch) / std::max(secs, 1e-9);
+      double secs = std::chrono::duration<double>(now - begin).count();
+      double rate = double((step - start.step) * batch) / std::max(secs, 1e-9);
       if (log.is_open())
         log << "{\"epoch\": " << epoch << ", \"step\": " << step << ", \"loss\": " << loss << ", \"lr\": " << lr << ", \"samples_per_s\": " << rate
             << "}\n";
@@ -195,9 +294,13 @@ int TrainCommand(const std::vector<std::string>& args) {
         std::fflush(stdout);
         last_print = now;
       }
+      if (a.every && step % a.every == 0) {
+        if (Status st = save(); !st.ok()) return ReportError("train", st);
+        saved_step = step;
+      }
     }
-    if (!eval_data.empty()) {
-      auto r = Evaluate(s, eval_data, eval_path);
+    if (!eval_data.empty() && (position.batch_in_epoch == per_epoch || step == total)) {
+      auto r = Evaluate(s, eval_data, a.eval_path);
       if (!r.ok()) return ReportError("train", r.status());
       if (r->accuracy >= 0) std::printf("epoch %lld eval loss %.5f accuracy %.4f\n", (long long)epoch, r->loss, r->accuracy);
       else std::printf("epoch %lld eval loss %.5f\n", (long long)epoch, r->loss);
@@ -208,18 +311,9 @@ int TrainCommand(const std::vector<std::string>& args) {
       }
     }
   }
-  if (!checkpoint.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(checkpoint, ec);
-    Status st = s.SaveState(checkpoint + "/state.bin");
-    if (!st.ok()) return ReportError("train", st);
-    std::ofstream manifest(checkpoint + "/manifest.json.tmp");
-    manifest << "{\"format\": 1, \"plan\": \"" << plan << "\", \"step\": " << step << ", \"epoch\": " << epoch_count << ", \"seed\": " << seed
-             << ", \"state\": \"state.bin\"}\n";
-    manifest.close();
-    std::filesystem::rename(checkpoint + "/manifest.json.tmp", checkpoint + "/manifest.json", ec);
-    if (!manifest || ec) return ReportError("train", Internal("cannot write the checkpoint manifest in '" + checkpoint + "'"));
-    std::printf("checkpoint: %s (step %lld)\n", checkpoint.c_str(), (long long)step);
+  if (step == start.step) std::printf("nothing to train: the run is at step %lld of %lld\n", (long long)step, (long long)total);
+  if (!a.checkpoint.empty() && saved_step != step) {
+    if (Status st = save(); !st.ok()) return ReportError("train", st);
   }
   return 0;
 }
