@@ -2,7 +2,9 @@
 // training plan was compiled from (kept in the plan, plan.fbs source_model) with every
 // initializer that the plan trains or updates (weights, BatchNormalization statistics: state
 // tensors named as their initializers) replaced by its value in the plan's initial state or in a
-// checkpoint. Inputs, outputs, opset and symbolic dims stay the model's own.
+// checkpoint. Inputs, outputs, opset and symbolic dims stay the model's own; a model exported in
+// training mode is written in inference form (BatchNormalization on its running statistics,
+// Dropout the identity).
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -41,6 +43,36 @@ Status ReplaceInitializer(::onnx::TensorProto& init, const Session& s, const Ten
   return Status::Ok();
 }
 
+// A model exported in training mode, turned into its inference form: BatchNormalization with
+// training_mode=1 reads its running statistics (training_mode 0, only output Y), and Dropout's
+// training_mode input is dropped (inference: the identity). Returns how many nodes changed; a
+// node whose training-only outputs are read (batch statistics) is an error.
+StatusOr<int> ToInferenceForm(::onnx::GraphProto& g) {
+  std::map<std::string, int> uses;
+  for (const auto& n : g.node())
+    for (const auto& in : n.input()) ++uses[in];
+  for (const auto& o : g.output()) ++uses[o.name()];
+  int changed = 0;
+  for (::onnx::NodeProto& n : *g.mutable_node()) {
+    if (n.op_type() == "BatchNormalization" && (n.domain().empty() || n.domain() == "ai.onnx")) {
+      for (::onnx::AttributeProto& a : *n.mutable_attribute()) {
+        if (a.name() != "training_mode" || a.i() == 0) continue;
+        for (int k = 1; k < n.output_size(); ++k)
+          if (!n.output(k).empty() && uses[n.output(k)])
+            return InvalidArgument("BatchNormalization '" + n.name() + "': its running-statistics output '" + n.output(k) +
+                                   "' is read, so the model has no inference form");
+        a.set_i(0);
+        while (n.output_size() > 1) n.mutable_output()->RemoveLast();
+        ++changed;
+      }
+    } else if (n.op_type() == "Dropout" && (n.domain().empty() || n.domain() == "ai.onnx") && n.input_size() >= 3) {
+      while (n.input_size() > 2) n.mutable_input()->RemoveLast();
+      ++changed;
+    }
+  }
+  return changed;
+}
+
 Status Export(const std::string& plan, const std::string& checkpoint, const std::string& out) {
   PRECIS_ASSIGN_OR_RETURN(PlanFileInfo info, ReadPlanFileInfo(plan));
   if (info.source_model.empty())
@@ -69,6 +101,7 @@ Status Export(const std::string& plan, const std::string& checkpoint, const std:
     if (!has_data && elements > 0)
       return InvalidArgument("'" + plan + "': initializer '" + name + "' of the source model has no data and no state tensor of its name");
   }
+  PRECIS_ASSIGN_OR_RETURN(int inference_form, ToInferenceForm(*model.mutable_graph()));
   std::string bytes;
   if (!model.SerializeToString(&bytes)) return Internal("cannot serialize the exported model");
   std::string tmp = out + ".tmp";
@@ -79,6 +112,7 @@ Status Export(const std::string& plan, const std::string& checkpoint, const std:
   }
   if (std::rename(tmp.c_str(), out.c_str()) != 0) return Internal("cannot rename '" + tmp + "' to '" + out + "'");
   std::printf("%s: %d trained initializers from %s\n", out.c_str(), replaced, checkpoint.empty() ? "the plan's initial state" : checkpoint.c_str());
+  if (inference_form) std::printf("  %d training-mode node(s) (BatchNormalization, Dropout) written in inference form\n", inference_form);
   return Status::Ok();
 }
 

@@ -249,6 +249,12 @@ int TrainCommand(const std::vector<std::string>& args) {
         (void)s.WriteState(t.name, DataType::kF32, {}, &horizon, 4);
         std::printf("lr schedule horizon: %lld steps\n", (long long)total);
       }
+      // Dropout masks follow the seed too (the counter starts at 0; a resume restores both).
+      if (t.name == "dropout.seed" && t.dtype == DataType::kI64) {
+        int64_t dropout_seed = int64_t(a.seed);
+        Status ws = s.WriteState(t.name, DataType::kI64, {}, &dropout_seed, 8);
+        if (!ws.ok()) return ReportError("train", ws);
+      }
     }
   }
   std::ofstream log;
