@@ -1,13 +1,23 @@
 #!/usr/bin/env python3
-"""Train-step throughput of precis against PyTorch on the CPU, same run, same thread count.
+"""Train-step throughput and peak memory of precis against PyTorch on the CPU, same run, same
+thread count.
 
-usage: /usr/bin/python3 bench/train_bench.py [PRECIS] [--threads N] [--epochs N]
+usage: /usr/bin/python3 bench/train_bench.py [PRECIS] [--threads N] [--steps N] [--models a,b,...]
+(--steps: train steps per model; default 400 for digits_cnn and mlp_512, whose steps take
+milliseconds so that process start and plan load do not dominate, and 20 for the others)
 
-Models: the digits CNN of tests/train/digits_reference.py (batch 32, 8x8 images) and the MLP of
-tests/train/torch_reference.py scaled up (batch 64, 256-512-512-10). Both sides run AdamW, FP32,
-the same batches in order; precis is timed as `precis train` (one process: plan load, data
-reading and the training loop), PyTorch as its training loop alone (not its import), so the
-comparison is conservative for precis. Prints the CPU flags, samples/s of both and the ratio."""
+Models (FP32, SGD with momentum 0.9, the same batches in order on both sides):
+  digits_cnn  the digits CNN of tests/train/digits_reference.py, batch 32, 8x8 images
+  mlp_512     an MLP 256-512-512-10, batch 64
+  resnet18    torchvision's ResNet-18 (BatchNorm in training mode), batch 32, 112x112 images
+  encoder     the two-layer BERT-style encoder of tests/train/torch_models.py scaled to d=128,
+              4 heads, feed-forward 512, sequence 64, vocabulary 1000, batch 32
+Each side runs in its own process: precis as `precis train` (plan load, data reading and the
+loop), PyTorch as a child of this script timing its training loop alone (not its import or
+model construction), so the throughput comparison is conservative for precis. Peak memory is
+each process's maximum resident set size (wait4's ru_maxrss, the process forked from a small
+launcher so that this script's own size does not count), which includes the data, the runtime
+and for PyTorch the interpreter and libraries. Prints the CPU flags first."""
 import os
 import subprocess
 import sys
@@ -19,16 +29,18 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "train"))
 
 
 def cpu_flags():
+    name = "unknown CPU"
     for line in open("/proc/cpuinfo"):
         if line.startswith("model name"):
             name = line.split(":", 1)[1].strip()
         if line.startswith("flags"):
             flags = [f for f in line.split(":", 1)[1].split() if f.startswith(("avx", "amx", "f16c", "fma"))]
             return name + ": " + " ".join(sorted(flags))
-    return "unknown CPU"
+    return name
 
 
 class Mlp(torch.nn.Module):
@@ -40,50 +52,108 @@ class Mlp(torch.nn.Module):
         return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
 
 
-def bench(name, model, example, data, labels, epochs, precis, threads, work):
-    batch = example.shape[0]
-    path = os.path.join(work, name + ".onnx")
-    torch.onnx.export(model, example, path, input_names=["x"], output_names=["logits"], opset_version=17, do_constant_folding=False)
-    np.savez(os.path.join(work, name + ".npz"), x=data, label=labels)
+def make(name, steps):
+    """(model, example inputs (dict), data arrays (dict, with label))."""
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    if name == "digits_cnn":
+        from digits_reference import SmallCnn
+        b, n = 32, 32 * steps
+        return SmallCnn(), {"x": rng.random((n, 1, 8, 8), dtype=np.float32)}, rng.integers(0, 10, n), b
+    if name == "mlp_512":
+        b, n = 64, 64 * steps
+        return Mlp(), {"x": rng.standard_normal((n, 256), dtype=np.float32)}, rng.integers(0, 10, n), b
+    if name == "resnet18":
+        import torchvision
+        b, n = 32, 32 * steps
+        return torchvision.models.resnet18(num_classes=10), {"x": rng.standard_normal((n, 3, 112, 112), dtype=np.float32)}, rng.integers(0, 10, n), b
+    if name == "encoder":
+        from torch_models import Encoder
+        b, n, seq = 32, 32 * steps, 64
+        mask = np.ones((n, seq), np.int64)
+        mask[:, seq // 2:] = rng.integers(0, 2, (n, seq - seq // 2))
+        model = Encoder(vocab=1000, seq=seq, d=128, heads=4, ff=512, layers=2, classes=3)
+        return model, {"ids": rng.integers(0, 1000, (n, seq)), "mask": mask}, rng.integers(0, 3, n), b
+    sys.exit(f"unknown model {name}")
+
+
+# Forks the measured command from a small process: a child's peak RSS (ru_maxrss) includes its
+# parent's resident size at fork time, which for this script holds the data and torch.
+LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+sys.stderr.write("maxrss_kib=%d\\n" % usage.ru_maxrss)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_measured(args, env=None):
+    """Runs a process; returns (its stdout, wall seconds, peak RSS in MiB)."""
+    start = time.perf_counter()
+    p = subprocess.run([sys.executable, "-S", "-c", LAUNCHER] + args, capture_output=True, env=env, text=True)
+    seconds = time.perf_counter() - start
+    if p.returncode != 0:
+        sys.exit(f"{args[0]} failed ({p.returncode}): {p.stderr[-2000:]}")
+    rss = [line for line in p.stderr.splitlines() if line.startswith("maxrss_kib=")]
+    return p.stdout, seconds, int(rss[-1].split("=")[1]) / 1024
+
+
+def torch_child(name, npz, steps, threads):
+    """The PyTorch side, in its own process: prints the seconds of its training loop."""
+    torch.set_num_threads(threads)
+    model, _, _, batch = make(name, 1)
+    model.train()
+    data = np.load(npz)
+    inputs = [torch.from_numpy(data[k]) for k in data.files if k != "label"]
+    label = torch.from_numpy(data["label"])
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    start = time.perf_counter()
+    for s in range(steps):
+        sl = slice(s * batch, (s + 1) * batch)
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(*[t[sl] for t in inputs]), label[sl]).backward()
+        opt.step()
+    print(time.perf_counter() - start)
+
+
+def bench(name, steps, precis, threads, work):
+    model, data, labels, batch = make(name, steps)
+    model.train()
+    onnx_path = os.path.join(work, name + ".onnx")
+    example = tuple(torch.from_numpy(v[:batch]) for v in data.values())
+    torch.onnx.export(model, example, onnx_path, input_names=list(data), output_names=["logits"], opset_version=17,
+                      do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
+    npz = os.path.join(work, name + ".npz")
+    np.savez(npz, label=labels, **data)
     plan = os.path.join(work, name + ".plan")
-    subprocess.run([precis, "compile", path, "--train", "--loss", "cross-entropy", "--label", "label", "--optimizer", "adamw", "--lr", "0.001",
-                    "-o", plan, "--quiet"], check=True)
+    subprocess.run([precis, "compile", onnx_path, "--train", "--loss", "cross-entropy", "--label", "label", "--optimizer", "sgd", "--lr", "0.01",
+                    "--momentum", "0.9", "-o", plan, "--quiet"], check=True)
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    start = time.perf_counter()
-    subprocess.run([precis, "train", plan, "--data", os.path.join(work, name + ".npz"), "--epochs", str(epochs), "--no-shuffle"], check=True,
-                   env=env, stdout=subprocess.DEVNULL)
-    precis_s = time.perf_counter() - start
-    opt = torch.optim.AdamW(model.parameters(), lr=0.001)
-    xt, yt = torch.from_numpy(data), torch.from_numpy(labels)
-    steps = len(data) // batch
-    start = time.perf_counter()
-    for _ in range(epochs):
-        for b in range(steps):
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(xt[b * batch:(b + 1) * batch]), yt[b * batch:(b + 1) * batch]).backward()
-            opt.step()
-    torch_s = time.perf_counter() - start
-    samples = epochs * steps * batch
-    print("%-12s precis %9.0f samples/s   torch %9.0f samples/s   precis/torch %.2fx" % (name, samples / precis_s, samples / torch_s, torch_s / precis_s))
+    _, precis_s, precis_mib = run_measured([precis, "train", plan, "--data", npz, "--steps", str(steps), "--no-shuffle"], env)
+    out, _, torch_mib = run_measured([sys.executable, os.path.abspath(__file__), "--torch-child", name, npz, str(steps), str(threads)], env)
+    torch_s = float(out.strip().splitlines()[-1])
+    samples = steps * batch
+    print("%-11s %4d steps  precis %8.1f samples/s %6.0f MiB   torch %8.1f samples/s %6.0f MiB   throughput precis/torch %.2fx" %
+          (name, steps, samples / precis_s, precis_mib, samples / torch_s, torch_mib, torch_s / precis_s))
 
 
 def main():
     args = sys.argv[1:]
+    if args and args[0] == "--torch-child":
+        return torch_child(args[1], args[2], int(args[3]), int(args[4]))
     precis = args[0] if args and not args[0].startswith("--") else os.path.join(ROOT, "build", "bin", "precis")
     threads = int(args[args.index("--threads") + 1]) if "--threads" in args else 2
-    epochs = int(args[args.index("--epochs") + 1]) if "--epochs" in args else 5
+    steps = int(args[args.index("--steps") + 1]) if "--steps" in args else None
+    models = args[args.index("--models") + 1].split(",") if "--models" in args else ["digits_cnn", "mlp_512", "resnet18", "encoder"]
     torch.set_num_threads(threads)
     print(cpu_flags())
-    print("threads %d, epochs %d, torch %s" % (threads, epochs, torch.__version__))
-    rng = np.random.default_rng(0)
+    print("threads %d, torch %s" % (threads, torch.__version__))
     with tempfile.TemporaryDirectory() as work:
-        sys.path.insert(0, os.path.join(ROOT, "tests", "train"))
-        from digits_reference import SmallCnn
-        torch.manual_seed(0)
-        x = rng.random((1440, 1, 8, 8), dtype=np.float32)
-        bench("digits_cnn", SmallCnn(), torch.zeros(32, 1, 8, 8), x, rng.integers(0, 10, 1440), epochs, precis, threads, work)
-        x = rng.standard_normal((4096, 256), dtype=np.float32)
-        bench("mlp_512", Mlp(), torch.zeros(64, 256), x, rng.integers(0, 10, 4096), epochs, precis, threads, work)
+        for m in models:
+            bench(m, steps or (400 if m in ("digits_cnn", "mlp_512") else 20), precis, threads, work)
 
 
 if __name__ == "__main__":
