@@ -20,6 +20,7 @@ constexpr const char* kBenchUsage =
     "usage: precis bench MODEL.plan|MODEL.onnx [--device cpu|cuda|cuda:N] [--iterations N] [--warmup N]\n"
     "                    [--threads N] [--reference] [--json] [--profile] [--no-graphs]\n"
     "                    [--batch N] [--shape NAME=DIMS ...] [--precision fp32|fp16|bf16] (for .onnx models)\n"
+    "                    [--program NAME] (a plan's program other than the default, e.g. train_step)\n"
     "Prints the median latency, throughput and achieved TFLOP/s (from the plan's FLOP count).\n";
 
 
@@ -50,7 +51,7 @@ void PrintProfile(const std::vector<StepProfile>& steps, int runs) {
 }  // namespace
 
 int BenchCommand(const std::vector<std::string>& args) {
-  std::string model;
+  std::string model, program;
   int iterations = 20, warmup = 3;
   int64_t batch_option = 0;
   bool json = false;
@@ -80,6 +81,7 @@ int BenchCommand(const std::vector<std::string>& args) {
     else if (a == "--precision" && (v = value())) compile_options.precision = *v;
     else if (a == "--json") json = true;
     else if (a == "--profile") session_options.profile = true;
+    else if (a == "--program" && i + 1 < args.size()) program = args[++i];
     else if (a == "--help" || a == "-h") {
       std::fputs(kBenchUsage, stdout);
       return 0;
@@ -122,7 +124,7 @@ int BenchCommand(const std::vector<std::string>& args) {
   std::vector<double> ms;
   for (int i = 0; i < warmup + iterations; ++i) {
     auto start = std::chrono::steady_clock::now();
-    Status st = s.Run();
+    Status st = program.empty() ? s.Run() : s.Run(program);
     if (!st.ok()) return ReportError("bench", st);
     if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
