@@ -82,7 +82,9 @@ void TrainOneStep(const std::string& name) {
 
   for (const TensorInfo& t : s.state()) {
     auto init = tools::ReadNpy(dir + "/init_state/" + t.name + ".npy");
-    if (init.ok()) ASSERT_TRUE(s.WriteState(t.name, init->dtype, init->dims, init->data.data(), init->data.size()).ok()) << t.name;
+    if (init.ok()) {
+      ASSERT_TRUE(s.WriteState(t.name, init->dtype, init->dims, init->data.data(), init->data.size()).ok()) << t.name;
+    }
   }
   Status st = s.Run("train_step");
   ASSERT_TRUE(st.ok()) << st.ToString();
