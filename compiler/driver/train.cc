@@ -10,6 +10,7 @@
 
 #include "compiler/driver/train_forward.h"
 #include "compiler/driver/lr_schedule.h"
+#include "compiler/ir/json_writer.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/gradient.h"
 #include "passes/autodiff.h"
@@ -332,22 +333,6 @@ class TrainingAssembler {
   std::vector<std::string> gradient_outputs_;
 };
 
-// JSON string literal of `s` (names from the command line: quotes, backslashes, controls).
-std::string Quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 std::string Number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -357,16 +342,16 @@ std::string Number(double v) {
 }  // namespace
 
 std::string TrainingConfigJson(const TrainOptions& o) {
-  std::string j = "{\"loss\": " + Quoted(o.loss) + ", \"label\": " + Quoted(o.label) + ", \"optimizer\": " + Quoted(o.optimizer) +
+  std::string j = "{\"loss\": " + ir::JsonEscape(o.loss) + ", \"label\": " + ir::JsonEscape(o.label) + ", \"optimizer\": " + ir::JsonEscape(o.optimizer) +
                   ", \"lr\": " + Number(o.lr);
   if (o.optimizer == "sgd") j += ", \"momentum\": " + Number(o.momentum) + ", \"nesterov\": " + (o.nesterov ? "true" : "false");
   else j += ", \"betas\": [" + Number(o.beta1) + ", " + Number(o.beta2) + "], \"eps\": " + Number(o.eps);
-  j += ", \"weight_decay\": " + Number(o.weight_decay) + ", \"lr_schedule\": " + Quoted(o.schedule.kind) +
+  j += ", \"weight_decay\": " + Number(o.weight_decay) + ", \"lr_schedule\": " + ir::JsonEscape(o.schedule.kind) +
        ", \"warmup_steps\": " + std::to_string(o.schedule.warmup_steps);
   if (o.schedule.warmup_steps) j += ", \"warmup_start_factor\": " + Number(o.schedule.warmup_start_factor);
   if (o.schedule.kind == "cosine") j += ", \"lr_total_steps\": " + std::to_string(o.schedule.total_steps) + ", \"lr_min\": " + Number(o.schedule.eta_min);
   if (o.schedule.kind == "step") j += ", \"lr_step_size\": " + std::to_string(o.schedule.step_size) + ", \"lr_gamma\": " + Number(o.schedule.gamma);
-  if (!o.freeze.empty()) j += ", \"freeze\": " + Quoted(o.freeze);
+  if (!o.freeze.empty()) j += ", \"freeze\": " + ir::JsonEscape(o.freeze);
   return j + "}";
 }
 

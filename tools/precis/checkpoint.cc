@@ -15,6 +15,7 @@
 #include <iterator>
 #include <vector>
 
+#include "compiler/ir/json_writer.h"
 #include "runtime/base/hash.h"
 #include "runtime/plan/plan_format.h"
 
@@ -27,21 +28,6 @@ std::string Hex(uint64_t v) {
   char buf[20];
   std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
   return buf;
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 // The raw token after "key": in the manifest's top level (everything before "training", the
@@ -126,14 +112,14 @@ Status SaveCheckpoint(const Session& s, const std::string& dir, const std::strin
   PRECIS_ASSIGN_OR_RETURN(uint64_t checksum, StateFileChecksum(dir + "/" + state_name));
   char lr[32];
   std::snprintf(lr, sizeof lr, "%.9g", p.lr);
-  std::string m = "{\"format\": " + std::to_string(kManifestFormat) + ", \"plan\": " + JsonString(plan_path) + ", \"plan_hash\": \"" + Hex(plan_hash) +
+  std::string m = "{\"format\": " + std::to_string(kManifestFormat) + ", \"plan\": " + ir::JsonEscape(plan_path) + ", \"plan_hash\": \"" + Hex(plan_hash) +
                   "\", \"step\": " + std::to_string(p.step) + ", \"epoch\": " + std::to_string(p.epoch) +
                   ", \"batch_in_epoch\": " + std::to_string(p.batch_in_epoch) + ", \"batches_per_epoch\": " + std::to_string(p.batches_per_epoch) +
                   ", \"batch_size\": " + std::to_string(p.batch_size) + ", \"samples\": " + std::to_string(p.samples) +
                   ", \"seed\": " + std::to_string(p.seed) + ", \"shuffle\": " + (p.shuffle ? "true" : "false") +
                   ", \"schedule_step\": " + std::to_string(p.step) + ", \"lr\": " + lr +
                   ", \"rng\": \"plan state (no host random state: data order derives from seed and epoch)\"" +
-                  ", \"state_file\": " + JsonString(state_name) + ", \"state_checksum\": \"" + Hex(checksum) + "\"" +
+                  ", \"state_file\": " + ir::JsonEscape(state_name) + ", \"state_checksum\": \"" + Hex(checksum) + "\"" +
                   ", \"training\": " + (training_config.empty() ? "{}" : training_config) + "}\n";
   size_t kill_after = std::string::npos;
   if (const char* hook = std::getenv("PRECIS_TEST_KILL_IN_CHECKPOINT"); hook && std::atoll(hook) == p.step) kill_after = m.size() / 2;
