@@ -31,30 +31,17 @@
 #include "passes/infer_shapes.h"
 #include "precis/session.h"
 #include "runtime/kernels/philox.h"
+#include "tests/train/train_test_util.h"
 #include "tools/precis/tensor_io.h"
 
 namespace precis {
 namespace {
 
-std::string RefDir() {
-  const char* d = std::getenv("PRECIS_TORCH_BN_REF");
-  return d ? d : "";
-}
+using train_test::Doubles;
+using train_test::Floats;
+using train_test::RelL2;
 
-std::vector<float> Floats(const tools::HostTensor& t) {
-  std::vector<float> v(t.data.size() / 4);
-  std::memcpy(v.data(), t.data.data(), t.data.size());
-  return v;
-}
-
-double RelL2(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    den += double(want[i]) * want[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
+std::string RefDir() { return train_test::EnvDir("PRECIS_TORCH_BN_REF"); }
 
 void TrainCnnAndCompare(const std::string& file, bool load_initial_statistics) {
   SCOPED_TRACE(file);

@@ -25,38 +25,17 @@
 #include "compiler/driver/train.h"
 #include "compiler/onnx/importer.h"
 #include "precis/session.h"
+#include "tests/train/train_test_util.h"
 #include "tools/precis/tensor_io.h"
 
 namespace precis {
 namespace {
 
-std::string RefDir() {
-  const char* d = std::getenv("PRECIS_TORCH_MODELS");
-  return d ? d : "";
-}
+using train_test::Doubles;
+using train_test::Floats;
+using train_test::RelL2;
 
-// The references are float64 (torch_models.py runs the step in double).
-std::vector<double> Doubles(const tools::HostTensor& t) {
-  std::vector<double> v;
-  if (t.dtype == DataType::kF64) {
-    v.resize(t.data.size() / 8);
-    std::memcpy(v.data(), t.data.data(), t.data.size());
-  } else {
-    std::vector<float> f(t.data.size() / 4);
-    std::memcpy(f.data(), t.data.data(), t.data.size());
-    v.assign(f.begin(), f.end());
-  }
-  return v;
-}
-
-double RelL2(const float* got, const std::vector<double>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    den += double(want[i]) * want[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
+std::string RefDir() { return train_test::EnvDir("PRECIS_TORCH_MODELS"); }
 
 void TrainOneStep(const std::string& name) {
   SCOPED_TRACE(name);
