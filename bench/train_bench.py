@@ -12,12 +12,16 @@ Models (FP32, SGD with momentum 0.9, the same batches in order on both sides):
   resnet18    torchvision's ResNet-18 (BatchNorm in training mode), batch 32, 112x112 images
   encoder     the two-layer BERT-style encoder of tests/train/torch_models.py scaled to d=128,
               4 heads, feed-forward 512, sequence 64, vocabulary 1000, batch 32
-Each side runs in its own process: precis as `precis train` (plan load, data reading and the
-loop), PyTorch as a child of this script timing its training loop alone (not its import or
-model construction), so the throughput comparison is conservative for precis. Peak memory is
+Each side runs in its own process: precis as `precis train`, PyTorch as a child of this script.
+Train-step throughput (the ratio printed) times each side's training loop alone, first step
+included: PyTorch's loop around its steps (not its import or model construction), precis's as
+`precis train --log` reports it (the last line's samples_per_s: the loop from its start,
+batches copied in included, plan load and data reading not). The whole `precis train` process
+(start, plan load, data reading, loop) is printed too, as "process". Peak memory is
 each process's maximum resident set size (wait4's ru_maxrss, the process forked from a small
 launcher so that this script's own size does not count), which includes the data, the runtime
 and for PyTorch the interpreter and libraries. Prints the CPU flags first."""
+import json
 import os
 import subprocess
 import sys
@@ -132,12 +136,17 @@ def bench(name, steps, precis, threads, work):
     subprocess.run([precis, "compile", onnx_path, "--train", "--loss", "cross-entropy", "--label", "label", "--optimizer", "sgd", "--lr", "0.01",
                     "--momentum", "0.9", "-o", plan, "--quiet"], check=True)
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    _, precis_s, precis_mib = run_measured([precis, "train", plan, "--data", npz, "--steps", str(steps), "--no-shuffle"], env)
+    log = os.path.join(work, name + ".jsonl")
+    _, process_s, precis_mib = run_measured([precis, "train", plan, "--data", npz, "--steps", str(steps), "--no-shuffle", "--log", log], env)
+    with open(log) as f:
+        precis_rate = json.loads(f.read().splitlines()[-1])["samples_per_s"]
     out, _, torch_mib = run_measured([sys.executable, os.path.abspath(__file__), "--torch-child", name, npz, str(steps), str(threads)], env)
     torch_s = float(out.strip().splitlines()[-1])
     samples = steps * batch
-    print("%-11s %4d steps  precis %8.1f samples/s %6.0f MiB   torch %8.1f samples/s %6.0f MiB   throughput precis/torch %.2fx" %
-          (name, steps, samples / precis_s, precis_mib, samples / torch_s, torch_mib, torch_s / precis_s))
+    torch_rate = samples / torch_s
+    print("%-11s %4d steps  precis %8.1f samples/s (process %8.1f) %6.0f MiB   torch %8.1f samples/s %6.0f MiB   "
+          "train-step throughput precis/torch %.2fx" % (name, steps, precis_rate, samples / process_s, precis_mib, torch_rate, torch_mib,
+                                                         precis_rate / torch_rate))
 
 
 def main():

@@ -62,8 +62,38 @@ std::string IrBuilder::Fresh(const std::string& base) {
   }
 }
 
+namespace {
+
+std::vector<int64_t> ConstantInts(const ir::Value* v) {
+  PRECIS_CHECK(v && v->is_constant() && v->data() && v->data()->dtype() == ir::DType::kI64) << "built axes and bounds are i64 constants";
+  std::vector<int64_t> out(size_t(v->data()->NumElements()));
+  if (!out.empty()) std::memcpy(out.data(), v->data()->buffer().data(), out.size() * sizeof(int64_t));
+  return out;
+}
+
+// The rules write ReduceSum and Slice in their current form (axes, starts and ends as inputs);
+// models of older opsets get the attribute form of their version instead (ReduceSum before 13,
+// Slice before 10), since a node takes the semantics of the model's opset.
+void ToOpsetForm(const std::string& op, int64_t opset, std::vector<ir::Value*>& inputs, std::vector<GradAttr>& specs) {
+  if (op == "ReduceSum" && opset < 13 && inputs.size() > 1) {
+    if (inputs[1]) specs.push_back(GradAttr::Ints("axes", ConstantInts(inputs[1])));
+    inputs.resize(1);
+  } else if (op == "Slice" && opset < 10 && inputs.size() > 1) {
+    const char* names[] = {"", "starts", "ends", "axes"};
+    for (size_t i = 1; i < inputs.size() && i < 4; ++i)
+      if (inputs[i]) specs.push_back(GradAttr::Ints(names[i], ConstantInts(inputs[i])));
+    if (inputs.size() > 4 && inputs[4]) {
+      for (int64_t step : ConstantInts(inputs[4])) PRECIS_CHECK(step == 1) << "Slice before opset 10 has no steps";
+    }
+    inputs.resize(1);
+  }
+}
+
+}  // namespace
+
 std::vector<ir::Value*> IrBuilder::OpN(const std::string& op, std::vector<ir::Value*> inputs, std::vector<GradAttr> specs,
                                          size_t outputs) {
+  ToOpsetForm(op, opset_, inputs, specs);
   std::vector<ir::Attribute> attrs;
   for (GradAttr& spec : specs) {
     ir::Attribute& a = attrs.emplace_back();
@@ -223,12 +253,8 @@ V PowGrad(G& c) {
 }
 V NegGrad(G& c) { return {c.Op("Neg", {c.grad(0)})}; }
 V IdentityGrad(G& c) { return {c.grad(0)}; }
-// dx = g * (x > 0)
-V ReluGrad(G& c) {
-  ir::DType t = c.Dtype(c.in(0));
-  ir::Value* mask = c.Op("Cast", {c.Op("Greater", {c.in(0), c.Scalar(0.0, t)})}, {GradAttr::Int("to", int64_t(ir::DTypeToOnnx(t)))});
-  return {c.Op("Mul", {c.grad(0), mask})};
-}
+// dx = g * (x > 0), one gradient kernel (no mask tensor)
+V ReluGrad(G& c) { return {c.Op("ReluGrad", {c.grad(0), c.in(0)})}; }
 // dx = g*y*(1-y)
 V SigmoidGrad(G& c) {
   ir::Value* y = c.out(0);
@@ -385,10 +411,9 @@ V SoftmaxCrossEntropyGrad(G& c) {
 // backward passes compute them:
 //   dX = ConvTranspose(g, W, group G) with the same strides, pads and dilations, output_padding
 //        making the input's size back;
-//   dW = per group, the convolution of X's group channels (channels as batch) with g's (channels
-//        as batch) with strides and dilations swapped, cut to the kernel size: X is rearranged to
-//        [Cg, G*N, ...] and g to [M, N, ...] so that one convolution with group G computes every
-//        group's [Cg, Mg, k...] block; transposed to [M, Cg, k...];
+//   dW = ConvFilterGrad(X, g) with the forward's geometry: dW[m, c, k] = sum over n and output
+//        positions o of g[n, m, o] * X[n, group(m) * Cg + c, o * stride + k * dilation - pad]
+//        (one gradient kernel: backends run it as cuDNN's and oneDNN's backward-weights pass);
 //   dB = g summed over the batch and spatial axes.
 V ConvGrad(G& c) {
   std::vector<int64_t> xd = c.Dims(c.in(0)), wd = c.Dims(c.in(1)), gd = c.Dims(c.grad(0));
@@ -407,28 +432,10 @@ V ConvGrad(G& c) {
                    GradAttr::Ints("output_padding", extra), GradAttr::Int("group", group)});
   }
   if (c.wants(1)) {
-    std::vector<int64_t> swap(xd.size());
-    std::iota(swap.begin(), swap.end(), 0);
-    std::swap(swap[0], swap[1]);
-    ir::Value* xt;
-    if (group == 1) {
-      xt = c.Op("Transpose", {c.in(0)}, {GradAttr::Ints("perm", swap)});
-    } else {
-      std::vector<int64_t> split = {xd[0], group, xd[1] / group}, perm = {2, 1, 0}, merged = {xd[1] / group, group * xd[0]};
-      for (size_t i = 0; i < sp; ++i) split.push_back(xd[2 + i]), perm.push_back(int64_t(3 + i)), merged.push_back(xd[2 + i]);
-      ir::Value* grouped = c.Op("Transpose", {c.Op("Reshape", {c.in(0), c.Int64s(split)})}, {GradAttr::Ints("perm", perm)});
-      xt = c.Op("Reshape", {grouped, c.Int64s(merged)});
-    }
-    ir::Value* gt = c.Op("Transpose", {g}, {GradAttr::Ints("perm", swap)});
-    ir::Value* full = c.Op("Conv", {xt, gt},
-                           {GradAttr::Ints("strides", dil), GradAttr::Ints("pads", pads), GradAttr::Ints("dilations", strides),
-                            GradAttr::Int("group", group)});
-    std::vector<int64_t> fd = c.Dims(full), starts(sp, 0), ends, axes;
-    for (size_t i = 0; i < sp; ++i) ends.push_back(wd[2 + i]), axes.push_back(int64_t(2 + i));
-    bool cut = false;
-    for (size_t i = 0; i < sp; ++i) cut = cut || fd[2 + i] != wd[2 + i];
-    if (cut) full = c.Op("Slice", {full, c.Int64s(starts), c.Int64s(ends), c.Int64s(axes)});
-    out[1] = c.Op("Transpose", {full}, {GradAttr::Ints("perm", swap)});
+    std::vector<int64_t> kernel(wd.begin() + 2, wd.end());
+    out[1] = c.Op("ConvFilterGrad", {c.in(0), g},
+                  {GradAttr::Ints("kernel_shape", kernel), GradAttr::Ints("strides", strides), GradAttr::Ints("pads", pads),
+                   GradAttr::Ints("dilations", dil), GradAttr::Int("group", group)});
   }
   if (c.wants(2) && c.in(2)) {
     std::vector<int64_t> axes = {0};

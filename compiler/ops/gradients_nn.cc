@@ -1,8 +1,9 @@
 // Gradient rules of the window and normalization operators (pooling, Gather, LayerNormalization),
-// written as existing IR ops so that every backend that runs the forward operators runs their
-// gradients: pooling gradients are scatter-adds and transposed convolutions, Gather's is a
-// ScatterND with reduction add (sequential, so deterministic on the CPU), LayerNormalization's is
-// its decomposition. The algebra is in the comment above each rule.
+// written as existing IR ops where that costs little, so that every backend that runs the forward
+// operators runs them: AveragePool's gradient is a transposed convolution, Gather's a ScatterND
+// with reduction add (sequential, so deterministic on the CPU), LayerNormalization's its
+// decomposition. MaxPool's is the MaxPoolGrad kernel (compiler/ops/training.cc). The algebra is
+// in the comment above each rule.
 #include <algorithm>
 #include <numeric>
 
@@ -14,21 +15,6 @@ namespace {
 using G = GradContext;
 
 int64_t Product(const std::vector<int64_t>& d) { return std::accumulate(d.begin(), d.end(), int64_t(1), std::multiplies<int64_t>()); }
-
-// Sums g into a zero tensor of X's shape at the positions `indices` (MaxPool's Indices, flat over
-// the whole of X). The scatter runs per (n, c) plane, indices made plane-local, so that a backend
-// can give each plane its own thread and still add in index order.
-ir::Value* ScatterAtIndices(G& c, ir::Value* g, ir::Value* indices) {
-  std::vector<int64_t> xd = c.Dims(c.in(0));
-  int64_t planes = xd[0] * xd[1], in_size = Product(xd) / std::max<int64_t>(planes, 1);
-  std::vector<int64_t> offsets;
-  for (int64_t p = 0; p < planes; ++p) offsets.push_back(p * in_size);
-  ir::Value* local = c.Op("Sub", {c.Op("Reshape", {indices, c.Int64s({planes, -1})}), c.Op("Reshape", {c.Int64s(offsets), c.Int64s({planes, 1})})});
-  ir::Value* rows = c.Op("Reshape", {g, c.Int64s({planes, -1})});
-  ir::Value* sum = c.Op("ScatterElements", {c.Zeros({planes, in_size}, c.Dtype(g)), local, rows},
-                        {GradAttr::Int("axis", 1), GradAttr::String("reduction", "add")});
-  return c.Op("Reshape", {sum, c.Int64s(xd)});
-}
 
 // Window attributes of a pooling node, defaults filled in, for n spatial dims.
 struct PoolWindow {
@@ -43,22 +29,18 @@ PoolWindow ReadPool(const G& c, size_t n) {
 }  // namespace
 
 // MaxPool: each window's gradient goes to the position of its maximum, the first in scan order on
-// ties (the kernel keeps the first maximum, as PyTorch does). The Indices output (recomputed by a
-// second MaxPool when the node has none, or has them in column-major order) holds flat positions
-// in X; a scatter-add of g there sums the windows that share a maximum.
+// ties (the MaxPool kernels keep the first maximum, as PyTorch does); windows sharing a maximum
+// add up there. One gradient kernel, MaxPoolGrad(g, X), finds the maxima again from X (no
+// Indices tensor is kept alive between the passes).
 V MaxPoolGrad(G& c) {
-  ir::Value* indices = c.Int("storage_order", 0) == 0 ? c.out(1) : nullptr;
-  if (!indices)
-    indices = c.OpN("MaxPool", {c.in(0)}, c.CopyAttrs({"kernel_shape", "strides", "pads", "dilations", "ceil_mode"}), 2)[1];
-  return {ScatterAtIndices(c, c.grad(0), indices)};
+  return {c.Op("MaxPoolGrad", {c.grad(0), c.in(0)}, c.CopyAttrs({"kernel_shape", "strides", "pads", "dilations", "ceil_mode"}))};
 }
 
 // GlobalMaxPool: a MaxPool whose window is the whole plane.
 V GlobalMaxPoolGrad(G& c) {
   std::vector<int64_t> xd = c.Dims(c.in(0));
   std::vector<int64_t> kernel(xd.begin() + 2, xd.end());
-  ir::Value* indices = c.OpN("MaxPool", {c.in(0)}, {GradAttr::Ints("kernel_shape", kernel)}, 2)[1];
-  return {ScatterAtIndices(c, c.grad(0), indices)};
+  return {c.Op("MaxPoolGrad", {c.grad(0), c.in(0)}, {GradAttr::Ints("kernel_shape", kernel)})};
 }
 
 // AveragePool: y[o] = sum(x over window o) / count[o], so dx = sum over the windows holding x of

@@ -13,6 +13,15 @@
 //       -> Y (X's type), mask (bool, X's shape): Y = X * mask / (1 - ratio), the mask drawn from a
 //          counter-based generator (runtime/kernels/philox.h) keyed by (seed, counter, stream,
 //          element index), so every backend and a resumed run draw the same mask.
+//   ConvFilterGrad(X [N, C, in...], dY [N, M, out...]) {kernel_shape, strides, pads, dilations, group}
+//       -> dW [M, C/group, kernel...] (X's type): the gradient of Conv's weights, with the forward
+//          node's geometry (explicit pads). Compute-heavy: 16-bit operands, FP32 accumulation.
+//   MaxPoolGrad(dY, X) {kernel_shape, strides, pads, dilations, ceil_mode}
+//       -> dX (X's type and shape): each window's gradient added at the position of its maximum
+//          (the first in scan order, NaN losing to numbers, as the MaxPool kernels choose).
+//   ReluGrad(dY, X) -> dX (dY's type, X's shape): dY where X > 0, else 0.
+#include <optional>
+
 #include "compiler/ops/infer_helpers.h"
 #include "compiler/ops/op_registry.h"
 
@@ -84,6 +93,48 @@ Status InferDropoutTraining(InferContext& ctx) {
   return Status::Ok();
 }
 
+// dY and X have one shape (the gradient ops of pointwise and pooling operators).
+Status RequireSameShape(const InferContext& ctx, size_t a, size_t b, const char* a_name, const char* b_name) {
+  PRECIS_RETURN_IF_ERROR(RequireFloat(ctx, a, a_name));
+  PRECIS_RETURN_IF_ERROR(RequireFloat(ctx, b, b_name));
+  PRECIS_ASSIGN_OR_RETURN(auto da, ctx.InputDims(a));
+  PRECIS_ASSIGN_OR_RETURN(auto db, ctx.InputDims(b));
+  bool same = da.size() == db.size();
+  for (size_t i = 0; same && i < da.size(); ++i) same = !(da[i].is_static() && db[i].is_static() && da[i].value() != db[i].value());
+  if (!same) return ctx.Error(std::string(a_name) + " and " + b_name + " differ in shape");
+  return Status::Ok();
+}
+
+Status InferConvFilterGrad(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto x, ChannelsFirst(ctx, 0, "X"));
+  PRECIS_ASSIGN_OR_RETURN(auto dy, ChannelsFirst(ctx, 1, "dY"));
+  std::optional<std::vector<int64_t>> kernel = ctx.Ints("kernel_shape");
+  if (!kernel || kernel->size() + 2 != x.size() || dy.size() != x.size())
+    return ctx.Error("kernel_shape must give the " + std::to_string(x.size() - 2) + " spatial dims of X and dY");
+  int64_t group = ctx.Int("group", 1);
+  if (group < 1 || (x[1].is_static() && x[1].value() % group != 0)) return ctx.Error("group does not divide X's channels");
+  std::vector<ir::Dim> out = {dy[1], x[1].is_static() ? ir::Dim::Static(x[1].value() / group) : ir::Dim()};
+  for (int64_t k : *kernel) out.push_back(ir::Dim::Static(k));
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+Status InferMaxPoolGrad(InferContext& ctx) {
+  PRECIS_RETURN_IF_ERROR(RequireFloat(ctx, 0, "dY"));
+  PRECIS_ASSIGN_OR_RETURN(auto x, ChannelsFirst(ctx, 1, "X"));
+  std::optional<std::vector<int64_t>> kernel = ctx.Ints("kernel_shape");
+  if (!kernel || kernel->size() + 2 != x.size()) return ctx.Error("kernel_shape must give the spatial dims of X");
+  ctx.SetOutput(0, ctx.input_type(1));
+  return Status::Ok();
+}
+
+Status InferReluGrad(InferContext& ctx) {
+  PRECIS_RETURN_IF_ERROR(RequireSameShape(ctx, 0, 1, "dY", "X"));
+  PRECIS_ASSIGN_OR_RETURN(auto x, ctx.InputDims(1));
+  ctx.SetOutput(0, ctx.input_dtype(0), x);
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterTrainingOps(OpRegistry& r) {
@@ -91,6 +142,9 @@ void RegisterTrainingOps(OpRegistry& r) {
   r.Register({"", "BatchNormalizationTraining", 1, INT_MAX, InferBatchNormTraining, false, -1, "", P::kKeepFp32});
   r.Register({"", "BatchNormalizationTrainingGrad", 1, INT_MAX, InferBatchNormTrainingGrad, false, -1, "", P::kKeepFp32});
   r.Register({"", "DropoutTraining", 1, INT_MAX, InferDropoutTraining, false, -1, "", P::kFollow, 1});
+  r.Register({"", "ConvFilterGrad", 1, INT_MAX, InferConvFilterGrad, false, -1, "", P::kCompute});
+  r.Register({"", "MaxPoolGrad", 1, INT_MAX, InferMaxPoolGrad, false, -1, "", P::kFollow});
+  r.Register({"", "ReluGrad", 1, INT_MAX, InferReluGrad, false, -1, "", P::kFollow});
 }
 
 }  // namespace precis::ops

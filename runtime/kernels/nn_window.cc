@@ -107,4 +107,19 @@ Status ReadTransposeWindow(const KernelArgs& args, const std::vector<int64_t>& i
   return Status::Ok();
 }
 
+std::vector<WindowRange> WindowRanges(const Window& w, int d) {
+  std::vector<WindowRange> ranges(size_t(w.out[d]));
+  int64_t in_d = w.in[d], k = w.kernel[d], dil = w.dilation[d];
+  for (int64_t o = 0; o < w.out[d]; ++o) {
+    WindowRange& r = ranges[size_t(o)];
+    r.start = o * w.stride[d] - w.pad_begin[d];
+    r.lo = r.start >= 0 ? 0 : (-r.start + dil - 1) / dil;
+    r.hi = r.start < in_d ? std::min(k, (in_d - r.start + dil - 1) / dil) : 0;
+    int64_t limit = in_d + w.pad_end[d];
+    r.padded = r.start < limit ? std::min(k, (limit - r.start + dil - 1) / dil) : 0;
+    r.lo = std::min(r.lo, std::max<int64_t>(r.hi, 0));
+  }
+  return ranges;
+}
+
 }  // namespace precis::rt

@@ -23,6 +23,16 @@ struct Window {
   int64_t KernelSize() const { return kernel[0] * kernel[1] * kernel[2]; }
 };
 
+// For one output index along one spatial dim: the input coordinate of kernel offset 0 (`start`),
+// the kernel offsets [lo, hi) that land inside the input, and the count of offsets inside the
+// input and its explicit pads (`padded`; offsets in a ceil_mode tail never count).
+struct WindowRange {
+  int64_t start = 0, lo = 0, hi = 0, padded = 0;
+};
+
+// The ranges of every output index along slot `d` (0..2) of `w`.
+std::vector<WindowRange> WindowRanges(const Window& w, int d);
+
 // Fills `w` for input spatial dims `in` and kernel `kernel` (same length, 1..3). Pooling passes
 // allow_ceil; convolutions ignore ceil_mode. Errors name the node.
 Status ReadWindow(const KernelArgs& args, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel, bool allow_ceil,

@@ -310,6 +310,11 @@ std::vector<Case> PointwiseCases() {
       {"Trilu lower, k 1", {{"a", {4, 5}}}, "  const %k: i64[] = [1]\n  %y = Trilu(%a, %k) {upper = 0}", {4, 5}},
       {"Trilu upper", {{"a", {2, 3, 3}}}, "  %y = Trilu(%a)", {2, 3, 3}},
       {"ReduceMax", {{"a", {2, 3, 4}}}, "  %y = ReduceMax(%a) {axes = [1], keepdims = 0}", {2, 4}},
+      // Older opsets: the rules' own ReduceSum (unbroadcasting) and Slice (Concat's gradient)
+      // take the attribute forms of the model's version.
+      {"Mul broadcast, opset 11 (ReduceSum axes attribute)", {a, {"b", {3}}}, "  %y = Mul(%a, %b)", {2, 3}, {}, 11},
+      {"Add broadcast, opset 9", {{"a", {2, 3, 4}}, {"b", {3, 1}}}, "  %y = Add(%a, %b)", {2, 3, 4}, {}, 9},
+      {"Concat, opset 9 (Slice attributes)", {a, {"b", {2, 2}}}, "  %c = Concat(%a, %b) {axis = 1}\n  %y = Mul(%c, %c)", {2, 5}, {}, 9},
       {"ReduceMax opset 18, axes input, keepdims", {{"a", {2, 3, 4}}}, "  const %ax: i64[2] = [0, 2]\n  %y = ReduceMax(%a, %ax)", {1, 3, 1},
        {}, 18},
   };

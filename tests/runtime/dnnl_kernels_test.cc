@@ -1,4 +1,4 @@
-// The oneDNN fast kernels (MatMul, Gemm, Conv, ConvTranspose) against a plain double-precision
+// The oneDNN fast kernels (MatMul, Gemm, Conv, ConvTranspose, ConvFilterGrad) against a plain double-precision
 // loop written here and against the reference kernel of the same name, on odd shapes: batched and
 // broadcast MatMul, 1-D operands, every Gemm transpose/alpha/beta/C shape, Conv with strides,
 // asymmetric pads, auto_pad, dilation 2, groups and depthwise, 1-D/2-D/3-D, with and without bias,
@@ -378,6 +378,58 @@ TEST(DnnlConv, OneAndThreeD) {
     CheckConv({{1, 6, 15}, 6, {3}, 6, {}, {}, {1, 1}, "", false, wc});  // depthwise 1-D
     CheckConv({{1, 3, 6, 7, 5}, 4, {3, 2, 3}, 1, {2, 1, 2}, {1, 2, 1}, {1, 0, 1, 0, 1, 1}, "", true, wc});
   }
+}
+
+// ConvFilterGrad(X, dY) -> dW of the Conv described by `c` (its bias flag unused): in double,
+// dW[m, ci, k] = sum over n and o of dY[n, m, o] * X[n, g * Cg + ci, o * s - p + k * d].
+void CheckFilterGrad(const ConvCase& c) {
+  size_t n = c.kernel.size();
+  ConvShape shape = ShapeOf(c);
+  int64_t N = c.x[0], C = c.x[1], M = c.m, G = c.group, Cg = C / G, Mg = M / G;
+  std::vector<int64_t> in(c.x.begin() + 2, c.x.end()), out(shape.y.begin() + 2, shape.y.end());
+  auto I = Pad3(in, 1), O = Pad3(out, 1), K = Pad3(c.kernel, 1), S = Pad3(Or(c.strides, n, 1), 1),
+       D = Pad3(Or(c.dilations, n, 1), 1), P = Pad3(shape.pad_begin, 0);
+  int64_t isz = I[0] * I[1] * I[2], osz = O[0] * O[1] * O[2];
+  Buffer x = Random(c.x, 12), dy = Random(shape.y, 13);
+  Expected e;
+  for (int64_t mo = 0; mo < M; ++mo)
+    for (int64_t ci = 0; ci < Cg; ++ci)
+      for (int64_t k0 = 0; k0 < K[0]; ++k0)
+        for (int64_t k1 = 0; k1 < K[1]; ++k1)
+          for (int64_t k2 = 0; k2 < K[2]; ++k2) {
+            double v = 0, mag = 0;
+            for (int64_t ni = 0; ni < N; ++ni)
+              for (int64_t o0 = 0; o0 < O[0]; ++o0)
+                for (int64_t o1 = 0; o1 < O[1]; ++o1)
+                  for (int64_t o2 = 0; o2 < O[2]; ++o2) {
+                    int64_t i0 = o0 * S[0] - P[0] + k0 * D[0], i1 = o1 * S[1] - P[1] + k1 * D[1], i2 = o2 * S[2] - P[2] + k2 * D[2];
+                    if (i0 < 0 || i0 >= I[0] || i1 < 0 || i1 >= I[1] || i2 < 0 || i2 >= I[2]) continue;
+                    double t = double(x.data[size_t((ni * C + mo / Mg * Cg + ci) * isz + (i0 * I[1] + i1) * I[2] + i2)]) *
+                               dy.data[size_t((ni * M + mo) * osz + (o0 * O[1] + o1) * O[2] + o2)];
+                    v += t;
+                    mag += std::fabs(t);
+                  }
+            e.value.push_back(v);
+            e.magnitude.push_back(mag);
+          }
+  AttrList attrs;
+  SCOPED_TRACE("ConvFilterGrad x rank " + std::to_string(c.x.size()) + " C " + std::to_string(C) + " M " + std::to_string(M) +
+               " group " + std::to_string(G) + " auto_pad '" + c.auto_pad + "'");
+  CheckBoth("ConvFilterGrad", {&x, &dy}, shape.w, ConvAttrs(attrs, c), e);
+}
+
+// The filter gradient of training plans: the reduction runs over N and the output positions
+// (up to 2 * 12 * 12 = 288 terms here, within the tolerance's reach).
+TEST(DnnlConvFilterGrad, StridesPadsDilationsGroups) {
+  CheckFilterGrad({{2, 3, 11, 9}, 4, {3, 3}, 1, {2, 2}, {}, {1, 0, 2, 1}, ""});  // stride 2, asymmetric pads
+  CheckFilterGrad({{1, 5, 12, 10}, 6, {3, 2}, 1, {}, {2, 2}, {2, 1, 2, 1}, ""});  // dilation 2
+  CheckFilterGrad({{1, 6, 9, 8}, 4, {3, 3}, 2, {1, 2}, {}, {1, 1, 1, 1}, ""});  // 2 groups
+  CheckFilterGrad({{2, 8, 10, 7}, 8, {3, 3}, 8, {2, 2}, {}, {1, 1, 1, 1}, ""});  // depthwise, stride 2
+  CheckFilterGrad({{1, 3, 10, 9}, 5, {4, 3}, 1, {2, 3}, {}, {}, "SAME_UPPER"});
+  CheckFilterGrad({{2, 32, 12, 12}, 16, {1, 1}, 1, {2, 2}, {}, {}, ""});  // 1x1 stride 2 (ResNet downsample)
+  CheckFilterGrad({{2, 16, 12, 12}, 24, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, ""});  // blocked layouts
+  CheckFilterGrad({{2, 5, 17}, 4, {4}, 1, {3}, {2}, {2, 1}, ""});  // 1-D
+  CheckFilterGrad({{1, 3, 6, 7, 5}, 4, {3, 2, 3}, 1, {2, 1, 2}, {1, 2, 1}, {1, 0, 1, 0, 1, 1}, ""});  // 3-D
 }
 
 struct TransposeCase {

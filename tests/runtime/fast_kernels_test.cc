@@ -522,6 +522,137 @@ TEST(FastKernels, TransposeMatchesReferenceBitwise) {
 
 // ---------------------------------------------------------------- declines
 
+// ---------------------------------------------------------------- training kernels
+
+// Values on a grid of 0.25 in [-2, 2] (ties within windows are common) with NaNs sprinkled in,
+// and for `all_nan_plane` >= 0 one plane of NaNs only.
+Buffer PoolInput(DataType dt, std::vector<int64_t> dims, uint32_t seed, int64_t all_nan_plane) {
+  Buffer x(dt, dims);
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < x.t.numel; ++i) x.Set(i, rng() % 53 == 0 ? NAN : float(int(rng() % 17) - 8) * 0.25f);
+  int64_t plane = x.t.numel / (dims[0] * dims[1]);
+  if (all_nan_plane >= 0)
+    for (int64_t i = 0; i < plane; ++i) x.Set(all_nan_plane * plane + i, NAN);
+  return x;
+}
+
+// MaxPool and MaxPoolGrad: the fast kernels choose the same maxima as the reference (first in
+// scan order on ties, NaN losing to numbers, all-NaN windows keeping their first position), so
+// MaxPool's output is bitwise the reference's, and so is MaxPoolGrad's wherever a position gets
+// one window's gradient. Positions shared by several windows add in float here, in double in the
+// reference: within 2 f32 ulps of the sum (at most 4 terms of magnitude <= 1 in these cases);
+// 16-bit dX within one storage ulp.
+TEST(FastKernels, MaxPoolAndGradMatchReference) {
+  struct Case {
+    std::vector<int64_t> x, kernel, strides, pads, dilations;
+    int64_t ceil = 0;
+  };
+  const Case cases[] = {
+      {{2, 3, 56, 56}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}},  // ResNet's stem pool: 8-wide window groups
+      {{2, 3, 9, 11}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}},
+      {{1, 2, 8, 40}, {2, 2}, {2, 2}, {}, {}},
+      {{1, 2, 10, 37}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {2, 2}},  // dilation 2, overlapping windows
+      {{1, 2, 10, 10}, {3, 3}, {2, 2}, {}, {}, 1},              // ceil_mode tail
+      {{1, 2, 7, 9}, {3, 2}, {2, 1}, {0, 1, 2, 0}, {}},       // asymmetric pads
+      {{2, 3, 40}, {3}, {2}, {1, 1}, {}},                     // 1-D
+      {{1, 2, 5, 6, 20}, {2, 2, 3}, {2, 2, 2}, {0, 0, 1, 0, 0, 1}, {}},  // 3-D
+  };
+  for (DataType dt : kTypes)
+    for (const Case& c : cases) {
+      size_t n = c.kernel.size();
+      AttrList ra, fa, rg, fg;
+      for (AttrList* a : {&ra, &fa, &rg, &fg}) {
+        a->Ints("kernel_shape", c.kernel).Int("ceil_mode", c.ceil);
+        if (!c.strides.empty()) a->Ints("strides", c.strides);
+        if (!c.pads.empty()) a->Ints("pads", c.pads);
+        if (!c.dilations.empty()) a->Ints("dilations", c.dilations);
+      }
+      std::vector<int64_t> yd = {c.x[0], c.x[1]};
+      for (size_t i = 0; i < n; ++i) {
+        int64_t s = c.strides.empty() ? 1 : c.strides[i], d = c.dilations.empty() ? 1 : c.dilations[i];
+        int64_t span = c.x[2 + i] + (c.pads.empty() ? 0 : c.pads[i] + c.pads[i + n]) - ((c.kernel[i] - 1) * d + 1);
+        yd.push_back((c.ceil ? (span + s - 1) / s : span / s) + 1);
+      }
+      std::string what = std::string(TypeName(dt)) + " " + DimsText(c.x) + " kernel " + DimsText(c.kernel);
+      Buffer x = PoolInput(dt, c.x, 7, c.x[1] > 2 ? 4 : -1);
+      Buffer want(dt, yd), got(dt, yd);
+      RunReference("MaxPool", {&x}, {&want}, ra);
+      RunFast("MaxPool", {&x}, {&got}, fa, 2);
+      ExpectBitwise(got, want, "MaxPool " + what);
+
+      Buffer dy = Random(dt, yd, 11);
+      Buffer dx_want(dt, c.x), dx_got(dt, c.x);
+      RunReference("MaxPoolGrad", {&dy, &x}, {&dx_want}, rg);
+      RunFast("MaxPoolGrad", {&dy, &x}, {&dx_got}, fg, 2);
+      if (dt != DataType::kF32) {
+        ExpectWithinStorageUlp(dx_got, dx_want, "MaxPoolGrad " + what);
+        continue;
+      }
+      for (int64_t i = 0; i < x.t.numel; ++i) {
+        double w = dx_want.Get(i);
+        ASSERT_LE(std::fabs(dx_got.Get(i) - w), 2 * StorageUlp(DataType::kF32, std::max(std::fabs(w), 1.0)))
+            << "MaxPoolGrad " << what << " element " << i;
+        ASSERT_EQ(dx_got.Get(i) == 0.0f, w == 0.0) << "MaxPoolGrad " << what << " element " << i << ": a different maximum";
+      }
+    }
+}
+
+TEST(FastKernels, ReluGradMatchesReferenceBitwise) {
+  for (DataType dt : kTypes) {
+    Buffer dy = Random(dt, {3, 50001}, 5), x = Random(dt, {3, 50001}, 6);
+    const float specials[] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f};
+    for (int64_t i = 0; i < x.t.numel; i += 97) x.Set(i, specials[(i / 97) % 5]);
+    Buffer want(dt, x.t.dims), got(dt, x.t.dims);
+    AttrList ra, fa;
+    RunReference("ReluGrad", {&dy, &x}, {&want}, ra);
+    RunFast("ReluGrad", {&dy, &x}, {&got}, fa, 2);
+    ExpectBitwise(got, want, std::string("ReluGrad ") + TypeName(dt));
+  }
+}
+
+// BatchNormalizationTraining and its gradient (f32): both sum in double, in different orders,
+// and compute Y with the same float formula, so Y, the mean and the variance are within 2 f32
+// ulps of the reference; dX (the reference's algebra rearranged, in double) and dscale, dB
+// within 2 ulps of the result plus 1e-6 of the largest term's ulp scale (|dY| <= 1, so 1e-9
+// absolute).
+TEST(FastKernels, BatchNormTrainingAndGradMatchReference) {
+  const std::vector<int64_t> shapes[] = {{8, 5, 7, 9}, {4, 3, 1001}, {16, 6}, {2, 64, 28, 28}};
+  for (const auto& xd : shapes) {
+    int64_t C = xd[1];
+    Buffer x = Random(DataType::kF32, xd, 21, 3.0f), scale = Random(DataType::kF32, {C}, 22), bias = Random(DataType::kF32, {C}, 23);
+    for (int64_t i = 0; i < x.t.numel; ++i) x.Set(i, x.Get(i) + 1.5f);  // a mean away from 0
+    Buffer y_w(DataType::kF32, xd), y_g(DataType::kF32, xd), m_w(DataType::kF32, {C}), m_g(DataType::kF32, {C}),
+        v_w(DataType::kF32, {C}), v_g(DataType::kF32, {C});
+    AttrList ra, fa;
+    ra.Float("epsilon", 1e-5f);
+    fa.Float("epsilon", 1e-5f);
+    RunReference("BatchNormalizationTraining", {&x, &scale, &bias}, {&y_w, &m_w, &v_w}, ra);
+    RunFast("BatchNormalizationTraining", {&x, &scale, &bias}, {&y_g, &m_g, &v_g}, fa, 2);
+    std::string what = "BatchNormalizationTraining " + DimsText(xd);
+    auto close = [&](const Buffer& got, const Buffer& want, const std::string& name, double abs) {
+      for (int64_t i = 0; i < want.t.numel; ++i) {
+        double w = want.Get(i);
+        ASSERT_LE(std::fabs(got.Get(i) - w), 2 * StorageUlp(DataType::kF32, w) + abs) << what << " " << name << " element " << i;
+      }
+    };
+    close(y_g, y_w, "Y", 0);
+    close(m_g, m_w, "mean", 0);
+    close(v_g, v_w, "var", 0);
+
+    Buffer dy = Random(DataType::kF32, xd, 24);
+    Buffer dx_w(DataType::kF32, xd), dx_g(DataType::kF32, xd), ds_w(DataType::kF32, {C}), ds_g(DataType::kF32, {C}),
+        db_w(DataType::kF32, {C}), db_g(DataType::kF32, {C});
+    AttrList rg, fg;
+    rg.Float("epsilon", 1e-5f);
+    fg.Float("epsilon", 1e-5f);
+    RunReference("BatchNormalizationTrainingGrad", {&dy, &x, &scale, &m_w, &v_w}, {&dx_w, &ds_w, &db_w}, rg);
+    RunFast("BatchNormalizationTrainingGrad", {&dy, &x, &scale, &m_w, &v_w}, {&dx_g, &ds_g, &db_g}, fg, 2);
+    close(dx_g, dx_w, "dX", 1e-9);
+    close(ds_g, ds_w, "dscale", 1e-9);
+    close(db_g, db_w, "dB", 1e-9);
+  }
+}
+
 TEST(FastKernels, DeclineWhatTheyDoNotSupport) {
   auto expect_declined = [](const std::string& name, const std::vector<Buffer*>& in, Buffer* out, AttrList& attrs) {
     Status s = RunKernel(Registry().FindFast(name), in, {out}, attrs.Finish(), 1);

@@ -1,5 +1,6 @@
-// oneDNN Conv and ConvTranspose (1 to 3 spatial dims, groups incl. depthwise, strides,
-// dilations, explicit or auto_pad padding, optional bias; f32, and for Conv also BF16 X and W
+// oneDNN Conv, ConvTranspose and ConvFilterGrad (training plans' filter gradient) (1 to 3
+// spatial dims, groups incl. depthwise, strides, dilations, explicit or auto_pad padding,
+// optional bias; f32, and for Conv also BF16 X and W
 // with BF16/F32 B and Y on CPUs with native BF16, see dnnl_kernel.h). oneDNN picks the
 // activation and weight layouts (format_tag::any, usually channel-blocked): X is reordered into
 // a temporary in the step's scratch and the result reordered back into Y when oneDNN's choice
@@ -247,6 +248,56 @@ class DnnlPointwiseConvKernel : public DnnlKernel {
   }
 };
 
+// ConvFilterGrad(X, dY) -> dW through oneDNN's backward-weights convolution (f32): X and dY are
+// reordered into the layouts oneDNN chose and dW reordered back to ONNX's [M, C/group, k...].
+class DnnlConvFilterGradKernel : public DnnlKernel {
+ protected:
+  Status Setup(const KernelArgs& args) override {
+    const Tensor *x = args.in(0), *dy = args.in(1), *dw = args.out(0);
+    if (!x || !dy || !dw) return Unimplemented("needs X, dY and dW");
+    for (const Tensor* t : {x, dy, dw})
+      if (t->dtype != DataType::kF32) return Unimplemented("oneDNN filter gradient: f32 only");
+    if (x->rank() < 3 || x->rank() > 5 || dy->rank() != x->rank() || dw->rank() != x->rank())
+      return Unimplemented("oneDNN filter gradient: 1 to 3 spatial dims");
+    if (x->numel == 0 || dy->numel == 0 || dw->numel == 0) return Unimplemented("empty tensor");
+    dims in(x->dims.begin() + 2, x->dims.end()), kernel(dw->dims.begin() + 2, dw->dims.end());
+    if (args.attrs.Ints("kernel_shape", kernel) != kernel) return Unimplemented("kernel_shape differs from dW");
+    int64_t group = args.attrs.Int("group", 1), N = x->dims[0], C = x->dims[1], M = dy->dims[1];
+    if (group <= 0 || C % group != 0 || M % group != 0 || dw->dims[0] != M || dw->dims[1] * group != C)
+      return Unimplemented("channels do not match group");
+    Geometry g;
+    PRECIS_RETURN_IF_ERROR(ConvGeometry(args, in, kernel, &g));
+    if (dy->dims != Concat({N, M}, g.out)) return Unimplemented("dY's shape differs from the convolution's output");
+    dims w_dims = group == 1 ? dw->dims : Concat({group, M / group, C / group}, kernel);
+    dnnl::convolution_forward::desc forward(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, Any(x->dims),
+                                            Any(w_dims), md(), Any(dy->dims), g.strides, g.dilations, g.pad_l, g.pad_r);
+    dnnl::convolution_forward::primitive_desc hint(forward, Engine());
+    dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, Any(x->dims), Any(w_dims), Any(dy->dims),
+                                                  g.strides, g.dilations, g.pad_l, g.pad_r);
+    dnnl::convolution_backward_weights::primitive_desc pd(desc, Attr(), Engine(), hint);
+    if (IsReferenceImpl(pd)) return Unimplemented("oneDNN has only its reference filter gradient for this step");
+    dnnl::memory src = Arranged(Input(0, Plain(x->dims)), pd.src_desc());
+    dnnl::memory diff_dst = Arranged(Input(1, Plain(dy->dims)), pd.diff_dst_desc());
+    md w_plain = Plain(w_dims);
+    dnnl::memory dst = Output(0, w_plain);
+    bool reorder_dst = pd.diff_weights_desc() != w_plain;
+    dnnl::memory computed = reorder_dst ? Temporary(pd.diff_weights_desc()) : dst;
+    Append(dnnl::convolution_backward_weights(pd),
+           {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, computed}}, pd.scratchpad_desc());
+    if (reorder_dst) AppendReorder(computed, dst);
+    return Status::Ok();
+  }
+
+ private:
+  // `given` in the layout `wanted`: itself, or a reorder into a temporary appended to the run.
+  dnnl::memory Arranged(const dnnl::memory& given, const md& wanted) {
+    if (given.get_desc() == wanted) return given;
+    dnnl::memory t = Temporary(wanted);
+    AppendReorder(given, t);
+    return t;
+  }
+};
+
 }  // namespace
 
 // Whether a step a variant could take should go to it rather than to the next one. Measured on
@@ -307,6 +358,7 @@ std::unique_ptr<Kernel> MakeDnnlConvKernel() { return std::make_unique<DnnlConvK
 void AddDnnlConvKernels(KernelRegistry& r) {
   r.RegisterFast("Conv", Make<FastConvKernel>);
   r.RegisterFast("ConvTranspose", Make<DnnlConvTransposeKernel>);
+  r.RegisterFast("ConvFilterGrad", Make<DnnlConvFilterGradKernel>);
 }
 
 }  // namespace precis::rt

@@ -226,6 +226,7 @@ void RegisterFastKernels(KernelRegistry& r) {
   fast::AddFastUnaryKernels(r);
   fast::AddFastSoftmaxKernels(r);
   fast::AddFastNormKernels(r);
+  fast::AddFastTrainingKernels(r);
   fast::AddFastTransposeKernels(r);
 }
 

@@ -16,38 +16,6 @@
 namespace precis::rt::fast {
 namespace {
 
-constexpr int kLanes = 8;
-
-// sum(x) in double.
-double SumDouble(const float* x, int64_t n) {
-  double acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) acc[k] += double(x[i + k]);
-  for (int k = 0; i < n; ++i, ++k) acc[k] += double(x[i]);
-  double s = 0;
-  for (double a : acc) s += a;
-  return s;
-}
-
-// sum((x - mean)^2) in double.
-double SquaredDeviations(const float* x, int64_t n, double mean) {
-  double acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) {
-      double d = double(x[i + k]) - mean;
-      acc[k] += d * d;
-    }
-  for (int k = 0; i < n; ++i, ++k) {
-    double d = double(x[i]) - mean;
-    acc[k] += d * d;
-  }
-  double s = 0;
-  for (double a : acc) s += a;
-  return s;
-}
-
 class FastLayerNormKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext& ctx) override {

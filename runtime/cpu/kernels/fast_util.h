@@ -43,6 +43,52 @@ void ParallelFor(int64_t n, int64_t cost, int threads, Fn&& fn) {
   }
 }
 
+// Double-precision sums over float rows in kLanes independent lanes (so the loops vectorize
+// without reassociation), combined at the end.
+constexpr int kLanes = 8;
+
+// sum(x) in double.
+inline double SumDouble(const float* x, int64_t n) {
+  double acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] += double(x[i + k]);
+  for (int k = 0; i < n; ++i, ++k) acc[k] += double(x[i]);
+  double s = 0;
+  for (double a : acc) s += a;
+  return s;
+}
+
+// sum((x - mean)^2) in double.
+inline double SquaredDeviations(const float* x, int64_t n, double mean) {
+  double acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) {
+      double d = double(x[i + k]) - mean;
+      acc[k] += d * d;
+    }
+  for (int k = 0; i < n; ++i, ++k) {
+    double d = double(x[i]) - mean;
+    acc[k] += d * d;
+  }
+  double s = 0;
+  for (double a : acc) s += a;
+  return s;
+}
+
+// sum(g * (x - mean)) in double.
+inline double CenteredDot(const float* g, const float* x, int64_t n, double mean) {
+  double acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] += double(g[i + k]) * (double(x[i + k]) - mean);
+  for (int k = 0; i < n; ++i, ++k) acc[k] += double(g[i]) * (double(x[i]) - mean);
+  double s = 0;
+  for (double a : acc) s += a;
+  return s;
+}
+
 // Elements per block when 16-bit data is converted to float for a float-only routine.
 constexpr int64_t kBlock = 256;
 
@@ -78,6 +124,7 @@ bool DispatchFast(DataType t, Fn&& fn) {
 void AddFastUnaryKernels(KernelRegistry& r);      // fast_unary.cc
 void AddFastSoftmaxKernels(KernelRegistry& r);    // fast_softmax.cc
 void AddFastNormKernels(KernelRegistry& r);       // fast_norm.cc
+void AddFastTrainingKernels(KernelRegistry& r);   // fast_train.cc
 void AddFastTransposeKernels(KernelRegistry& r);  // fast_transpose.cc
 
 }  // namespace precis::rt::fast

@@ -19,12 +19,6 @@ using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 enum class PoolMode { kMax, kAverage, kLp };
 
-// For one output index along one dim: window start (input coordinate of kernel offset 0), the
-// kernel offsets [lo, hi) inside the input, and the count of offsets inside input + pads.
-struct WindowRange {
-  int64_t start = 0, lo = 0, hi = 0, padded = 0;
-};
-
 template <PoolMode kMode>
 class PoolKernel : public Kernel {
  public:
@@ -49,19 +43,7 @@ class PoolKernel : public Kernel {
     count_include_pad_ = args.attrs.Int("count_include_pad", 0) != 0;
     p_ = args.attrs.Int("p", 2);
     if (kMode == PoolMode::kLp && p_ <= 0) return args.Error("p must be positive");
-    for (size_t d = 0; d < 3; ++d) {
-      ranges_[d].resize(size_t(win_.out[d]));
-      int64_t in_d = win_.in[d], k = win_.kernel[d], dil = win_.dilation[d];
-      for (int64_t o = 0; o < win_.out[d]; ++o) {
-        WindowRange& r = ranges_[d][size_t(o)];
-        r.start = o * win_.stride[d] - win_.pad_begin[d];
-        r.lo = r.start >= 0 ? 0 : (-r.start + dil - 1) / dil;
-        r.hi = r.start < in_d ? std::min(k, (in_d - r.start + dil - 1) / dil) : 0;
-        int64_t limit = in_d + win_.pad_end[d];
-        r.padded = r.start < limit ? std::min(k, (limit - r.start + dil - 1) / dil) : 0;
-        r.lo = std::min(r.lo, std::max<int64_t>(r.hi, 0));
-      }
-    }
+    for (int d = 0; d < 3; ++d) ranges_[d] = WindowRanges(win_, d);
     return Status::Ok();
   }
 
@@ -188,9 +170,80 @@ class GlobalPoolKernel : public Kernel {
   int64_t planes_ = 0, plane_size_ = 0, p_ = 2;
 };
 
+// MaxPoolGrad(dY, X) -> dX: every window's dY added at the position of the window's maximum in
+// X, chosen as PoolKernel<kMax> chooses it (the first maximum in scan order; NaN loses to any
+// number and wins only an all-NaN window); windows of padding only add nothing. Each plane sums
+// in double and stores once.
+class MaxPoolGradKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *dy = args.in(0), *x = args.in(1), *dx = args.out(0);
+    if (!dy || !x || !dx) return args.Error("needs dY, X and dX");
+    if (!DispatchFloat(x->dtype, [](auto) {}) || dy->dtype != x->dtype || dx->dtype != x->dtype)
+      return args.Error("dY, X and dX must be float tensors of one dtype");
+    if (x->rank() < 3 || x->rank() > 5) return args.Error("X must have rank 3 to 5 (N, C and 1 to 3 spatial dims)");
+    if (dx->dims != x->dims) return args.Error("dX must have X's shape");
+    if (!args.attrs.Has("kernel_shape")) return args.Error("attribute kernel_shape is required");
+    std::vector<int64_t> in(x->dims.begin() + 2, x->dims.end());
+    PRECIS_RETURN_IF_ERROR(ReadWindow(args, in, args.attrs.Ints("kernel_shape"), true, &win_));
+    PRECIS_RETURN_IF_ERROR(CheckWindowOutput(args, *dy, x->dims[0], x->dims[1], win_, "dY"));
+    planes_ = x->dims[0] * x->dims[1];
+    for (int d = 0; d < 3; ++d) ranges_[d] = WindowRanges(win_, d);
+    sums_.assign(size_t(win_.InSize()), 0.0);
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    DispatchFloat(args.in(1)->dtype, [&](auto tag) {
+      using T = decltype(tag);
+      using C = Acc<T>;
+      const T* pg = args.in(0)->As<T>();
+      const T* px = args.in(1)->As<T>();
+      T* pdx = args.out(0)->As<T>();
+      const int64_t IH = win_.in[1], IW = win_.in[2], in_size = win_.InSize(), out_size = win_.OutSize();
+      const int64_t dd = win_.dilation[0], dh = win_.dilation[1], dw = win_.dilation[2];
+      for (int64_t plane = 0; plane < planes_; ++plane) {
+        const T* xp = px + plane * in_size;
+        const T* gp = pg + plane * out_size;
+        std::fill(sums_.begin(), sums_.end(), 0.0);
+        int64_t out_i = 0;
+        for (const WindowRange& rd : ranges_[0])
+          for (const WindowRange& rh : ranges_[1])
+            for (const WindowRange& rw : ranges_[2]) {
+              C best = std::numeric_limits<C>::lowest();
+              int64_t best_i = -1;
+              for (int64_t kd = rd.lo; kd < rd.hi; ++kd)
+                for (int64_t kh = rh.lo; kh < rh.hi; ++kh) {
+                  int64_t base = ((rd.start + kd * dd) * IH + rh.start + kh * dh) * IW + rw.start;
+                  for (int64_t kw = rw.lo; kw < rw.hi; ++kw) {
+                    int64_t at = base + kw * dw;
+                    C v = C(Load(xp[at]));
+                    if (best_i < 0 || v > best || (best != best && v == v)) {
+                      best = v;
+                      best_i = at;
+                    }
+                  }
+                }
+              if (best_i >= 0) sums_[size_t(best_i)] += C(Load(gp[out_i]));
+              ++out_i;
+            }
+        for (int64_t i = 0; i < in_size; ++i) pdx[plane * in_size + i] = Store<T>(C(sums_[size_t(i)]));
+      }
+    });
+    return Status::Ok();
+  }
+
+ private:
+  Window win_;
+  std::vector<WindowRange> ranges_[3];
+  int64_t planes_ = 0;
+  std::vector<double> sums_;  // one plane of dX
+};
+
 }  // namespace
 
 void RegisterPoolKernels(KernelRegistry& r) {
+  r.Register("MaxPoolGrad", Make<MaxPoolGradKernel>);
   r.Register("MaxPool", Make<PoolKernel<PoolMode::kMax>>);
   r.Register("AveragePool", Make<PoolKernel<PoolMode::kAverage>>);
   r.Register("LpPool", Make<PoolKernel<PoolMode::kLp>>);

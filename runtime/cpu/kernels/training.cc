@@ -1,11 +1,13 @@
 // Reference kernels of the internal training operators (compiler/ops/training.cc):
 // BatchNormalizationTraining (normalization with the batch statistics, which it also returns),
-// its gradient, and DropoutTraining (mask from runtime/kernels/philox.h). Statistics and
+// its gradient, DropoutTraining (mask from runtime/kernels/philox.h), ConvFilterGrad and ReluGrad
+// (MaxPoolGrad is with the pooling kernels, nn_pool.cc). Statistics and
 // per-channel sums accumulate in double over two passes, so FP32 plans match PyTorch to a few ulps
 // and f64 plans are exact enough for finite-difference checks.
 #include <cmath>
 
 #include "runtime/cpu/kernels/common.h"
+#include "runtime/kernels/nn_window.h"
 #include "runtime/kernels/philox.h"
 
 namespace precis::rt {
@@ -204,9 +206,102 @@ class DropoutTrainingKernel : public Kernel {
   float scale_ = 1;
 };
 
+// ConvFilterGrad(X [N, C, in...], dY [N, M, out...]) -> dW [M, C/group, k...]:
+// dW[m, c, k] = sum over n and o of dY[n, m, o] * X[n, group(m) * C/group + c, o * s + k * d - p],
+// positions outside X contributing nothing; sums in double.
+class ConvFilterGradKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *x = args.in(0), *dy = args.in(1), *dw = args.out(0);
+    if (!x || !dy || !dw) return args.Error("needs X, dY and dW");
+    if (!DispatchFloat(x->dtype, [](auto) {}) || dy->dtype != x->dtype || dw->dtype != x->dtype)
+      return args.Error("X, dY and dW must be float tensors of one dtype");
+    if (x->rank() < 3 || x->rank() > 5 || dy->rank() != x->rank()) return args.Error("X and dY must have rank 3 to 5 (N, C, spatial dims)");
+    group_ = args.attrs.Int("group", 1);
+    int64_t C = x->dims[1], M = dy->dims[1];
+    if (group_ < 1 || C % group_ != 0 || M % group_ != 0) return args.Error("group does not divide the channels of X and dY");
+    std::vector<int64_t> in(x->dims.begin() + 2, x->dims.end()), kernel = args.attrs.Ints("kernel_shape");
+    PRECIS_RETURN_IF_ERROR(ReadWindow(args, in, kernel, false, &win_));
+    PRECIS_RETURN_IF_ERROR(CheckWindowOutput(args, *dy, x->dims[0], M, win_, "dY"));
+    std::vector<int64_t> want = {M, C / group_};
+    want.insert(want.end(), kernel.begin(), kernel.end());
+    if (dw->dims != want) return args.Error("dW must have shape [M, C/group, kernel...]");
+    sums_.assign(size_t(dw->numel), 0.0);
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    DispatchFloat(args.in(0)->dtype, [&](auto tag) { RunTyped<decltype(tag)>(args); });
+    return Status::Ok();
+  }
+
+ private:
+  template <typename T>
+  void RunTyped(const KernelArgs& args) {
+    const Tensor &x = *args.in(0), &dy = *args.in(1);
+    const T* px = x.As<T>();
+    const T* pg = dy.As<T>();
+    const int64_t N = x.dims[0], C = x.dims[1], M = dy.dims[1], Cg = C / group_, Mg = M / group_;
+    const int64_t in_size = win_.InSize(), out_size = win_.OutSize(), K = win_.KernelSize();
+    std::fill(sums_.begin(), sums_.end(), 0.0);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t m = 0; m < M; ++m) {
+        const T* g = pg + (n * M + m) * out_size;
+        for (int64_t c = 0; c < Cg; ++c) {
+          const T* xp = px + (n * C + m / Mg * Cg + c) * in_size;
+          double* w = sums_.data() + (m * Cg + c) * K;
+          int64_t k = 0;
+          for (int64_t kd = 0; kd < win_.kernel[0]; ++kd)
+            for (int64_t kh = 0; kh < win_.kernel[1]; ++kh)
+              for (int64_t kw = 0; kw < win_.kernel[2]; ++kw, ++k) {
+                double acc = 0;
+                int64_t o = 0;
+                for (int64_t od = 0; od < win_.out[0]; ++od)
+                  for (int64_t oh = 0; oh < win_.out[1]; ++oh)
+                    for (int64_t ow = 0; ow < win_.out[2]; ++ow, ++o) {
+                      int64_t id = od * win_.stride[0] + kd * win_.dilation[0] - win_.pad_begin[0];
+                      int64_t ih = oh * win_.stride[1] + kh * win_.dilation[1] - win_.pad_begin[1];
+                      int64_t iw = ow * win_.stride[2] + kw * win_.dilation[2] - win_.pad_begin[2];
+                      if (id < 0 || id >= win_.in[0] || ih < 0 || ih >= win_.in[1] || iw < 0 || iw >= win_.in[2]) continue;
+                      acc += double(Load(g[o])) * double(Load(xp[(id * win_.in[1] + ih) * win_.in[2] + iw]));
+                    }
+                w[k] += acc;
+              }
+        }
+      }
+    T* pw = args.out(0)->As<T>();
+    for (size_t i = 0; i < sums_.size(); ++i) pw[i] = Store<T>(sums_[i]);
+  }
+
+  Window win_;
+  int64_t group_ = 1;
+  std::vector<double> sums_;
+};
+
+// ReluGrad(dY, X) -> dX = dY where X > 0, else 0 (NaN X gives 0).
+class ReluGradKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *dy = args.in(0), *x = args.in(1), *dx = args.out(0);
+    if (!dy || !x || !dx || !DispatchFloat(dy->dtype, [](auto) {}) || !DispatchFloat(x->dtype, [](auto) {}))
+      return args.Error("dY and X must be float tensors");
+    if (dy->dims != x->dims || dx->dims != x->dims || dx->dtype != dy->dtype) return args.Error("dY, X and dX must have one shape, dX dY's dtype");
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    const Tensor &dy = *args.in(0), &x = *args.in(1);
+    Tensor& dx = *args.out(0);
+    for (int64_t i = 0; i < dy.numel; ++i) WriteAt(dx, i, ReadAt(x, i) > 0 ? ReadAt(dy, i) : 0.0);
+    return Status::Ok();
+  }
+};
+
 }  // namespace
 
 void RegisterTrainingKernels(KernelRegistry& r) {
+  r.Register("ConvFilterGrad", Make<ConvFilterGradKernel>);
+  r.Register("ReluGrad", Make<ReluGradKernel>);
   r.Register("BatchNormalizationTraining", Make<BatchNormTrainingKernel>);
   r.Register("BatchNormalizationTrainingGrad", Make<BatchNormTrainingGradKernel>);
   r.Register("DropoutTraining", Make<DropoutTrainingKernel>);

@@ -1,0 +1,423 @@
+// Fast kernels of training plans: MaxPool and its gradient MaxPoolGrad, ReluGrad, and
+// BatchNormalizationTraining with its gradient (reference kernels: nn_pool.cc, training.cc).
+//
+// MaxPool / MaxPoolGrad (f32, f16, bf16; no Indices output): planes in parallel; each window's
+// maximum found branch-free with the reference kernel's choice (the first maximum in scan order,
+// NaN losing to any number and winning only an all-NaN window), so both kernels pick the same
+// positions as the reference. MaxPoolGrad adds in float rather than double: a position receives
+// at most a few windows' gradients, so results differ from the reference by a float rounding.
+//
+// BatchNormalizationTraining and its gradient (f32): channels in parallel; the per-channel sums
+// in double over kLanes lanes (fast_util.h), Y computed with the reference kernel's float
+// formula, dX with its algebra rearranged to a * dY + b * X + c in double; outputs match the
+// reference to a float ulp or two (fast_kernels_test.cc).
+#include <omp.h>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "runtime/cpu/kernels/fast_util.h"
+#include "runtime/cpu/kernels/register.h"
+#include "runtime/kernels/nn_window.h"
+
+namespace precis::rt::fast {
+namespace {
+
+// The window geometry of a MaxPool step and the scan that both pooling kernels share.
+class MaxWindows {
+ public:
+  Status Read(const KernelArgs& args, const Tensor& x) {
+    if (x.rank() < 3 || x.rank() > 5) return Unimplemented("MaxPool: 1 to 3 spatial dims");
+    if (!args.attrs.Has("kernel_shape")) return Unimplemented("MaxPool: kernel_shape is required");
+    std::vector<int64_t> in(x.dims.begin() + 2, x.dims.end());
+    PRECIS_RETURN_IF_ERROR(ReadWindow(args, in, args.attrs.Ints("kernel_shape"), true, &win_));
+    for (int d = 0; d < 3; ++d) ranges_[d] = WindowRanges(win_, d);
+    planes_ = x.dims[0] * x.dims[1];
+    // [full_begin_, full_end_): the W outputs whose whole window lies inside the input (the
+    // ranges are monotonic: padding only at the two ends).
+    int32_positions_ = win_.InSize() < (int64_t(1) << 31);
+    full_begin_ = full_end_ = 0;
+    for (size_t o = 0; o < ranges_[2].size(); ++o) {
+      bool full = ranges_[2][o].lo == 0 && ranges_[2][o].hi == win_.kernel[2];
+      if (full && full_end_ == full_begin_) full_begin_ = o, full_end_ = o + 1;
+      else if (full && full_end_ == o) full_end_ = o + 1;
+    }
+    return Status::Ok();
+  }
+  const Window& window() const { return win_; }
+  int64_t planes() const { return planes_; }
+
+  // Calls emit(output index, maximum, its position in the plane or -1) for every window of one
+  // plane, in output order. Windows whose W range lies inside the input go kGroup at a time:
+  // independent maxima interleave, where one window's compare-and-select chain would stall.
+  template <typename T, typename Emit>
+  void Scan(const T* xp, Emit&& emit) const {
+    const int64_t IH = win_.in[1], IW = win_.in[2], KW = win_.kernel[2], SW = win_.stride[2];
+    const int64_t dd = win_.dilation[0], dh = win_.dilation[1], dw = win_.dilation[2];
+    int64_t out_i = 0;
+    for (const WindowRange& rd : ranges_[0])
+      for (const WindowRange& rh : ranges_[1]) {
+        size_t ow = 0;
+        while (ow < ranges_[2].size()) {
+          const WindowRange& rw = ranges_[2][ow];
+          if (rd.hi <= rd.lo || rh.hi <= rh.lo || rw.hi <= rw.lo) {
+            emit(out_i++, std::numeric_limits<float>::lowest(), int64_t(-1));
+            ++ow;
+            continue;
+          }
+          if (ow >= full_begin_ && ow + kGroup <= full_end_) {
+            // best starts as NaN at the first position: a number replaces it, a NaN does not, so
+            // an all-NaN window keeps its first position as the reference does.
+            float best[kGroup];
+            int64_t best_i[kGroup];
+            int64_t first = ((rd.start + rd.lo * dd) * IH + rh.start + rh.lo * dh) * IW + rw.start;
+#if defined(__x86_64__)
+            if constexpr (std::is_same_v<T, float>) {
+              if (int32_positions_) {
+                GroupSse2(xp, rd, rh, rw.start, first, best, best_i);
+                for (int j = 0; j < kGroup; ++j) emit(out_i++, best[j], best_i[j]);
+                ow += kGroup;
+                continue;
+              }
+            }
+#endif
+            for (int j = 0; j < kGroup; ++j) best[j] = std::numeric_limits<float>::quiet_NaN(), best_i[j] = first + j * SW;
+            for (int64_t kd = rd.lo; kd < rd.hi; ++kd)
+              for (int64_t kh = rh.lo; kh < rh.hi; ++kh) {
+                int64_t base = ((rd.start + kd * dd) * IH + rh.start + kh * dh) * IW + rw.start;
+                for (int64_t kw = 0; kw < KW; ++kw)
+                  for (int j = 0; j < kGroup; ++j) {
+                    int64_t at = base + j * SW + kw * dw;
+                    float v = Load(xp[at]);
+                    bool take = (v > best[j]) | ((best[j] != best[j]) & (v == v));
+                    best[j] = take ? v : best[j];
+                    best_i[j] = take ? at : best_i[j];
+                  }
+              }
+            for (int j = 0; j < kGroup; ++j) emit(out_i++, best[j], best_i[j]);
+            ow += kGroup;
+            continue;
+          }
+          float best = std::numeric_limits<float>::quiet_NaN();
+          int64_t best_i = ((rd.start + rd.lo * dd) * IH + rh.start + rh.lo * dh) * IW + rw.start + rw.lo * dw;
+          for (int64_t kd = rd.lo; kd < rd.hi; ++kd)
+            for (int64_t kh = rh.lo; kh < rh.hi; ++kh) {
+              int64_t base = ((rd.start + kd * dd) * IH + rh.start + kh * dh) * IW + rw.start;
+              for (int64_t kw = rw.lo; kw < rw.hi; ++kw) {
+                int64_t at = base + kw * dw;
+                float v = Load(xp[at]);
+                bool take = (v > best) | ((best != best) & (v == v));
+                best = take ? v : best;
+                best_i = take ? at : best_i;
+              }
+            }
+          emit(out_i++, best, best_i);
+          ++ow;
+        }
+      }
+  }
+
+ private:
+#if defined(__x86_64__)
+  // The kGroup windows at W start `w_start` in two SSE2 vectors of 4 (compilers turn the scalar
+  // selects into branches, which mispredict on random data); positions as int32.
+  void GroupSse2(const float* xp, const WindowRange& rd, const WindowRange& rh, int64_t w_start, int64_t first, float* best,
+                 int64_t* best_i) const {
+    const int64_t IH = win_.in[1], IW = win_.in[2], KW = win_.kernel[2], S = win_.stride[2];
+    const int64_t dd = win_.dilation[0], dh = win_.dilation[1], dw = win_.dilation[2];
+    const int s = int(S);
+    __m128 b0 = _mm_set1_ps(std::numeric_limits<float>::quiet_NaN()), b1 = b0;
+    const __m128i lanes = _mm_setr_epi32(0, s, 2 * s, 3 * s), step4 = _mm_set1_epi32(4 * s);
+    __m128i i0 = _mm_add_epi32(_mm_set1_epi32(int32_t(first)), lanes), i1 = _mm_add_epi32(i0, step4);
+    for (int64_t kd = rd.lo; kd < rd.hi; ++kd)
+      for (int64_t kh = rh.lo; kh < rh.hi; ++kh) {
+        int64_t base = ((rd.start + kd * dd) * IH + rh.start + kh * dh) * IW + w_start;
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          int64_t at = base + kw * dw;
+          const float* q = xp + at;
+          __m128 v0 = _mm_setr_ps(q[0], q[S], q[2 * S], q[3 * S]);
+          __m128 v1 = _mm_setr_ps(q[4 * S], q[5 * S], q[6 * S], q[7 * S]);
+          __m128i a0 = _mm_add_epi32(_mm_set1_epi32(int32_t(at)), lanes), a1 = _mm_add_epi32(a0, step4);
+          __m128 t0 = _mm_or_ps(_mm_cmpgt_ps(v0, b0), _mm_and_ps(_mm_cmpunord_ps(b0, b0), _mm_cmpord_ps(v0, v0)));
+          __m128 t1 = _mm_or_ps(_mm_cmpgt_ps(v1, b1), _mm_and_ps(_mm_cmpunord_ps(b1, b1), _mm_cmpord_ps(v1, v1)));
+          b0 = _mm_or_ps(_mm_and_ps(t0, v0), _mm_andnot_ps(t0, b0));
+          b1 = _mm_or_ps(_mm_and_ps(t1, v1), _mm_andnot_ps(t1, b1));
+          __m128i m0 = _mm_castps_si128(t0), m1 = _mm_castps_si128(t1);
+          i0 = _mm_or_si128(_mm_and_si128(m0, a0), _mm_andnot_si128(m0, i0));
+          i1 = _mm_or_si128(_mm_and_si128(m1, a1), _mm_andnot_si128(m1, i1));
+        }
+      }
+    alignas(16) int32_t idx[kGroup];
+    _mm_storeu_ps(best, b0);
+    _mm_storeu_ps(best + 4, b1);
+    _mm_store_si128(reinterpret_cast<__m128i*>(idx), i0);
+    _mm_store_si128(reinterpret_cast<__m128i*>(idx + 4), i1);
+    for (int j = 0; j < kGroup; ++j) best_i[j] = idx[j];
+  }
+#endif
+
+  static constexpr int kGroup = 8;
+  Window win_;
+  std::vector<WindowRange> ranges_[3];
+  int64_t planes_ = 0;
+  size_t full_begin_ = 0, full_end_ = 0;
+  bool int32_positions_ = false;  // every position of a plane fits in int32
+};
+
+class FastMaxPoolKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *x = args.in(0), *y = args.out(0);
+    if (!x || !y) return Unimplemented("MaxPool needs X and Y");
+    if (args.out(1)) return Unimplemented("MaxPool with Indices runs on the reference kernel");
+    if (!DispatchFast(x->dtype, [](auto) {}) || y->dtype != x->dtype) return Unimplemented("MaxPool: f32, f16 or bf16");
+    PRECIS_RETURN_IF_ERROR(windows_.Read(args, *x));
+    return CheckWindowOutput(args, *y, x->dims[0], x->dims[1], windows_.window(), "output Y");
+  }
+
+  Status Run(const KernelArgs& args, CpuContext& ctx) override {
+    const int64_t in_size = windows_.window().InSize(), out_size = windows_.window().OutSize();
+    DispatchFast(args.in(0)->dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = args.in(0)->As<T>();
+      T* py = args.out(0)->As<T>();
+      ParallelFor(windows_.planes(), out_size * windows_.window().KernelSize(), ctx.threads, [&](int64_t begin, int64_t end) {
+        for (int64_t p = begin; p < end; ++p) {
+          T* yp = py + p * out_size;
+          windows_.Scan(px + p * in_size, [&](int64_t o, float best, int64_t) { yp[o] = Store<T>(best); });
+        }
+      });
+    });
+    return Status::Ok();
+  }
+
+ private:
+  MaxWindows windows_;
+};
+
+// MaxPoolGrad(dY, X) -> dX.
+class FastMaxPoolGradKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext& ctx) override {
+    const Tensor *dy = args.in(0), *x = args.in(1), *dx = args.out(0);
+    if (!dy || !x || !dx) return Unimplemented("MaxPoolGrad needs dY, X and dX");
+    if (!DispatchFast(x->dtype, [](auto) {}) || dy->dtype != x->dtype || dx->dtype != x->dtype || dx->dims != x->dims)
+      return Unimplemented("MaxPoolGrad: f32, f16 or bf16 of one dtype");
+    PRECIS_RETURN_IF_ERROR(windows_.Read(args, *x));
+    PRECIS_RETURN_IF_ERROR(CheckWindowOutput(args, *dy, x->dims[0], x->dims[1], windows_.window(), "dY"));
+    threads_ = std::max(ctx.threads, 1);
+    plane_bytes_ = x->dtype == DataType::kF32 ? 0 : size_t(windows_.window().InSize()) * sizeof(float);
+    return Status::Ok();
+  }
+
+  size_t ScratchBytes() const override { return plane_bytes_ * size_t(threads_); }
+
+  Status Run(const KernelArgs& args, CpuContext& ctx) override {
+    const int64_t in_size = windows_.window().InSize(), out_size = windows_.window().OutSize();
+    DispatchFast(args.in(1)->dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* pg = args.in(0)->As<T>();
+      const T* px = args.in(1)->As<T>();
+      T* pdx = args.out(0)->As<T>();
+      ParallelFor(windows_.planes(), out_size * windows_.window().KernelSize(), std::min(ctx.threads, threads_),
+                  [&](int64_t begin, int64_t end) {
+                    float* sums = nullptr;
+                    if constexpr (!std::is_same_v<T, float>)
+                      sums = reinterpret_cast<float*>(ctx.scratch + plane_bytes_ * size_t(omp_get_thread_num()));
+                    for (int64_t p = begin; p < end; ++p) {
+                      if constexpr (std::is_same_v<T, float>) sums = pdx + p * in_size;
+                      std::fill(sums, sums + in_size, 0.0f);
+                      const T* gp = pg + p * out_size;
+                      windows_.Scan(px + p * in_size, [&](int64_t o, float, int64_t at) {
+                        if (at >= 0) sums[at] += Load(gp[o]);
+                      });
+                      if constexpr (!std::is_same_v<T, float>)
+                        for (int64_t i = 0; i < in_size; ++i) pdx[p * in_size + i] = Store<T>(sums[i]);
+                    }
+                  });
+    });
+    return Status::Ok();
+  }
+
+ private:
+  MaxWindows windows_;
+  int threads_ = 1;
+  size_t plane_bytes_ = 0;
+};
+
+// ReluGrad(dY, X) -> dY where X > 0, else 0; dY and X of one fast dtype.
+class FastReluGradKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *dy = args.in(0), *x = args.in(1), *dx = args.out(0);
+    if (!dy || !x || !dx || !DispatchFast(dy->dtype, [](auto) {}) || x->dtype != dy->dtype || dx->dtype != dy->dtype)
+      return Unimplemented("ReluGrad: dY, X and dX of one dtype (f32, f16 or bf16)");
+    if (x->dims != dy->dims || dx->dims != dy->dims) return Unimplemented("ReluGrad: one shape");
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CpuContext& ctx) override {
+    DispatchFast(args.in(0)->dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* pg = args.in(0)->As<T>();
+      const T* px = args.in(1)->As<T>();
+      T* pdx = args.out(0)->As<T>();
+      ParallelFor(args.in(0)->numel, 1, ctx.threads, [&](int64_t begin, int64_t end) {
+        // dY is read unconditionally so that the select vectorizes (a conditional read does not).
+        if constexpr (std::is_same_v<T, float>) {
+          for (int64_t i = begin; i < end; ++i) {
+            float g = pg[i];
+            pdx[i] = px[i] > 0.0f ? g : 0.0f;
+          }
+        } else {
+          for (int64_t i = begin; i < end; ++i) {
+            float g = Load(pg[i]);
+            pdx[i] = Store<T>(Load(px[i]) > 0.0f ? g : 0.0f);
+          }
+        }
+      });
+    });
+    return Status::Ok();
+  }
+};
+
+// [N, C, inner...] f32 tensors walked per channel: channel c of sample n is one row of `inner`.
+struct Channels {
+  int64_t N = 0, C = 0, inner = 1;
+  int64_t count() const { return N * inner; }
+};
+
+Status ReadChannels(const Tensor& x, Channels* l) {
+  if (x.dtype != DataType::kF32 || x.rank() < 2) return Unimplemented("BatchNormalizationTraining: f32 [N, C, ...] only");
+  *l = {x.dims[0], x.dims[1], 1};
+  for (size_t d = 2; d < x.dims.size(); ++d) l->inner *= x.dims[d];
+  if (l->count() < 1) return Unimplemented("empty batch");
+  return Status::Ok();
+}
+
+bool F32Vector(const Tensor* t, int64_t c) { return t && t->dtype == DataType::kF32 && t->numel == c; }
+
+class FastBatchNormTrainingKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor* x = args.in(0);
+    if (!x || !args.out(0)) return Unimplemented("needs X and Y");
+    PRECIS_RETURN_IF_ERROR(ReadChannels(*x, &l_));
+    if (args.out(0)->dims != x->dims || args.out(0)->dtype != x->dtype) return Unimplemented("Y must have X's type and shape");
+    if (!F32Vector(args.in(1), l_.C) || !F32Vector(args.in(2), l_.C)) return Unimplemented("f32 scale and B");
+    for (size_t i = 1; i < 3; ++i)
+      if (args.out(i) && !F32Vector(args.out(i), l_.C)) return Unimplemented("f32 batch statistics");
+    eps_ = args.attrs.Float("epsilon", 1e-5f);
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CpuContext& ctx) override {
+    const float* px = args.in(0)->As<float>();
+    const float* scale = args.in(1)->As<float>();
+    const float* bias = args.in(2)->As<float>();
+    float* py = args.out(0)->As<float>();
+    float* mean_out = args.out(1) ? args.out(1)->As<float>() : nullptr;
+    float* var_out = args.out(2) ? args.out(2)->As<float>() : nullptr;
+    const int64_t C = l_.C, inner = l_.inner;
+    const double n = double(l_.count());
+    ParallelFor(C, l_.count() * 4, ctx.threads, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        double sum = 0, sq = 0;
+        for (int64_t b = 0; b < l_.N; ++b) sum += SumDouble(px + (b * C + c) * inner, inner);
+        double mean = sum / n;
+        for (int64_t b = 0; b < l_.N; ++b) sq += SquaredDeviations(px + (b * C + c) * inner, inner, mean);
+        double var = sq / n;
+        double a = double(scale[c]) / std::sqrt(var + double(eps_));
+        float af = float(a), shift = float(double(bias[c]) - mean * a);
+        for (int64_t b = 0; b < l_.N; ++b) {
+          const float* xr = px + (b * C + c) * inner;
+          float* yr = py + (b * C + c) * inner;
+          for (int64_t i = 0; i < inner; ++i) yr[i] = xr[i] * af + shift;
+        }
+        if (mean_out) mean_out[c] = float(mean);
+        if (var_out) var_out[c] = float(var);
+      }
+    });
+    return Status::Ok();
+  }
+
+ private:
+  Channels l_;
+  float eps_ = 1e-5f;
+};
+
+// With r = 1/sqrt(var + eps), M values per channel, dB = sum(dY), dscale = r * sum(dY * (X - mean)),
+// dX = scale * r / M * (M * dY - dB - (X - mean) * r * dscale) = a * dY + b * X + c.
+class FastBatchNormTrainingGradKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *dy = args.in(0), *x = args.in(1);
+    if (!dy || !x) return Unimplemented("needs dY and X");
+    PRECIS_RETURN_IF_ERROR(ReadChannels(*x, &l_));
+    if (dy->dtype != x->dtype || dy->dims != x->dims) return Unimplemented("dY must have X's type and shape");
+    for (size_t i = 2; i < 5; ++i)
+      if (!F32Vector(args.in(i), l_.C)) return Unimplemented("f32 scale, mean and var");
+    if (args.out(0) && (args.out(0)->dims != x->dims || args.out(0)->dtype != x->dtype)) return Unimplemented("dX must have X's type and shape");
+    for (size_t i = 1; i < 3; ++i)
+      if (args.out(i) && !F32Vector(args.out(i), l_.C)) return Unimplemented("f32 dscale and dB");
+    eps_ = args.attrs.Float("epsilon", 1e-5f);
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CpuContext& ctx) override {
+    const float* pg = args.in(0)->As<float>();
+    const float* px = args.in(1)->As<float>();
+    const float* scale = args.in(2)->As<float>();
+    const float* means = args.in(3)->As<float>();
+    const float* vars = args.in(4)->As<float>();
+    float* pdx = args.out(0) ? args.out(0)->As<float>() : nullptr;
+    float* dscale_out = args.out(1) ? args.out(1)->As<float>() : nullptr;
+    float* db_out = args.out(2) ? args.out(2)->As<float>() : nullptr;
+    const int64_t C = l_.C, inner = l_.inner;
+    const double m = double(l_.count());
+    ParallelFor(C, l_.count() * 5, ctx.threads, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        double mean = double(means[c]), r = 1.0 / std::sqrt(double(vars[c]) + double(eps_));
+        double db = 0, dot = 0;
+        for (int64_t b = 0; b < l_.N; ++b) {
+          db += SumDouble(pg + (b * C + c) * inner, inner);
+          dot += CenteredDot(pg + (b * C + c) * inner, px + (b * C + c) * inner, inner, mean);
+        }
+        double dscale = dot * r;
+        if (dscale_out) dscale_out[c] = float(dscale);
+        if (db_out) db_out[c] = float(db);
+        if (!pdx) continue;
+        double k = double(scale[c]) * r / m;
+        double a = k * m, bx = -k * r * dscale, c0 = -k * db + k * r * dscale * mean;
+        for (int64_t b = 0; b < l_.N; ++b) {
+          const float* gr = pg + (b * C + c) * inner;
+          const float* xr = px + (b * C + c) * inner;
+          float* dr = pdx + (b * C + c) * inner;
+          for (int64_t i = 0; i < inner; ++i) dr[i] = float(a * double(gr[i]) + bx * double(xr[i]) + c0);
+        }
+      }
+    });
+    return Status::Ok();
+  }
+
+ private:
+  Channels l_;
+  float eps_ = 1e-5f;
+};
+
+}  // namespace
+
+void AddFastTrainingKernels(KernelRegistry& r) {
+  r.RegisterFast("MaxPool", Make<FastMaxPoolKernel>);
+  r.RegisterFast("MaxPoolGrad", Make<FastMaxPoolGradKernel>);
+  r.RegisterFast("ReluGrad", Make<FastReluGradKernel>);
+  r.RegisterFast("BatchNormalizationTraining", Make<FastBatchNormTrainingKernel>);
+  r.RegisterFast("BatchNormalizationTrainingGrad", Make<FastBatchNormTrainingGradKernel>);
+}
+
+}  // namespace precis::rt::fast
