@@ -29,6 +29,7 @@ struct TensorEntry {
   Kind kind;
   size_t offset = 0;       // in the arena, the constants blob or the state region
   size_t init_offset = 0;  // State: its initial value in the constants blob
+  bool zero_init = false;  // State: starts as zeros, init_offset is the shared zero block
   bool synthetic = false;  // a stripped weight (EmitOptions::strip_weights)
 };
 
@@ -302,13 +303,28 @@ class Emitter {
 
   static size_t Align(size_t n) { return (n + plan::kConstantAlignment - 1) / plan::kConstantAlignment * plan::kConstantAlignment; }
 
+  static bool AllZero(const ir::Value* v, size_t bytes) {
+    const uint8_t* p = v->data()->buffer().data();
+    return std::all_of(p, p + bytes, [](uint8_t b) { return b == 0; });
+  }
+
   // Constants, then the initial values of state tensors, in the blob; state in its own region.
+  // State that starts as zeros (optimizer moments, counters) shares one block of zeros as large
+  // as the largest of them, so a training plan does not store its moments' zeros again.
   void PlaceConstants() {
-    size_t offset = 0, state = 0;
+    size_t offset = 0, state = 0, zeros = 0;
+    for (auto& t : tensors_)
+      if (t.kind == Kind::kState && t.bytes && AllZero(t.value, t.bytes)) zeros = std::max(zeros, t.bytes);
+    if (zeros) offset = Align(zeros);  // the zero block opens the blob (the file is zero-filled)
     for (auto& t : tensors_) {
       if (t.kind == Kind::kState) {
         t.offset = state;
         state = Align(state + t.bytes);
+        if (zeros && t.bytes && AllZero(t.value, t.bytes)) {
+          t.init_offset = 0;
+          t.zero_init = true;
+          continue;
+        }
         t.init_offset = offset;
         offset = Align(offset + t.bytes);
         continue;
@@ -457,7 +473,8 @@ StatusOr<EmittedPlan> Emitter::Write() {
   for (const auto& t : tensors_) {
     if (!t.bytes || t.synthetic) continue;
     if (t.kind == Kind::kConstant) std::memcpy(out.data() + h.const_offset + t.offset, t.value->data()->buffer().data(), t.bytes);
-    if (t.kind == Kind::kState) std::memcpy(out.data() + h.const_offset + t.init_offset, t.value->data()->buffer().data(), t.bytes);
+    if (t.kind == Kind::kState && !t.zero_init)
+      std::memcpy(out.data() + h.const_offset + t.init_offset, t.value->data()->buffer().data(), t.bytes);
   }
   h.checksum = HashBytes(out.data() + sizeof h, out.size() - sizeof h);
   std::memcpy(out.data(), &h, sizeof h);
