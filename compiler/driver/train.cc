@@ -312,7 +312,9 @@ class TrainingAssembler {
     options.precision = "fp32";
     for (const std::string& w : result_.weights) options.state.insert(w);
     for (const std::string& s : state_) options.state.insert(s);
-    if (o_.source_model) options.source_model = o_.source_model(options.state);
+    if (o_.source_model) {
+      PRECIS_ASSIGN_OR_RETURN(options.source_model, o_.source_model(options.state));
+    }
     options.training_config = TrainingConfigJson(o_);
     PRECIS_ASSIGN_OR_RETURN(result_.plan, emit::EmitPrograms(model_, programs, options));
     return std::move(result_);

@@ -43,9 +43,9 @@ struct TrainOptions {
   bool gradient_outputs = false;       // train_step also outputs each weight's gradient as "<weight>.grad"
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape
   // The source model kept in the plan for precis export: given the names of the plan's state
-  // tensors, the model's bytes (the caller may leave out the initializers' data that the state
-  // holds anyway). Unset: no source model.
-  std::function<std::vector<uint8_t>(const std::set<std::string>& state)> source_model;
+  // tensors, the model's bytes, self-contained (the caller may leave out the initializers' data
+  // that the state holds anyway; external data of the others inlined). Unset: no source model.
+  std::function<StatusOr<std::vector<uint8_t>>(const std::set<std::string>& state)> source_model;
 };
 
 // The options as one JSON object (the plan's training_config, copied into checkpoint manifests).
