@@ -10,6 +10,7 @@
 
 #include "compiler/ir/precision_reason.h"
 #include "passes/match.h"
+#include "runtime/cuda/capabilities.h"
 
 namespace precis::passes {
 namespace {
@@ -89,10 +90,10 @@ const std::set<std::string>& BinaryOps() {
 
 // Ops whose step carries layout = "NHWC" inside a region: they read X per channel (channels are
 // X's last axis there) and write Y in the same layout; other inputs (BatchNormalization's
-// per-channel vectors) are unchanged.
+// per-channel vectors) are unchanged. The CUDA capability table lists them (with Conv).
 bool ChannelOp(const Node* n) {
-  return Is(n, "MaxPool") || Is(n, "AveragePool") || Is(n, "GlobalAveragePool") || Is(n, "GlobalMaxPool") ||
-         Is(n, "BatchNormalization");
+  const auto& nhwc = rt::cuda_capabilities::kNhwcKernels;
+  return n->domain().empty() && n->op_type() != "Conv" && std::find(nhwc.begin(), nhwc.end(), n->op_type()) != nhwc.end();
 }
 
 // An elementwise node that can run on NHWC operands: one 4-D output, every non-scalar input of

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "compiler/emit/memory_planner.h"
+#include "compiler/emit/widening.h"
 #include "compiler/ops/step_attrs.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
@@ -398,7 +399,7 @@ flatbuffers::Offset<plan::Step> Emitter::WriteStep(flatbuffers::FlatBufferBuilde
   uint8_t accumulate = n.precision().accumulate == ir::DType::kUndefined ? 0 : uint8_t(ir::DTypeToOnnx(n.precision().accumulate));
   const ir::Attribute* layout = n.FindAttribute("layout");
   auto layout_name = layout && layout->kind == ir::Attribute::Kind::kString ? b.CreateString(layout->s) : 0;
-  return plan::CreateStep(b, kname, node_name, ins, outs, attrs, compute, accumulate, layout_name, s.predicate);
+  return plan::CreateStep(b, kname, node_name, ins, outs, attrs, compute, accumulate, layout_name, s.predicate, WideningOf(n).mask());
 }
 
 StatusOr<EmittedPlan> Emitter::Write() {

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "compiler/emit/widening.h"
 #include "compiler/ir/json_writer.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
@@ -210,6 +211,9 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
     ir::DType d = RunDType(*n);
     flops += f;
     if (IsLow(d)) low_flops += f;
+    Widening wd = WideningOf(*n);
+    r.widened_cpu += wd.cpu.widened;
+    r.widened_cuda += wd.cuda.widened;
     if (n->op_type() == "Cast") ++r.casts;
     else if (IsLow(d)) ++low_nodes;
     else if (d == ir::DType::kF32) ++fp32_nodes;
@@ -234,6 +238,13 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
     if (p.accumulate == ir::DType::kUndefined) w.Null();
     else w.String(ir::DTypeName(p.accumulate));
     w.Key("reason").String(p.reason).Key("evidence").String(p.evidence).Key("flops").Double(NodeFlops(*n));
+    // Where the backends run the step widened (their capability tables): one entry per backend.
+    Widening wd = WideningOf(*n);
+    w.Key("widened").BeginArray();
+    for (const auto& [backend, b] : {std::pair<const char*, const BackendWidening*>{"cpu", &wd.cpu}, {"cuda", &wd.cuda}})
+      if (b->widened)
+        w.BeginObject().Key("backend").String(backend).Key("reason").String(ir::ReasonName(b->reason)).Key("evidence").String(b->evidence).EndObject();
+    w.EndArray();
     w.EndObject();
   }
   w.EndArray();
@@ -243,6 +254,7 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
   w.Key("weight_bytes").BeginObject().Key("plan").Int(int64_t(in.weight_bytes)).Key("fp32").Int(int64_t(in.fp32_weight_bytes)).EndObject();
   w.Key("activation_bytes").BeginObject().Key("plan").Int(int64_t(in.activation_bytes)).Key("fp32").Int(int64_t(in.fp32_activation_bytes)).EndObject();
   w.Key("casts").Int(r.casts).Key("casts_inserted").Int(in.casts_inserted).Key("constants_converted").Int(in.constants_converted);
+  w.Key("widened_steps").BeginObject().Key("cpu").Int(r.widened_cpu).Key("cuda").Int(r.widened_cuda).EndObject();
   w.Key("fp32_islands").BeginArray();
   for (const Island& is : islands) {
     w.BeginObject().Key("nodes").BeginArray();
@@ -269,6 +281,7 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
   t << "  activations      " << Mib(in.activation_bytes) << " (fp32 plan " << Mib(in.fp32_activation_bytes) << ")\n";
   t << "  casts inserted   " << in.casts_inserted << ", constants converted " << in.constants_converted << "\n";
   t << "  fp32 islands     " << islands.size() << "\n";
+  t << "  widened steps    cpu " << r.widened_cpu << ", cuda " << r.widened_cuda << " (16-bit storage, FP32 kernel; report nodes' \"widened\")\n";
   for (const Island& is : islands) {
     t << "    " << is.nodes.size() << " node(s) from '" << (is.nodes.front()->name().empty() ? is.nodes.front()->op_type() : is.nodes.front()->name()) << "':";
     for (const auto& [reason, count] : is.reasons) t << " " << reason << " x" << count;

@@ -33,6 +33,7 @@ struct Report {
   double low_precision_flop_share = 0;
   int casts = 0;  // Cast nodes in the final graph
   int fp32_islands = 0;
+  int widened_cpu = 0, widened_cuda = 0;  // steps the plan marks widened per backend (widening.h)
 };
 
 Report BuildPrecisionReport(const ir::Graph& graph, const ReportInputs& inputs);

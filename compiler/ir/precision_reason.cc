@@ -8,7 +8,7 @@
 namespace precis::ir {
 namespace {
 
-constexpr std::array<std::pair<Reason, std::string_view>, 22> kReasonNames = {{
+constexpr std::array<std::pair<Reason, std::string_view>, 24> kReasonNames = {{
     {Reason::kComputeOp, "compute-op"},
     {Reason::kKeepFp32Policy, "keep-fp32-policy"},
     {Reason::kUntouchedOp, "untouched-op"},
@@ -31,12 +31,14 @@ constexpr std::array<std::pair<Reason, std::string_view>, 22> kReasonNames = {{
     {Reason::kCast, "cast"},
     {Reason::kLayout, "layout"},
     {Reason::kFusion, "fusion"},
+    {Reason::kWidenedKernel, "widened-kernel"},
+    {Reason::kWidenedMixedDtypes, "widened-mixed-dtypes"},
 }};
 
 constexpr bool TableInEnumOrder() {
   for (size_t i = 0; i < kReasonNames.size(); ++i)
     if (size_t(kReasonNames[i].first) != i) return false;
-  return size_t(Reason::kFusion) + 1 == kReasonNames.size();
+  return size_t(Reason::kWidenedMixedDtypes) + 1 == kReasonNames.size();
 }
 static_assert(TableInEnumOrder(), "kReasonNames must list every Reason once, in enum order");
 

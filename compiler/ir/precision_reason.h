@@ -34,6 +34,8 @@ enum class Reason {
   kCast,                     // a Cast the precision pass inserted at a precision boundary
   kLayout,                   // a layout change at the edge of an NHWC region
   kFusion,                   // a view the epilogue fusion inserted
+  kWidenedKernel,            // runs widened: the backend's kernel computes from FP32 operands
+  kWidenedMixedDtypes,       // runs widened: it mixes float dtypes its backend's kernel takes only alike
 };
 
 // The code's name as recorded and reported: "compute-op", "softmax-input", ...

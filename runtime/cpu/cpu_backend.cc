@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "runtime/base/aligned_buffer.h"
+#include "runtime/cpu/capabilities.h"
 #include "runtime/cpu/kernel.h"
 #include "runtime/cpu/step_adapters.h"
 #include "runtime/cpu/widen_kernel.h"
@@ -45,9 +46,9 @@ class CpuBackend final : public Backend {
     std::vector<std::unique_ptr<Kernel>> kernels;
     std::vector<std::string> labels;
   };
-  StatusOr<Chosen> ChooseKernel(KernelFactory reference, KernelFactory fast, const KernelArgs& a);
-  StatusOr<std::unique_ptr<Kernel>> MakeStepKernel(const std::string& kernel_name, const std::string& layout, const KernelArgs& a,
-                                                   std::string& label);
+  StatusOr<Chosen> ChooseKernel(KernelFactory reference, KernelFactory fast, const KernelArgs& a, bool widen);
+  StatusOr<std::unique_ptr<Kernel>> MakeStepKernel(const std::string& kernel_name, const std::string& layout, bool widen,
+                                                   const KernelArgs& a, std::string& label);
   Status PlaceTensors();
 
   SessionOptions options_;
@@ -57,14 +58,14 @@ class CpuBackend final : public Backend {
   std::vector<Program> programs_;
 };
 
-// Order of preference: the fast kernel on the step's own dtypes, the fast kernel widened to FP32
-// (steps with FP16/BF16 tensors), the reference kernel, the reference widened. A fast kernel
-// that returns Unimplemented from Init does not apply (nor does one that rejects a step with
-// 16-bit tensors: the widened form is tried next); the reference kernel's error is the one
-// reported when nothing applies. Steps whose float tensors mix FP16/BF16 with FP32 (a compute
-// op writing FP32 from FP16 operands) run widened unless a kernel accepts them as they are.
-StatusOr<Chosen> CpuBackend::ChooseKernel(KernelFactory reference, KernelFactory fast, const KernelArgs& a) {
-  bool half = WidenKernel::HasHalfTensors(a);
+// Order of preference: the fast kernel on the step's own dtypes, the fast kernel widened to FP32,
+// the reference kernel, the reference widened; the widened forms only for steps the plan marks
+// widened on the CPU (Step.widen, decided by the compiler from runtime/cpu/capabilities.h). A
+// fast kernel that returns Unimplemented from Init does not apply (nor does one that rejects a
+// marked step's 16-bit tensors: the widened form is tried next); the reference kernel's error is
+// the one reported when nothing applies, naming the missing mark for an unmarked 16-bit step.
+StatusOr<Chosen> CpuBackend::ChooseKernel(KernelFactory reference, KernelFactory fast, const KernelArgs& a, bool widen) {
+  bool has_half = WidenKernel::HasHalfTensors(a), half = widen && has_half;
   if (ctx_.reference_only) fast = nullptr;
   auto attempt = [&](KernelFactory f, bool widen) -> StatusOr<std::unique_ptr<Kernel>> {
     std::unique_ptr<Kernel> k = widen ? std::make_unique<WidenKernel>(f()) : f();
@@ -74,7 +75,7 @@ StatusOr<Chosen> CpuBackend::ChooseKernel(KernelFactory reference, KernelFactory
   if (fast) {
     auto k = attempt(fast, false);
     if (k.ok()) return std::make_pair(std::move(*k), " (fast)");
-    if (!half && k.status().code() != StatusCode::kUnimplemented) return k.status();
+    if (!has_half && k.status().code() != StatusCode::kUnimplemented) return k.status();
     if (half) {
       auto w = attempt(fast, true);
       if (w.ok()) return std::make_pair(std::move(*w), " (fast, widened)");
@@ -86,24 +87,27 @@ StatusOr<Chosen> CpuBackend::ChooseKernel(KernelFactory reference, KernelFactory
     auto w = attempt(reference, true);
     if (w.ok()) return std::make_pair(std::move(*w), " (widened)");
   }
+  if (!widen && has_half)
+    return k.status().WithContext("the CPU kernels do not take this step's 16-bit dtypes as they are, and the plan does not mark it widened "
+                                  "(compiled with another capability table: recompile the model)");
   return k.status();
 }
 
 // Steps of GPU plans: NHWC convolutions, pools and BatchNormalization, and fused activations,
 // run through adapters around the ordinary kernels (step_adapters.h).
-StatusOr<std::unique_ptr<Kernel>> CpuBackend::MakeStepKernel(const std::string& kernel_name, const std::string& layout,
+StatusOr<std::unique_ptr<Kernel>> CpuBackend::MakeStepKernel(const std::string& kernel_name, const std::string& layout, bool widen,
                                                               const KernelArgs& a, std::string& label) {
   const auto& registry = KernelRegistry::Cpu();
   KernelFactory factory = registry.Find(kernel_name);
   if (!factory) return Unimplemented(a.node + ": the CPU backend has no kernel '" + kernel_name + "'");
   KernelFactory fast = registry.FindFast(kernel_name);
-  static const char* const kNhwcKernels[] = {"AveragePool", "BatchNormalization", "Conv", "GlobalAveragePool", "GlobalMaxPool", "MaxPool"};
-  bool nhwc_kernel = std::find(std::begin(kNhwcKernels), std::end(kNhwcKernels), kernel_name) != std::end(kNhwcKernels);
+  const auto& nhwc = cpu_capabilities::kNhwcKernels;
+  bool nhwc_kernel = std::find(nhwc.begin(), nhwc.end(), kernel_name) != nhwc.end();
   std::unique_ptr<Kernel> kernel;
   std::string variant;
   if (layout == "NHWC" && nhwc_kernel) {
-    auto choose = [&, factory, fast](const KernelArgs& inner) -> StatusOr<std::unique_ptr<Kernel>> {
-      PRECIS_ASSIGN_OR_RETURN(Chosen chosen, ChooseKernel(factory, fast, inner));
+    auto choose = [&, factory, fast, widen](const KernelArgs& inner) -> StatusOr<std::unique_ptr<Kernel>> {
+      PRECIS_ASSIGN_OR_RETURN(Chosen chosen, ChooseKernel(factory, fast, inner, widen));
       variant = std::string(" (NHWC)") + chosen.second;
       return std::move(chosen.first);
     };
@@ -112,7 +116,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::MakeStepKernel(const std::string& 
   } else if (!layout.empty() && layout != "NCHW") {
     return Unimplemented(a.node + ": layout '" + layout + "' (the CPU backend runs NCHW, and NHWC for Conv, pools and BatchNormalization)");
   } else {
-    PRECIS_ASSIGN_OR_RETURN(Chosen chosen, ChooseKernel(factory, fast, a));
+    PRECIS_ASSIGN_OR_RETURN(Chosen chosen, ChooseKernel(factory, fast, a, widen));
     kernel = std::move(chosen.first);
     variant = chosen.second;
   }
@@ -152,7 +156,7 @@ Status CpuBackend::Prepare(LoadedPlan& plan) {
     Program& out = programs_.emplace_back();
     for (size_t i = 0; i < p.steps.size(); ++i) {
       std::string label;
-      PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, MakeStepKernel(p.kernels[i], p.layouts[i], p.steps[i], label));
+      PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, MakeStepKernel(p.kernels[i], p.layouts[i], (p.widen[i] & 1) != 0, p.steps[i], label));
       scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
       out.kernels.push_back(std::move(k));
       out.labels.push_back(std::move(label));

@@ -200,13 +200,18 @@ Status CudaBackendImpl::PrepareProgram(const ProgramSteps& steps, Program& out, 
     std::unique_ptr<cuda::Kernel> k = factory();
     ctx_.error = static_cast<int*>(out.errors.get()) + i;
     Status s = k->Init(h, ctx_);
-    if (!s.ok() && s.code() == StatusCode::kUnimplemented && cuda::WidenKernel::HasHalfTensors(h)) {
+    // The widened form only for steps the plan marks widened on CUDA (Step.widen bit 1, decided
+    // by the compiler from runtime/cuda/capabilities.h).
+    bool widen = (steps.widen[i] & 2) != 0;
+    if (!s.ok() && s.code() == StatusCode::kUnimplemented && widen && cuda::WidenKernel::HasHalfTensors(h)) {
       auto w = std::make_unique<cuda::WidenKernel>(factory());
       if (w->Init(h, ctx_).ok()) {
         k = std::move(w);
         s = Status::Ok();
       }
     }
+    if (!s.ok() && !widen && cuda::WidenKernel::HasHalfTensors(h))
+      s = s.WithContext("the CUDA kernel does not take this step's 16-bit dtypes as they are, and the plan does not mark it widened");
     PRECIS_RETURN_IF_ERROR(s);
     scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
     workspace_bytes = std::max(workspace_bytes, k->WorkspaceBytes());

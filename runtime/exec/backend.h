@@ -30,6 +30,7 @@ struct ProgramSteps {
   std::vector<std::string> kernels;        // each step's kernel name
   std::vector<std::string> layouts;        // each step's layout ("" or "NCHW": the default)
   std::vector<const Tensor*> predicates;   // each step's predicate (a bool scalar) or nullptr
+  std::vector<uint8_t> widen;              // each step's Step.widen bits (bit 0 CPU, bit 1 CUDA)
   std::vector<int> inputs, outputs;        // tensor ids
 };
 

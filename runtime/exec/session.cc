@@ -159,6 +159,7 @@ Status Session::Impl::LoadPrograms() {
       prog.kernels.push_back(s->kernel() ? s->kernel()->str() : "");
       prog.layouts.push_back(s->layout() ? s->layout()->str() : "");
       prog.predicates.push_back(predicate);
+      prog.widen.push_back(s->widen());
       prog.steps.push_back(std::move(a));
     }
     ProgramIo& pio = io.emplace_back();

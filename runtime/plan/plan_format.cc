@@ -16,7 +16,8 @@ StatusOr<PlanView> ValidatePlan(const uint8_t* data, size_t size) {
     return Unimplemented("plan format version " + std::to_string(h.version) + " is newer than this runtime's (" +
                          std::to_string(kFormatVersion) + "): recompile the model or update the runtime");
   // Version 1 had no programs or state; version 2 steps carried the ONNX opset instead of kernel-form
-  // attributes (step_attrs.h), which kernels no longer read.
+  // attributes (step_attrs.h), which kernels no longer read; version 3 steps had no widen marks
+  // (backends widened 16-bit steps at load).
   if (h.version >= 1 && h.version < kFormatVersion)
     return Unimplemented("plan format version " + std::to_string(h.version) + " is no longer supported (this runtime reads version " +
                          std::to_string(kFormatVersion) + "): recompile the model with this release's precis compile");

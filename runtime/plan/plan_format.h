@@ -15,7 +15,9 @@ namespace precis::plan {
 inline constexpr char kMagic[8] = {'P', 'R', 'E', 'C', 'I', 'S', 'P', 'L'};
 // 2: programs, State tensors, per-step dtypes/layout/predicate, modules (plan.fbs). Version 1
 // plans are refused with a request to recompile.
-inline constexpr uint32_t kFormatVersion = 3;
+// 4: Step.widen (the steps each backend runs widened, decided at compile time); older plans are
+// refused with a request to recompile.
+inline constexpr uint32_t kFormatVersion = 4;
 inline constexpr size_t kConstantAlignment = 64;
 
 struct FileHeader {

@@ -78,6 +78,26 @@ def check_report(report, low):
                 problems.append(f"cast chain: '{p['name']}' -> '{name}'")
             if src["dtype"] not in ("f32", "f16", "bf16", "f64") or n["outputs"][0]["dtype"] not in ("f32", "f16", "bf16", "f64"):
                 problems.append(f"Cast '{name}' touches a non-float tensor")
+    # Widening (the compiler's capability-table decision, reported per node): every 16-bit node of
+    # the oneDNN-backed ops runs widened on the CPU for its kernel; every other node mixing float
+    # dtypes among its first input and outputs (conversions aside) runs widened for that; nodes
+    # without 16-bit tensors never do; the summary counts the nodes.
+    cpu_widened = 0
+    for n in nodes:
+        op, name = n["op"], n["name"] or n["op"]
+        floats = [t["dtype"] for t in n["inputs"][:1] + n["outputs"] if t["dtype"] in ("f32", "f16", "bf16", "f64")]
+        every = [t["dtype"] for t in n["inputs"] + n["outputs"]]
+        half = any(d in ("f16", "bf16") for d in every)
+        cpu = [w for w in n.get("widened", []) if w["backend"] == "cpu"]
+        cpu_widened += bool(cpu)
+        if not half and n.get("widened"):
+            problems.append(f"{op} '{name}' is marked widened without 16-bit tensors")
+        elif half and op in ("Conv", "ConvTranspose", "MatMul", "Gemm") and [w["reason"] for w in cpu] != ["widened-kernel"]:
+            problems.append(f"{op} '{name}' has 16-bit tensors but is not marked widened-kernel on the CPU: {n.get('widened')}")
+        elif half and op not in ("Cast", "CastLike") and len(set(floats)) > 1 and not cpu:
+            problems.append(f"{op} '{name}' mixes {sorted(set(floats))} but is not marked widened on the CPU")
+    if report["summary"]["widened_steps"]["cpu"] != cpu_widened:
+        problems.append(f"summary counts {report['summary']['widened_steps']['cpu']} CPU-widened steps, the nodes {cpu_widened}")
     if report["summary"]["low_precision_flop_share"] < 0.5:
         problems.append(f"only {report['summary']['low_precision_flop_share']:.0%} of FLOPs run in {low}")
     return problems

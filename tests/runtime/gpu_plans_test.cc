@@ -10,6 +10,8 @@
 //   - the same model compiled without the rewrite (`layout = nchw`, no epilogue fusion): NHWC
 //     regions only move bytes and a fused Relu is applied to the stored output as the separate
 //     Relu did, so those pairs must agree bit for bit.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -20,8 +22,12 @@
 #include "compiler/driver/compile.h"
 #include "precis/session.h"
 #include "runtime/base/half.h"
+#include "runtime/cpu/capabilities.h"
 #include "runtime/cpu/step_adapters.h"
+#include "runtime/cuda/capabilities.h"
+#include "runtime/plan/plan_format.h"
 #include "tests/runtime/kernel_test_util.h"
+#include "tests/runtime/plan_test_util.h"
 
 namespace precis {
 namespace {
@@ -341,6 +347,54 @@ TEST(GpuPlans, MixedDtypeStepsRunWidenedOnReferenceKernels) {
     // FP32 output computed from FP16 operands: only float accumulation and exp remain.
     EXPECT_LE(NormalizedError(out.output, want), 1e-5);
   }
+}
+
+// The compiler marks where each backend runs a step widened (Step.widen, from the capability
+// tables); the CPU backend widens only marked steps. The FP16 Gemm writing FP32 for the Softmax:
+// widened on the CPU (oneDNN's matmul takes FP32 operands), not on CUDA (cuBLASLt writes FP32
+// from FP16 operands); the Softmax runs on FP32 as it is. With the Gemm's mark cleared, the plan
+// is refused at load with a message naming the missing mark (nothing is widened silently).
+TEST(GpuPlans, OnlyMarkedStepsRunWidened) {
+  std::vector<double> w = RandomValues(8 * 6, 31, 0.5), bias = RandomValues(6, 32);
+  std::string text = std::string(kHeader) + "graph \"mixed\" {\n  input %x: f32[4,8]\n  const %w: f32[6,8] = " + Values(w) +
+                     "\n  const %b: f32[6] = " + Values(bias) +
+                     "\n  %h = Gemm(%x, %w, %b) {transB = 1} name \"gemm\"\n  %y = Softmax(%h) {axis = 1} name \"softmax\"\n  output %y\n}\n";
+  Compiled out = CompileAndRun(text, "fp16", "cpu", {4, 8}, RandomValues(32, 33));
+  std::vector<uint8_t> bytes = out.result.plan.bytes;
+  auto view = plan::ValidatePlan(bytes.data(), bytes.size());
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  const plan::Step* gemm = nullptr;
+  for (const plan::Step* st : *view->meta->programs()->Get(0)->steps()) {
+    if (st->kernel()->str() == "Gemm") gemm = st;
+    if (st->kernel()->str() == "Softmax") {
+      EXPECT_EQ(st->widen(), 0) << "Softmax on FP32 is not widened";
+    }
+  }
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_EQ(gemm->widen(), 1) << "Gemm: widened on the CPU only";
+  // The report names the decision, its backend and its reason code.
+  std::string json;  // the report without whitespace
+  for (char ch : out.result.report.json)
+    if (!std::isspace(static_cast<unsigned char>(ch))) json += ch;
+  EXPECT_NE(json.find("\"name\":\"gemm\""), std::string::npos);
+  EXPECT_NE(json.find("\"widened\":[{\"backend\":\"cpu\",\"reason\":\"widened-kernel\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"widened_steps\":{\"cpu\":1,\"cuda\":0}"), std::string::npos) << json;
+  // Clear the mark in the file (the field is stored: it is not the default 0) and reseal.
+  const uint8_t* field = reinterpret_cast<const flatbuffers::Table*>(gemm)->GetAddressOf(plan::Step::VT_WIDEN);
+  ASSERT_NE(field, nullptr);
+  bytes[size_t(field - bytes.data())] = 0;
+  testing::Reseal(bytes);
+  auto s = Session::FromBuffer(bytes.data(), bytes.size());
+  ASSERT_FALSE(s.ok()) << "an unmarked FP16 Gemm writing FP32 must not be widened at load";
+  EXPECT_NE(s.status().message().find("does not mark it widened"), std::string::npos) << s.status().ToString();
+}
+
+// GPU plans run on the CPU too: every kernel CUDA takes NHWC steps for, the CPU does.
+TEST(GpuPlans, CpuTakesEveryNhwcKernelCudaDoes) {
+  for (std::string_view k : rt::cuda_capabilities::kNhwcKernels)
+    EXPECT_NE(std::find(rt::cpu_capabilities::kNhwcKernels.begin(), rt::cpu_capabilities::kNhwcKernels.end(), k),
+              rt::cpu_capabilities::kNhwcKernels.end())
+        << k;
 }
 
 // ---- adapter errors --------------------------------------------------------------------------

@@ -300,11 +300,11 @@ TEST(PlanPrograms, CApiRunsProgramsAndState) {
 
 // Versions 1 (one step list, no state) and 2 (steps with the ONNX opset, not kernel form).
 TEST(PlanPrograms, OlderFormatsAskForARecompile) {
-  for (uint32_t version : {1u, 2u}) {
+  for (uint32_t version : {1u, 2u, 3u}) {
     Emitted e = EmitTwoPrograms();
     plan::FileHeader h;
     std::memcpy(&h, e.bytes.data(), sizeof h);
-    EXPECT_EQ(h.version, 3u);
+    EXPECT_EQ(h.version, 4u);
     h.version = version;
     std::memcpy(e.bytes.data(), &h, sizeof h);
     Reseal(e.bytes);
