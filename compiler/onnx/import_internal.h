@@ -15,6 +15,9 @@ namespace precis::onnx {
 
 struct ImportOptions;
 
+// The folder external data of the model file at `path` is resolved in ("." for a bare name).
+std::string ModelFolder(const std::string& path);
+
 // State shared by one import: where external data lives and the files mapped so far.
 class ImportContext {
  public:

@@ -390,9 +390,7 @@ StatusOr<std::unique_ptr<ir::Model>> ImportModelFile(const std::string& path, co
   ::close(fd);
   if (!parsed)
     return InvalidArgument("'" + path + "' is not a valid ONNX model: the protobuf does not parse (corrupt or truncated)");
-  std::string base_dir = fs::path(path).parent_path().string();
-  if (base_dir.empty()) base_dir = ".";
-  auto model = ImportParsed(mp, base_dir, options);
+  auto model = ImportParsed(mp, ModelFolder(path), options);
   if (!model.ok()) return model.status().WithContext(path);
   return model;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "compiler/onnx/external_data.h"
 #include "compiler/onnx/import_internal.h"
 #include "compiler/onnx/importer.h"
 
@@ -217,6 +218,20 @@ StatusOr<ir::Tensor> DensifySparse(::onnx::SparseTensorProto& p, ImportContext& 
     std::memcpy(dense.data() + flat * esize, values.buffer().data() + k * esize, size_t(esize));
   }
   return ir::Tensor(values.dtype(), std::move(dims), ir::Buffer::Own(std::move(dense)));
+}
+
+std::string ModelFolder(const std::string& path) {
+  std::string dir = fs::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+StatusOr<std::string> ReadExternalData(const ::onnx::TensorProto& proto, const std::string& model_path) {
+  if (proto.data_location() != ::onnx::TensorProto::EXTERNAL) return InvalidArgument("tensor '" + proto.name() + "' has no external data");
+  ImportOptions options;
+  ImportContext ctx(ModelFolder(model_path), options);
+  ::onnx::TensorProto copy = proto;  // ImportTensor may take data out of its argument
+  PRECIS_ASSIGN_OR_RETURN(ir::Tensor t, ImportTensor(copy, ctx, "initializer '" + proto.name() + "'"));
+  return std::string(reinterpret_cast<const char*>(t.buffer().data()), size_t(t.ByteSize()));
 }
 
 }  // namespace precis::onnx

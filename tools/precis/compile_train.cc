@@ -2,7 +2,6 @@
 // an ONNX forward model (compiler/driver/train.h), with a summary of what it trains.
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -11,6 +10,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "compiler/driver/train.h"
+#include "compiler/onnx/external_data.h"
 #include "compiler/onnx/importer.h"
 #include "tools/precis/commands.h"
 #include "tools/precis/options.h"
@@ -36,32 +36,6 @@ bool ParseNumber(const std::string& text, double* out) {
   return !text.empty() && end && *end == 0;
 }
 
-// The data of an initializer stored outside the model file (location relative to the model's
-// folder, optional offset and length), read to be inlined. The importer has already resolved and
-// checked the location (inside the model's folder) when this runs.
-StatusOr<std::string> ReadExternal(const std::string& model_path, const ::onnx::TensorProto& t) {
-  std::string location;
-  long long offset = 0, length = -1;
-  for (const auto& kv : t.external_data()) {
-    if (kv.key() == "location") location = kv.value();
-    if (kv.key() == "offset") offset = std::atoll(kv.value().c_str());
-    if (kv.key() == "length") length = std::atoll(kv.value().c_str());
-  }
-  std::string path = (std::filesystem::path(model_path).parent_path() / location).string();
-  std::ifstream f(path, std::ios::binary);
-  if (location.empty() || !f) return NotFound("initializer '" + t.name() + "': cannot read its external data '" + location + "'");
-  f.seekg(0, std::ios::end);
-  long long size = f.tellg();
-  if (length < 0) length = size - offset;
-  if (offset < 0 || length < 0 || offset + length > size)
-    return InvalidArgument("initializer '" + t.name() + "': external data range lies outside '" + location + "'");
-  std::string data(size_t(length), '\0');
-  f.seekg(offset);
-  f.read(data.data(), std::streamsize(length));
-  if (!f) return Internal("initializer '" + t.name() + "': reading its external data '" + location + "' failed");
-  return data;
-}
-
 // The model file for the plan's source_model, self-contained: the data of the initializers that
 // become state left out (precis export writes them back from the state, so the trained weights
 // are not stored twice) and the external data of the others inlined (an exported model must not
@@ -81,7 +55,7 @@ StatusOr<std::vector<uint8_t>> SourceModelWithoutState(const std::string& model_
         t.clear_external_data();
         t.clear_data_location();
       } else if (t.data_location() == ::onnx::TensorProto::EXTERNAL) {
-        PRECIS_ASSIGN_OR_RETURN(std::string data, ReadExternal(model_path, t));
+        PRECIS_ASSIGN_OR_RETURN(std::string data, onnx::ReadExternalData(t, model_path));
         t.set_raw_data(std::move(data));
         t.clear_external_data();
         t.clear_data_location();
