@@ -206,12 +206,13 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
   Report r;
   double flops = 0, low_flops = 0;
   int low_nodes = 0, fp32_nodes = 0;
+  std::vector<Widening> widening;  // per node, in order
   for (const auto& n : g.nodes()) {
     double f = NodeFlops(*n);
     ir::DType d = RunDType(*n);
     flops += f;
     if (IsLow(d)) low_flops += f;
-    Widening wd = WideningOf(*n);
+    const Widening& wd = widening.emplace_back(WideningOf(*n));
     r.widened_cpu += wd.cpu.widened;
     r.widened_cuda += wd.cuda.widened;
     if (n->op_type() == "Cast") ++r.casts;
@@ -225,6 +226,7 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
   ir::JsonWriter w;
   w.BeginObject().Key("precision").String(in.precision).Key("model").String(in.model);
   w.Key("nodes").BeginArray();
+  size_t node_index = 0;
   for (const auto& n : g.nodes()) {
     const ir::PrecisionRecord& p = n->precision();
     ir::DType d = RunDType(*n);
@@ -239,7 +241,7 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
     else w.String(ir::DTypeName(p.accumulate));
     w.Key("reason").String(p.reason).Key("evidence").String(p.evidence).Key("flops").Double(NodeFlops(*n));
     // Where the backends run the step widened (their capability tables): one entry per backend.
-    Widening wd = WideningOf(*n);
+    const Widening& wd = widening[node_index++];
     w.Key("widened").BeginArray();
     for (const auto& [backend, b] : {std::pair<const char*, const BackendWidening*>{"cpu", &wd.cpu}, {"cuda", &wd.cuda}})
       if (b->widened)

@@ -38,9 +38,9 @@ class MaxWindows {
     PRECIS_RETURN_IF_ERROR(ReadWindow(args, in, args.attrs.Ints("kernel_shape"), true, &win_));
     for (int d = 0; d < 3; ++d) ranges_[d] = WindowRanges(win_, d);
     planes_ = x.dims[0] * x.dims[1];
+    int32_positions_ = win_.InSize() < (int64_t(1) << 31);
     // [full_begin_, full_end_): the W outputs whose whole window lies inside the input (the
     // ranges are monotonic: padding only at the two ends).
-    int32_positions_ = win_.InSize() < (int64_t(1) << 31);
     full_begin_ = full_end_ = 0;
     for (size_t o = 0; o < ranges_[2].size(); ++o) {
       bool full = ranges_[2][o].lo == 0 && ranges_[2][o].hi == win_.kernel[2];
@@ -53,11 +53,11 @@ class MaxWindows {
   int64_t planes() const { return planes_; }
 
   // Calls emit(output index, maximum, its position in the plane or -1) for every window of one
-  // plane, in output order. Windows whose W range lies inside the input go kGroup at a time:
-  // independent maxima interleave, where one window's compare-and-select chain would stall.
+  // plane, in output order. On x86, f32 windows whose W range lies inside the input go kGroup at
+  // a time through SSE2 selects (GroupSse2); the others one at a time.
   template <typename T, typename Emit>
   void Scan(const T* xp, Emit&& emit) const {
-    const int64_t IH = win_.in[1], IW = win_.in[2], KW = win_.kernel[2], SW = win_.stride[2];
+    const int64_t IH = win_.in[1], IW = win_.in[2];
     const int64_t dd = win_.dilation[0], dh = win_.dilation[1], dw = win_.dilation[2];
     int64_t out_i = 0;
     for (const WindowRange& rd : ranges_[0])
@@ -70,39 +70,20 @@ class MaxWindows {
             ++ow;
             continue;
           }
-          if (ow >= full_begin_ && ow + kGroup <= full_end_) {
-            // best starts as NaN at the first position: a number replaces it, a NaN does not, so
-            // an all-NaN window keeps its first position as the reference does.
-            float best[kGroup];
-            int64_t best_i[kGroup];
-            int64_t first = ((rd.start + rd.lo * dd) * IH + rh.start + rh.lo * dh) * IW + rw.start;
 #if defined(__x86_64__)
-            if constexpr (std::is_same_v<T, float>) {
-              if (int32_positions_) {
-                GroupSse2(xp, rd, rh, rw.start, first, best, best_i);
-                for (int j = 0; j < kGroup; ++j) emit(out_i++, best[j], best_i[j]);
-                ow += kGroup;
-                continue;
-              }
+          if constexpr (std::is_same_v<T, float>) {
+            if (int32_positions_ && ow >= full_begin_ && ow + kGroup <= full_end_) {
+              float best[kGroup];
+              int64_t best_i[kGroup];
+              GroupSse2(xp, rd, rh, rw.start, best, best_i);
+              for (int j = 0; j < kGroup; ++j) emit(out_i++, best[j], best_i[j]);
+              ow += kGroup;
+              continue;
             }
-#endif
-            for (int j = 0; j < kGroup; ++j) best[j] = std::numeric_limits<float>::quiet_NaN(), best_i[j] = first + j * SW;
-            for (int64_t kd = rd.lo; kd < rd.hi; ++kd)
-              for (int64_t kh = rh.lo; kh < rh.hi; ++kh) {
-                int64_t base = ((rd.start + kd * dd) * IH + rh.start + kh * dh) * IW + rw.start;
-                for (int64_t kw = 0; kw < KW; ++kw)
-                  for (int j = 0; j < kGroup; ++j) {
-                    int64_t at = base + j * SW + kw * dw;
-                    float v = Load(xp[at]);
-                    bool take = (v > best[j]) | ((best[j] != best[j]) & (v == v));
-                    best[j] = take ? v : best[j];
-                    best_i[j] = take ? at : best_i[j];
-                  }
-              }
-            for (int j = 0; j < kGroup; ++j) emit(out_i++, best[j], best_i[j]);
-            ow += kGroup;
-            continue;
           }
+#endif
+          // best starts as NaN at the first position: a number replaces it, a NaN does not, so
+          // an all-NaN window keeps its first position as the reference does.
           float best = std::numeric_limits<float>::quiet_NaN();
           int64_t best_i = ((rd.start + rd.lo * dd) * IH + rh.start + rh.lo * dh) * IW + rw.start + rw.lo * dw;
           for (int64_t kd = rd.lo; kd < rd.hi; ++kd)
@@ -126,11 +107,11 @@ class MaxWindows {
 #if defined(__x86_64__)
   // The kGroup windows at W start `w_start` in two SSE2 vectors of 4 (compilers turn the scalar
   // selects into branches, which mispredict on random data); positions as int32.
-  void GroupSse2(const float* xp, const WindowRange& rd, const WindowRange& rh, int64_t w_start, int64_t first, float* best,
-                 int64_t* best_i) const {
+  void GroupSse2(const float* xp, const WindowRange& rd, const WindowRange& rh, int64_t w_start, float* best, int64_t* best_i) const {
     const int64_t IH = win_.in[1], IW = win_.in[2], KW = win_.kernel[2], S = win_.stride[2];
     const int64_t dd = win_.dilation[0], dh = win_.dilation[1], dw = win_.dilation[2];
     const int s = int(S);
+    int64_t first = ((rd.start + rd.lo * dd) * IH + rh.start + rh.lo * dh) * IW + w_start;  // NaN's start position
     __m128 b0 = _mm_set1_ps(std::numeric_limits<float>::quiet_NaN()), b1 = b0;
     const __m128i lanes = _mm_setr_epi32(0, s, 2 * s, 3 * s), step4 = _mm_set1_epi32(4 * s);
     __m128i i0 = _mm_add_epi32(_mm_set1_epi32(int32_t(first)), lanes), i1 = _mm_add_epi32(i0, step4);
