@@ -10,7 +10,6 @@
 
 #include "compiler/ir/precision_reason.h"
 #include "passes/match.h"
-#include "runtime/cuda/capabilities.h"
 
 namespace precis::passes {
 namespace {
@@ -90,10 +89,10 @@ const std::set<std::string>& BinaryOps() {
 
 // Ops whose step carries layout = "NHWC" inside a region: they read X per channel (channels are
 // X's last axis there) and write Y in the same layout; other inputs (BatchNormalization's
-// per-channel vectors) are unchanged. The CUDA capability table lists them (with Conv).
+// per-channel vectors) are unchanged.
 bool ChannelOp(const Node* n) {
-  const auto& nhwc = rt::cuda_capabilities::kNhwcKernels;
-  return n->domain().empty() && n->op_type() != "Conv" && std::find(nhwc.begin(), nhwc.end(), n->op_type()) != nhwc.end();
+  const std::vector<std::string>& ops = NhwcOps();
+  return n->domain().empty() && n->op_type() != "Conv" && std::find(ops.begin(), ops.end(), n->op_type()) != ops.end();
 }
 
 // An elementwise node that can run on NHWC operands: one 4-D output, every non-scalar input of
@@ -198,6 +197,11 @@ ir::Tensor TransposedWeight(const ir::Tensor& w, std::vector<int64_t> dims = {})
 }
 
 }  // namespace
+
+const std::vector<std::string>& NhwcOps() {
+  static const std::vector<std::string> ops = {"AveragePool", "BatchNormalization", "Conv", "GlobalAveragePool", "GlobalMaxPool", "MaxPool"};
+  return ops;
+}
 
 LayoutStats ChooseLayout(ir::Graph& g) {
   LayoutStats stats;

@@ -21,6 +21,9 @@
 // FP16/BF16 (FP32 convolutions stay NCHW: no tensor cores without TF32, which FP32 plans refuse).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "compiler/ir/graph.h"
 
 namespace precis::passes {
@@ -34,5 +37,10 @@ struct LayoutStats {
 };
 
 LayoutStats ChooseLayout(ir::Graph& graph);
+
+// The ops this pass may give layout = "NHWC": the kernels the CUDA backend takes NHWC steps for
+// (runtime/cuda/capabilities.h kNhwcKernels, which this layer may not include; a test keeps the
+// two lists equal).
+const std::vector<std::string>& NhwcOps();
 
 }  // namespace precis::passes

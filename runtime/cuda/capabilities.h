@@ -13,7 +13,6 @@
 // This table is read from the kernels' refusals and has not yet been checked on a GPU.
 #pragma once
 
-#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -23,8 +22,8 @@ inline constexpr auto kHalfToFp32Kernels = std::to_array<std::string_view>({"Gem
 inline constexpr auto kMixedFloatKernels = std::to_array<std::string_view>({"Cast", "CastLike"});
 
 // Layouts: the kernels that also take channels-last steps (layout = "NHWC"): cuDNN's
-// convolutions, the pools and BatchNormalization. The compiler's layout pass
-// (passes/choose_layout.cc) puts only these ops in NHWC regions.
+// convolutions, the pools and BatchNormalization. The compiler's layout pass puts exactly these
+// ops in NHWC regions (passes::NhwcOps, kept equal to this list by GpuPlans.NhwcListsAgree).
 inline constexpr auto kNhwcKernels =
     std::to_array<std::string_view>({"AveragePool", "BatchNormalization", "Conv", "GlobalAveragePool", "GlobalMaxPool", "MaxPool"});
 

@@ -20,6 +20,7 @@
 
 #include "compiler/ir/text.h"
 #include "compiler/driver/compile.h"
+#include "passes/choose_layout.h"
 #include "precis/session.h"
 #include "runtime/base/half.h"
 #include "runtime/cpu/capabilities.h"
@@ -389,12 +390,18 @@ TEST(GpuPlans, OnlyMarkedStepsRunWidened) {
   EXPECT_NE(s.status().message().find("does not mark it widened"), std::string::npos) << s.status().ToString();
 }
 
-// GPU plans run on the CPU too: every kernel CUDA takes NHWC steps for, the CPU does.
-TEST(GpuPlans, CpuTakesEveryNhwcKernelCudaDoes) {
+// GPU plans run on the CPU too: every kernel CUDA takes NHWC steps for, the CPU does; and the
+// layout pass puts exactly the CUDA table's NHWC kernels in NHWC regions.
+TEST(GpuPlans, NhwcListsAgree) {
   for (std::string_view k : rt::cuda_capabilities::kNhwcKernels)
     EXPECT_NE(std::find(rt::cpu_capabilities::kNhwcKernels.begin(), rt::cpu_capabilities::kNhwcKernels.end(), k),
               rt::cpu_capabilities::kNhwcKernels.end())
         << k;
+  std::vector<std::string> cuda(rt::cuda_capabilities::kNhwcKernels.begin(), rt::cuda_capabilities::kNhwcKernels.end());
+  std::vector<std::string> pass = passes::NhwcOps();
+  std::sort(cuda.begin(), cuda.end());
+  std::sort(pass.begin(), pass.end());
+  EXPECT_EQ(pass, cuda);
 }
 
 // ---- adapter errors --------------------------------------------------------------------------
