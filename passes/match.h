@@ -115,6 +115,13 @@ inline ir::Attribute IntAttr(const std::string& name, int64_t value) {
   a.i = value;
   return a;
 }
+inline ir::Attribute FloatAttr(const std::string& name, float value) {
+  ir::Attribute a;
+  a.name = name;
+  a.kind = ir::Attribute::Kind::kFloat;
+  a.f = value;
+  return a;
+}
 
 // A new int64 constant holding `dims`: the shape input of a Reshape the rewrite inserts.
 inline ir::Value* ShapeConstant(ir::Graph& g, const std::string& base, const std::vector<int64_t>& dims) {

@@ -9,9 +9,13 @@
 
 #include "compiler/ir/dtype.h"
 #include "compiler/ops/gradient.h"
+#include "passes/match.h"
 
 namespace precis::driver {
 namespace {
+
+using passes::match::FloatAttr;
+using passes::match::IntAttr;
 
 std::string FreshName(const ir::Graph& g, const std::string& base) {
   std::string name = base;
@@ -50,22 +54,6 @@ std::vector<ir::Attribute> Attrs(ir::Attribute a, std::optional<ir::Attribute> b
   out.push_back(std::move(a));
   if (b) out.push_back(std::move(*b));
   return out;
-}
-
-ir::Attribute FloatAttr(const std::string& name, float v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kFloat;
-  a.f = v;
-  return a;
-}
-
-ir::Attribute IntAttr(const std::string& name, int64_t v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kInt;
-  a.i = v;
-  return a;
 }
 
 // The value of a float scalar known before shape inference: an initializer or a Constant node.
