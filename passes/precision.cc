@@ -24,7 +24,7 @@ enum class Run { kUndecided, kLow, kF32 };
 
 struct NodeState {
   PrecisionClass cls = PrecisionClass::kUntouched;
-  int low_inputs = -1;
+  int low_inputs = -1, low_outputs = -1;
   Run run = Run::kUndecided;
   bool out_f32 = false;   // a low compute node that writes FP32 directly
   bool has_fp32 = false;  // the node reads or writes an FP32 tensor
@@ -72,6 +72,8 @@ class Painter {
   NodeState& S(const ir::Node* n) { return state_[n]; }
 
   bool InputTakesLow(const NodeState& s, size_t i) const { return s.low_inputs < 0 || int(i) < s.low_inputs; }
+  // Outputs past the op's low_outputs keep their FP32 type whatever the node runs in.
+  bool OutputTakesLow(const NodeState& s, size_t i) const { return s.low_outputs < 0 || int(i) < s.low_outputs; }
 
   bool KeepOriginal(const ir::Value* v) const {
     if (o_.keep_io_types && graph_outputs_.count(v)) return true;
@@ -91,11 +93,13 @@ class Painter {
   // A consumer that must read FP32: a keep-fp32 op by policy, or a subgraph.
   bool StrictUse(const ir::Use& u) {
     if (u.node->owner() != &g_) return true;
+    if (o_.read_low.count(u.node)) return false;
     const NodeState& c = S(u.node);
     return c.cls == PrecisionClass::kKeepFp32 && c.run == Run::kF32 && InputTakesLow(c, size_t(u.input_index));
   }
   bool NeedsF32(const ir::Use& u) {
     if (u.node->owner() != &g_) return true;
+    if (o_.read_low.count(u.node)) return false;
     return S(u.node).run == Run::kF32;
   }
 
@@ -140,6 +144,7 @@ Status Painter::Classify() {
     for (const auto& a : n->attributes()) subgraph |= !a.graphs.empty();
     s.cls = def && !subgraph ? def->precision : PrecisionClass::kUnclassified;
     s.low_inputs = def ? def->low_inputs : -1;
+    s.low_outputs = def ? def->low_outputs : -1;
     std::optional<ir::Reason> pattern = ir::ParseReason(n->precision().reason);
     if (auto c = PatternClass(pattern)) s.cls = *c;
     if (!s.has_fp32) {
@@ -179,6 +184,7 @@ Status Painter::Classify() {
                                " operator cannot run in 16 bits");
       s.run = Run::kLow, s.reason = ir::Reason::kUserOverride, s.evidence = "forced low by --force-low";
     }
+    if (auto it = o_.pinned_fp32.find(n); it != o_.pinned_fp32.end()) s.run = Run::kF32, s.reason = it->second.first, s.evidence = it->second.second;
   }
   return Status::Ok();
 }
@@ -190,8 +196,9 @@ void Painter::PaintBackward() {
     if (s.run != Run::kUndecided) continue;
     bool any_use = false, all_need = true;
     const ir::Node* strict = nullptr;
-    for (const ir::Value* v : n->outputs()) {
-      if (!IsFp32(v)) continue;
+    for (size_t o = 0; o < n->outputs().size(); ++o) {
+      const ir::Value* v = n->outputs()[o];
+      if (!IsFp32(v) || !OutputTakesLow(s, o)) continue;
       if (graph_outputs_.count(v)) {
         any_use = true;
         all_need &= o_.keep_io_types;
@@ -223,8 +230,9 @@ void Painter::DecideComputeOutputs() {
     if (s.cls != PrecisionClass::kCompute || s.run != Run::kLow) continue;
     bool any_use = false, all_need = true;
     const ir::Node* strict = nullptr;
-    for (const ir::Value* v : n->outputs()) {
-      if (!IsFp32(v)) continue;
+    for (size_t o = 0; o < n->outputs().size(); ++o) {
+      const ir::Value* v = n->outputs()[o];
+      if (!IsFp32(v) || !OutputTakesLow(s, o)) continue;
       if (graph_outputs_.count(v)) any_use = true, all_need &= o_.keep_io_types;
       for (const ir::Use& u : v->uses()) {
         any_use = true;
@@ -340,6 +348,7 @@ StatusOr<PrecisionStats> Painter::Rewrite() {
       auto it = original_dtype_.find(v);
       ir::DType orig = it == original_dtype_.end() ? want : it->second;
       if (orig != ir::DType::kF32) continue;
+      if (o_.read_low.count(n) && InputTakesLow(s, i)) continue;  // reads what arrives, accumulates in FP32
       want = s.run == Run::kLow && InputTakesLow(s, i) ? o_.low : ir::DType::kF32;
       if (v->type().dtype() != want) g_.SetNodeInput(n, int(i), Converted(v, want));
     }
@@ -347,7 +356,7 @@ StatusOr<PrecisionStats> Painter::Rewrite() {
       ir::Value* v = n->outputs()[i];
       if (!IsFp32(v)) continue;
       original_dtype_[v] = ir::DType::kF32;
-      if (s.run != Run::kLow || s.out_f32) continue;
+      if (s.run != Run::kLow || s.out_f32 || !OutputTakesLow(s, i)) continue;
       ir::Type low = ir::Type::Tensor(o_.low, v->type().shape());
       if (!KeepOriginal(v)) {
         v->set_type(low);

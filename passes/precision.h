@@ -23,6 +23,7 @@
 #include <string>
 
 #include "compiler/ir/graph.h"
+#include "compiler/ir/precision_reason.h"
 
 namespace precis::passes {
 
@@ -38,6 +39,13 @@ struct PrecisionOptions {
   // Nodes kept in FP32 because their region's measured error exceeds --error-budget: node name
   // -> evidence (the measured error).
   std::map<std::string, std::string> over_budget;
+  // Nodes the caller keeps in FP32 whatever the rules and overrides say, with the reason and
+  // evidence recorded for each (a training plan's optimizer, loss scaler and gradient unscaling).
+  std::map<const ir::Node*, std::pair<ir::Reason, std::string>> pinned_fp32;
+  // Keep-fp32 nodes that read their float inputs in whatever dtype arrives (16 bits included)
+  // and accumulate in FP32: they do not force their producers to FP32 (the reductions of a
+  // training plan's backward pass, which sum 16-bit gradients into FP32 weight gradients).
+  std::set<const ir::Node*> read_low;
 };
 
 struct PrecisionStats {

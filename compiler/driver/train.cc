@@ -3,18 +3,27 @@
 // optimizer, and the two programs of a training plan, each over its own graph.
 #include "compiler/driver/train.h"
 
+#include <cfloat>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <regex>
 #include <set>
+#include <unordered_set>
 
 #include "compiler/driver/train_forward.h"
 #include "compiler/driver/lr_schedule.h"
 #include "compiler/ir/json_writer.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/gradient.h"
+#include "compiler/ops/op_registry.h"
+#include "compiler/emit/precision_report.h"
 #include "passes/autodiff.h"
+#include "passes/fold_casts.h"
+#include "passes/fuse_casts.h"
 #include "passes/infer_shapes.h"
+#include "passes/precision.h"
+#include "passes/recognize_patterns.h"
 #include "passes/specialize_inputs.h"
 
 namespace precis::driver {
@@ -50,6 +59,22 @@ ir::Value* StateInput(ir::Graph& g, const std::string& name, const std::vector<i
                                ir::Tensor(ir::DType::kF32, dims, ir::Buffer::Own(std::move(bytes))));
 }
 
+// An i64 scalar state input (counters).
+ir::Value* StateInputI64(ir::Graph& g, const std::string& name, int64_t value) {
+  std::vector<uint8_t> bytes(8);
+  std::memcpy(bytes.data(), &value, 8);
+  return g.AddInputWithDefault(name, ir::Type::Tensor(ir::DType::kI64, ir::Shape::FromStatic({})),
+                               ir::Tensor(ir::DType::kI64, {}, ir::Buffer::Own(std::move(bytes))));
+}
+
+ir::Value* I64Constant(ir::Graph& g, const std::string& name, int64_t value) {
+  std::vector<uint8_t> bytes(8);
+  std::memcpy(bytes.data(), &value, 8);
+  std::string fresh = name;
+  for (int i = 1; g.FindLocal(fresh); ++i) fresh = name + "." + std::to_string(i);
+  return g.AddConstant(fresh, ir::Tensor(ir::DType::kI64, {}, ir::Buffer::Own(std::move(bytes))));
+}
+
 class TrainingAssembler {
  public:
   TrainingAssembler(ir::Model& model, const TrainOptions& o) : model_(model), g_(*model.graph), o_(o), opset_(OpsetOf(model)) {}
@@ -68,18 +93,39 @@ class TrainingAssembler {
     for (const auto& [next, state] : updates_) state_.push_back(state);
     if (form.dropouts > 0) AdvanceDropoutCounter();
     result_.forward_nodes = int(g_.nodes().size());
+    size_t loss_begin = g_.nodes().size();
     PRECIS_ASSIGN_OR_RETURN(ir::Value * raw_loss, AddLoss(g_));
     ir::Value* loss = NameLoss(g_, raw_loss, "");
+    for (size_t i = loss_begin; i < g_.nodes().size(); ++i) loss_nodes_.insert(g_.nodes()[i].get());
+    loss_begin = eval_.graph->nodes().size();
     PRECIS_ASSIGN_OR_RETURN(ir::Value * raw_eval_loss, AddLoss(*eval_.graph));
     NameLoss(*eval_.graph, raw_eval_loss, loss->name());
-    PRECIS_ASSIGN_OR_RETURN(passes::GradientResult grads, passes::BuildGradients(model_, loss->name(), result_.weights));
+    for (size_t i = loss_begin; i < eval_.graph->nodes().size(); ++i) loss_nodes_.insert(eval_.graph->nodes()[i].get());
+    std::string target = loss->name();
+    if (scaling_ != Scaling::kNone) target = ScaleLoss(loss)->name();
+    size_t forward_end = g_.nodes().size();
+    PRECIS_ASSIGN_OR_RETURN(passes::GradientResult grads, passes::BuildGradients(model_, target, result_.weights));
     result_.backward_nodes = grads.backward_nodes;
     size_t before = g_.nodes().size();
+    for (size_t i = forward_end; i < before; ++i) backward_.insert(g_.nodes()[i].get());
+    if (scaling_ != Scaling::kNone) Unscale(grads);
+    if (o_.clip_grad_norm > 0) ClipGradients(grads);
+    size_t optimizer_begin = g_.nodes().size();
+    for (size_t i = before; i < optimizer_begin; ++i) pinned_[g_.nodes()[i].get()] = "loss scaling and clipping of the FP32 weight gradients";
     AddOptimizer(grads);
+    if (scaling_ == Scaling::kDynamic) AddScalerUpdate();
     if (o_.gradient_outputs) PRECIS_RETURN_IF_ERROR(AddGradientOutputs(grads));
     std::string lr = NamePublic(g_.FindLocal(lr_), "lr")->name();
+    if (scaling_ != Scaling::kNone) {
+      extra_outputs_.push_back(NamePublic(scale_, "loss_scale")->name());
+      extra_outputs_.push_back(NamePublic(found_inf_, "skipped")->name());
+    }
+    if (grad_norm_) extra_outputs_.push_back(NamePublic(grad_norm_, "grad_norm")->name());
+    for (size_t i = optimizer_begin; i < g_.nodes().size(); ++i)
+      pinned_.emplace(g_.nodes()[i].get(), "FP32 master weights: the optimizer and its state, the loss scaler");
     result_.optimizer_nodes = int(g_.nodes().size() - before);
     PRECIS_RETURN_IF_ERROR(passes::InferShapesAndFold(model_).status());
+    if (low_ != ir::DType::kUndefined) PRECIS_RETURN_IF_ERROR(AssignTrainingPrecision(loss->name(), lr));
     return Emit(loss->name(), lr);
   }
 
@@ -90,7 +136,230 @@ class TrainingAssembler {
     if (o_.optimizer != "sgd" && o_.optimizer != "adamw") return InvalidArgument("unknown optimizer '" + o_.optimizer + "' (sgd or adamw)");
     if (!(o_.lr > 0)) return InvalidArgument("the learning rate must be positive");
     PRECIS_RETURN_IF_ERROR(CheckLrSchedule(o_.schedule));
+    PRECIS_RETURN_IF_ERROR(CheckPrecisionOptions());
     if (o_.loss != "output" && g_.FindLocal(o_.label)) return InvalidArgument("the label name '" + o_.label + "' is already a value of the model");
+    return Status::Ok();
+  }
+
+  // --precision, --loss-scale, --init-scale, --growth-interval, --clip-grad-norm.
+  Status CheckPrecisionOptions() {
+    if (o_.precision == "fp16") low_ = ir::DType::kF16;
+    else if (o_.precision == "bf16") low_ = ir::DType::kBF16;
+    else if (o_.precision != "fp32") return InvalidArgument("unknown precision '" + o_.precision + "' (fp32, fp16 or bf16)");
+    std::string mode = o_.loss_scale;
+    if (mode.empty()) mode = o_.precision == "fp16" ? "dynamic" : "none";
+    else if (o_.precision == "fp32")
+      return InvalidArgument("--loss-scale " + mode + ": loss scaling is for fp16 and bf16 training; an FP32 plan's gradients need none");
+    if (mode == "dynamic") {
+      scaling_ = Scaling::kDynamic;
+    } else if (mode == "none") {
+      scaling_ = Scaling::kNone;
+    } else {
+      char* end = nullptr;
+      double v = std::strtod(mode.c_str(), &end);
+      if (!end || *end != 0 || mode.empty()) return InvalidArgument("--loss-scale '" + mode + "': expected dynamic, none or a positive number");
+      if (!(v > 0) || !(v <= double(FLT_MAX)) || float(v) < FLT_MIN)
+        return InvalidArgument("--loss-scale " + mode + ": a static loss scale must be a positive, finite FP32 number");
+      scaling_ = Scaling::kStatic;
+      static_scale_ = v;
+    }
+    if (scaling_ != Scaling::kDynamic && (o_.init_scale_given || o_.growth_interval_given))
+      return InvalidArgument(std::string(o_.init_scale_given ? "--init-scale" : "--growth-interval") + " applies to --loss-scale dynamic (this plan's loss scaling is " + mode + ")");
+    if (!(o_.init_scale > 0) || !(o_.init_scale <= double(FLT_MAX)) || float(o_.init_scale) < FLT_MIN)
+      return InvalidArgument("--init-scale " + Num(o_.init_scale) + ": the initial loss scale must be a positive, finite FP32 number");
+    if (o_.growth_interval < 1) return InvalidArgument("--growth-interval " + std::to_string(o_.growth_interval) + ": the growth interval must be 1 or more steps");
+    if (!(o_.growth_factor > 1) || !(o_.backoff_factor > 0 && o_.backoff_factor < 1))
+      return InvalidArgument("the loss scaler needs a growth factor > 1 and a backoff factor in (0, 1)");
+    if (!(o_.clip_grad_norm >= 0) || std::isinf(o_.clip_grad_norm))
+      return InvalidArgument("--clip-grad-norm " + Num(o_.clip_grad_norm) + ": the maximum norm must be a positive finite number (0: no clipping)");
+    if (scaling_ != Scaling::kNone && opset_ < 9)
+      return Unimplemented("loss scaling needs opset 9 or newer (Where); the model has " + std::to_string(opset_));
+    result_.loss_scaling = scaling_ == Scaling::kDynamic ? "dynamic" : scaling_ == Scaling::kStatic ? "static" : "none";
+    return Status::Ok();
+  }
+
+  static std::string Num(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+  }
+
+  // loss x scale, the value the backward pass starts from. The scale is state (amp.loss_scale)
+  // for dynamic and static scaling alike, so that train_step can report it.
+  ir::Value* ScaleLoss(ir::Value* loss) {
+    float init = float(scaling_ == Scaling::kDynamic ? o_.init_scale : static_scale_);
+    scale_ = StateInput(g_, "amp.loss_scale", {}, init);
+    state_.push_back("amp.loss_scale");
+    ops::IrBuilder b(g_, opset_, "loss_scale", "the loss scaling");
+    return b.Op("Mul", {loss, scale_});
+  }
+
+  // Every weight gradient x 1/scale and the non-finite check, in one UnscaleGradients; the
+  // optimizer's state updates run only when found_inf is false. 1/scale in f64, rounded to f32
+  // (GradScaler: scale.double().reciprocal().float()).
+  void Unscale(passes::GradientResult& grads) {
+    ops::IrBuilder b(g_, opset_, "unscale", "gradient unscaling");
+    const ir::DType f = ir::DType::kF32, d64 = ir::DType::kF64;
+    auto to = [&](ir::Value* v, ir::DType t) { return b.Op("Cast", {v}, {ops::GradAttr::Int("to", int64_t(ir::DTypeToOnnx(t)))}); };
+    ir::Value* inv = to(b.Op("Div", {b.Scalar(1.0, d64), to(scale_, d64)}), f);
+    std::vector<ir::Value*> inputs = {inv};
+    for (const std::string& w : result_.weights) inputs.push_back(grads.grads.at(w));
+    std::vector<ir::Value*> outs = b.OpN("UnscaleGradients", inputs, {}, inputs.size());
+    for (size_t i = 0; i < result_.weights.size(); ++i) grads.grads[result_.weights[i]] = outs[i];
+    found_inf_ = outs.back();
+    apply_ = b.Op("Not", {found_inf_})->name();
+  }
+
+  // torch.nn.utils.clip_grad_norm_ on the unscaled gradients: total = the L2 norm of the
+  // per-tensor L2 norms; every gradient x min(max_norm / (total + 1e-6), 1).
+  void ClipGradients(passes::GradientResult& grads) {
+    ops::IrBuilder b(g_, opset_, "clip", "gradient clipping");
+    const ir::DType f = ir::DType::kF32;
+    std::vector<ir::Value*> squares;
+    for (const std::string& w : result_.weights) {
+      ir::Value* norm = b.Op("Sqrt", {b.Op("ReduceSumSquare", {grads.grads.at(w)}, {ops::GradAttr::Int("keepdims", 0)})});
+      squares.push_back(b.Op("Mul", {norm, norm}));
+    }
+    grad_norm_ = b.Op("Sqrt", {squares.size() == 1 ? squares[0] : b.Op("Sum", squares)});
+    ir::Value* coef = b.Op("Min", {b.Op("Div", {b.Scalar(o_.clip_grad_norm, f), b.Op("Add", {grad_norm_, b.Scalar(1e-6, f)})}), b.Scalar(1.0, f)});
+    for (const std::string& w : result_.weights) grads.grads[w] = b.Op("Mul", {grads.grads.at(w), coef});
+  }
+
+  // GradScaler.update: on a non-finite gradient scale x backoff and the tracker reset; otherwise
+  // tracker + 1, and at growth_interval scale x growth (kept only when finite) and the tracker
+  // reset. The backoff never takes the scale below FP32's smallest normal (GradScaler's would
+  // reach 0 after about 140 skipped steps in a row from 65536).
+  void AddScalerUpdate() {
+    ops::IrBuilder b(g_, opset_, "loss_scaler", "the loss scaler");
+    const ir::DType f = ir::DType::kF32;
+    ir::Value* tracker = StateInputI64(g_, "amp.growth_tracker", 0);
+    state_.push_back("amp.growth_tracker");
+    ir::Value* zero = I64Constant(g_, "amp.zero", 0);
+    ir::Value* inc = b.Op("Add", {tracker, I64Constant(g_, "amp.one", 1)});
+    ir::Value* grow = b.Op("Equal", {inc, I64Constant(g_, "amp.growth_interval", o_.growth_interval)});
+    ir::Value* grown = b.Op("Mul", {scale_, b.Scalar(o_.growth_factor, f)});
+    ir::Value* finite = b.Op("Less", {grown, b.Scalar(double(INFINITY), f)});
+    ir::Value* kept = b.Op("Where", {grow, b.Op("Where", {finite, grown, scale_}), scale_});
+    ir::Value* backed = b.Op("Max", {b.Op("Mul", {scale_, b.Scalar(o_.backoff_factor, f)}), b.Scalar(double(FLT_MIN), f)});
+    Update(b.Op("Where", {found_inf_, backed, kept}), "amp.loss_scale");
+    Update(b.Op("Where", {found_inf_, zero, b.Op("Where", {grow, zero, inc})}), "amp.growth_tracker");
+  }
+
+  // Mixed precision over the differentiated graphs (see train.h). The values the programs
+  // output or write to state become graph outputs while the passes run, so that they keep their
+  // FP32 type and name (the state's dtype) and no cast is folded into them.
+  Status AssignTrainingPrecision(const std::string& loss, const std::string& lr) {
+    {
+      emit::EmitOptions measure = EmitOptionsFor("fp32");
+      measure.measure_only = true;
+      std::vector<emit::ProgramSource> programs = Programs(loss, lr);
+      PRECIS_ASSIGN_OR_RETURN(emit::EmittedPlan fp32, emit::EmitPrograms(model_, programs, measure));
+      result_.fp32_arena_bytes = fp32.arena_bytes;
+    }
+    size_t fp32_weight_bytes = 0;
+    for (const std::string& w : result_.weights) fp32_weight_bytes += ValueBytes(*g_.FindLocal(w));
+    for (ir::Graph* graph : {&g_, eval_.graph.get()}) {
+      std::vector<ir::Value*> outputs = graph->outputs(), kept = outputs;
+      std::vector<std::string> names = graph == &g_ ? Programs(loss, lr)[0].outputs : Programs(loss, lr)[1].outputs;
+      if (graph == &g_) {
+        for (const auto& [from, state] : updates_) names.push_back(from);
+        if (!apply_.empty()) names.push_back(apply_);
+      }
+      for (const std::string& n : names)
+        if (ir::Value* v = graph->FindLocal(n); v && v->kind() == ir::Value::Kind::kNodeOutput) kept.push_back(v);
+      graph->SetOutputs(kept);
+      passes::PrecisionOptions p;
+      p.low = low_;
+      // The loss runs in FP32 (so a model output it reads is written in FP32 directly).
+      for (const auto& up : graph->nodes())
+        if (loss_nodes_.count(up.get())) p.pinned_fp32[up.get()] = {ir::Reason::kKeepFp32Policy, "the training loss runs in FP32"};
+      if (graph == &g_)
+        for (const auto& up : g_.nodes()) {
+          if (auto it = pinned_.find(up.get()); it != pinned_.end()) p.pinned_fp32[up.get()] = {ir::Reason::kOptimizerFp32, it->second};
+          // Gradient sums (bias gradients, broadcast un-expansion) read 16-bit gradients with FP32
+          // accumulation rather than forcing the gradients they read to FP32.
+          if (backward_.count(up.get()) && up->op_type() == "ReduceSum") p.read_low.insert(up.get());
+        }
+      passes::RecognizePatterns(*graph);
+      PRECIS_ASSIGN_OR_RETURN(passes::PrecisionStats stats, passes::AssignPrecision(*graph, p));
+      passes::FoldCasts(*graph);
+      passes::FuseCasts(*graph);
+      graph->SetOutputs(outputs);
+      if (graph == &g_) casts_inserted_ = stats.casts_inserted;
+    }
+    return BuildTrainingReport(fp32_weight_bytes);
+  }
+
+  static size_t ValueBytes(const ir::Value& v) {
+    if (!v.type().is_tensor() || !v.type().shape().is_static()) return 0;
+    int64_t n = 1;
+    for (const ir::Dim& d : v.type().shape().dims()) n *= d.value();
+    return size_t(n) * size_t(ir::DTypeSize(v.type().dtype()));
+  }
+
+  // forward, backward or optimizer; a cast the precision pass inserted belongs to the earliest
+  // phase among its consumers.
+  std::string PhaseOf(const ir::Node* n) const {
+    if (backward_.count(n)) return "backward";
+    if (pinned_.count(n)) return "optimizer";
+    if (n->op_type() != "Cast" || n->outputs().empty() || !n->outputs()[0]) return "forward";
+    bool backward = false, optimizer = false;
+    for (const ir::Use& u : n->outputs()[0]->uses()) {
+      std::string p = PhaseOf(u.node);
+      if (p == "forward") return p;
+      backward |= p == "backward";
+      optimizer |= p == "optimizer";
+    }
+    return backward ? "backward" : optimizer ? "optimizer" : "forward";
+  }
+
+  Status BuildTrainingReport(size_t fp32_weight_bytes) {
+    emit::ReportInputs r;
+    r.precision = o_.precision;
+    r.model = "training graph (train_step)";
+    r.casts_inserted = casts_inserted_;
+    emit::TrainingReportInputs& t = r.training;
+    t.present = true;
+    t.loss_scaling = result_.loss_scaling;
+    if (scaling_ == Scaling::kDynamic)
+      t.loss_scaling += " (init " + Num(o_.init_scale) + ", growth x" + Num(o_.growth_factor) + " every " + std::to_string(o_.growth_interval) + " clean steps, backoff x" + Num(o_.backoff_factor) + ")";
+    if (scaling_ == Scaling::kStatic) t.loss_scaling += " " + Num(static_scale_);
+    t.master_weight_bytes = fp32_weight_bytes;
+    std::set<const ir::Value*> weights;
+    for (const std::string& w : result_.weights) weights.insert(g_.FindLocal(w));
+    for (const auto& up : g_.nodes()) {
+      const ir::Node* n = up.get();
+      bool backward = backward_.count(n) > 0;
+      t.phases[n] = PhaseOf(n);
+      if (n->op_type() == "Cast" && n->inputs().size() == 1 && n->outputs().size() == 1 && n->outputs()[0] &&
+          ir::IsFloat(n->outputs()[0]->type().dtype()) && ir::DTypeSize(n->outputs()[0]->type().dtype()) == 2) {
+        // A 16-bit working copy: the cast of a weight, or of a weight moved by data-movement
+        // ops (an exporter's Transpose of a Linear weight).
+        const ir::Value* v = n->inputs()[0];
+        while (v && v->kind() == ir::Value::Kind::kNodeOutput && !v->producer()->inputs().empty() &&
+               ops::OpRegistry::Get().Find("", v->producer()->op_type()) &&
+               ops::OpRegistry::Get().Find("", v->producer()->op_type())->precision == ops::PrecisionClass::kPassthrough)
+          v = v->producer()->inputs()[0];
+        if (weights.count(v)) t.working_weight_bytes += ValueBytes(*n->outputs()[0]);
+      }
+      if (!backward) continue;
+      for (const ir::Value* v : n->outputs()) {
+        if (!v || !v->type().is_tensor() || !ir::IsFloat(v->type().dtype())) continue;
+        size_t bytes = ValueBytes(*v);
+        t.gradient_bytes += bytes;
+        t.fp32_gradient_bytes += bytes / size_t(ir::DTypeSize(v->type().dtype())) * 4;
+      }
+    }
+    r.fp32_activation_bytes = result_.fp32_arena_bytes;
+    emit::EmitOptions measure = EmitOptionsFor(o_.precision);
+    measure.measure_only = true;
+    std::vector<emit::ProgramSource> programs = Programs(loss_name_, lr_name_);
+    PRECIS_ASSIGN_OR_RETURN(emit::EmittedPlan planned, emit::EmitPrograms(model_, programs, measure));
+    r.activation_bytes = planned.arena_bytes;
+    r.weight_bytes = r.fp32_weight_bytes = emit::ConstantBytes(g_);
+    emit::Report report = emit::BuildPrecisionReport(g_, r);
+    result_.report_json = report.json;
+    result_.report_text = report.text;
     return Status::Ok();
   }
 
@@ -253,6 +522,7 @@ class TrainingAssembler {
     lr_ = lr->name();
     ir::Value* t = b.Op("Add", {step, b.Scalar(1.0, f)});
     updates_[t->name()] = "optimizer.step";
+    optimizer_states_.push_back("optimizer.step");
     ir::Value *step_size = nullptr, *bc2_sqrt = nullptr, *decay = nullptr;
     if (o_.optimizer == "adamw") {
       ir::Value* t64 = to(t, d64);
@@ -273,6 +543,7 @@ class TrainingAssembler {
           ir::Value* buf = StateInput(g_, name + ".momentum_buffer", dims, 0.0f);
           ir::Value* buf_next = b.Op("Add", {b.Op("Mul", {buf, b.Scalar(o_.momentum, f)}), g});
           Update(buf_next, buf->name());
+          optimizer_states_.push_back(buf->name());
           d = o_.nesterov ? b.Op("Add", {g, b.Op("Mul", {buf_next, b.Scalar(o_.momentum, f)})}) : buf_next;
         }
         next = b.Op("Sub", {p, b.Op("Mul", {d, lr})});
@@ -283,11 +554,14 @@ class TrainingAssembler {
         ir::Value* v_next = b.Op("Add", {b.Op("Mul", {v, b.Scalar(o_.beta2, f)}), b.Op("Mul", {b.Op("Mul", {g, g}), b.Scalar(1 - o_.beta2, f)})});
         Update(m_next, m->name());
         Update(v_next, v->name());
+        optimizer_states_.push_back(m->name());
+        optimizer_states_.push_back(v->name());
         ir::Value* base = decay ? b.Op("Mul", {p, decay}) : p;
         ir::Value* denom = b.Op("Add", {b.Op("Div", {b.Op("Sqrt", {v_next}), bc2_sqrt}), b.Scalar(o_.eps, f)});
         next = b.Op("Sub", {base, b.Op("Mul", {step_size, b.Op("Div", {m_next, denom})})});
       }
       Update(next, name);
+      optimizer_states_.push_back(name);
     }
   }
 
@@ -296,26 +570,43 @@ class TrainingAssembler {
     state_.push_back(state);
   }
 
-  StatusOr<TrainPlan> Emit(const std::string& loss, const std::string& lr) {
+  std::vector<emit::ProgramSource> Programs(const std::string& loss, const std::string& lr) {
+    loss_name_ = loss;
+    lr_name_ = lr;
     std::vector<emit::ProgramSource> programs(2);
     programs[0].name = "train_step";
     programs[0].graph = &g_;
     programs[0].outputs = {loss, lr};
     for (const std::string& g : gradient_outputs_) programs[0].outputs.push_back(g);
+    for (const std::string& g : extra_outputs_) programs[0].outputs.push_back(g);
     programs[0].state_updates = updates_;
+    if (!apply_.empty())
+      for (const std::string& s : optimizer_states_) programs[0].update_predicates[s] = apply_;
     programs[1].name = "eval_step";
     programs[1].graph = eval_.graph.get();
     programs[1].outputs = {loss};
     for (const std::string& out : model_outputs_)
       if (out != loss) programs[1].outputs.push_back(out);
+    return programs;
+  }
+
+  emit::EmitOptions EmitOptionsFor(const std::string& precision) {
     emit::EmitOptions options;
-    options.precision = "fp32";
+    options.precision = precision;
     for (const std::string& w : result_.weights) options.state.insert(w);
     for (const std::string& s : state_) options.state.insert(s);
+    return options;
+  }
+
+  StatusOr<TrainPlan> Emit(const std::string& loss, const std::string& lr) {
+    std::vector<emit::ProgramSource> programs = Programs(loss, lr);
+    emit::EmitOptions options = EmitOptionsFor(o_.precision);
     if (o_.source_model) {
       PRECIS_ASSIGN_OR_RETURN(options.source_model, o_.source_model(options.state));
     }
     options.training_config = TrainingConfigJson(o_);
+    options.report_json = result_.report_json;
+    options.report_text = result_.report_text;
     PRECIS_ASSIGN_OR_RETURN(result_.plan, emit::EmitPrograms(model_, programs, options));
     return std::move(result_);
   }
@@ -333,6 +624,20 @@ class TrainingAssembler {
   std::vector<std::string> model_outputs_, state_;
   std::map<std::string, std::string> updates_;  // new value -> the state it overwrites
   std::vector<std::string> gradient_outputs_;
+  // Mixed precision and loss scaling.
+  enum class Scaling { kNone, kDynamic, kStatic };
+  ir::DType low_ = ir::DType::kUndefined;  // kF16 or kBF16 for mixed-precision plans
+  Scaling scaling_ = Scaling::kNone;
+  double static_scale_ = 0;
+  ir::Value* scale_ = nullptr;      // amp.loss_scale (state)
+  ir::Value* found_inf_ = nullptr;  // UnscaleGradients' flag
+  ir::Value* grad_norm_ = nullptr;  // with --clip-grad-norm
+  std::string apply_;               // the predicate of the optimizer's state updates (not found_inf)
+  std::vector<std::string> optimizer_states_, extra_outputs_;
+  std::unordered_set<const ir::Node*> backward_, loss_nodes_;
+  std::map<const ir::Node*, std::string> pinned_;  // node -> evidence of optimizer-fp32
+  std::string loss_name_, lr_name_;
+  int casts_inserted_ = 0;
 };
 
 std::string Number(double v) {
@@ -354,6 +659,12 @@ std::string TrainingConfigJson(const TrainOptions& o) {
   if (o.schedule.kind == "cosine") j += ", \"lr_total_steps\": " + std::to_string(o.schedule.total_steps) + ", \"lr_min\": " + Number(o.schedule.eta_min);
   if (o.schedule.kind == "step") j += ", \"lr_step_size\": " + std::to_string(o.schedule.step_size) + ", \"lr_gamma\": " + Number(o.schedule.gamma);
   if (!o.freeze.empty()) j += ", \"freeze\": " + ir::JsonEscape(o.freeze);
+  if (o.precision != "fp32") {
+    std::string mode = o.loss_scale.empty() ? (o.precision == "fp16" ? "dynamic" : "none") : o.loss_scale;
+    j += ", \"precision\": " + ir::JsonEscape(o.precision) + ", \"loss_scale\": " + ir::JsonEscape(mode);
+    if (mode == "dynamic") j += ", \"init_scale\": " + Number(o.init_scale) + ", \"growth_interval\": " + std::to_string(o.growth_interval);
+  }
+  if (o.clip_grad_norm > 0) j += ", \"clip_grad_norm\": " + Number(o.clip_grad_norm);
   return j + "}";
 }
 

@@ -1,6 +1,6 @@
 // Training plans: from an ONNX forward model, a plan with programs `train_step` (inputs + label ->
 // loss and the lr the step used; weights, optimizer moments and the step counter updated in place) and `eval_step` (loss
-// and the model's outputs, nothing updated), sharing the weights as state. FP32 for now.
+// and the model's outputs, nothing updated), sharing the weights as state.
 //
 // Assembly: trainable weights (float initializers, minus --freeze matches) become state inputs so
 // nothing folds them away; the loss is added (cross-entropy over logits [N, C] or [N, C, d...]
@@ -11,6 +11,18 @@
 // weights and moments, which overwrite their state at the end of train_step. BatchNormalization
 // and Dropout take their training form in train_step and their inference form in eval_step
 // (compiler/driver/train_forward.h); the running statistics are state under their ONNX names.
+// Mixed precision (--precision fp16|bf16): the graphs are assembled and differentiated in FP32,
+// then the precision pass paints the whole training graph (forward and backward) and the
+// evaluation graph with the inference rules, while the optimizer, the loss scaler and gradient
+// unscaling/clipping are pinned to FP32 (reason optimizer-fp32). The weights stay FP32 masters in
+// the state; each step casts them once to 16-bit working copies for the forward and backward
+// products, and weight gradients come out of their products in FP32. Loss scaling follows
+// PyTorch's GradScaler: loss x scale before the backward pass, one UnscaleGradients over all
+// gradients (x 1/scale, non-finite check), the optimizer's state updates predicated on a finite
+// step (a skipped step leaves weights, moments and the step counter bitwise unchanged), then the
+// scale backs off (x backoff, tracker reset) or grows (x growth after growth_interval clean steps,
+// kept when the product is not finite). train_step then also outputs loss_scale (the scale the
+// step used) and skipped (bool); with clipping, grad_norm (the unscaled total norm).
 // Errors: unknown loss/optimizer, label or loss-output names that clash or are missing, a loss
 // output that is not a scalar (loss "output"), no trainable weights, ops without gradient rules
 // (all listed at once).
@@ -42,6 +54,14 @@ struct TrainOptions {
   std::string freeze;                  // regex: weights it matches are not trained
   bool gradient_outputs = false;       // train_step also outputs each weight's gradient as "<weight>.grad"
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape
+  std::string precision = "fp32";      // fp32 | fp16 | bf16
+  // Loss scaling: dynamic | none | a positive number (a static scale); empty: dynamic for fp16,
+  // none otherwise. init_scale and growth_interval apply to dynamic scaling.
+  std::string loss_scale;
+  double init_scale = 65536, growth_factor = 2, backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+  bool init_scale_given = false, growth_interval_given = false;
+  double clip_grad_norm = 0;           // > 0: the gradients' total L2 norm (unscaled) is clipped to it
   // The source model kept in the plan for precis export: given the names of the plan's state
   // tensors, the model's bytes, self-contained (the caller may leave out the initializers' data
   // that the state holds anyway; external data of the others inlined). Unset: no source model.
@@ -57,6 +77,10 @@ struct TrainPlan {
   std::vector<std::string> frozen;    // float initializers left constant
   std::vector<std::string> running_statistics;  // BatchNormalization running mean/var (state, not trained)
   int forward_nodes = 0, backward_nodes = 0, optimizer_nodes = 0;
+  std::string loss_scaling;           // "none", "dynamic" or "static"
+  // Mixed precision: the precision report of the training graph and the FP32 plan's arena.
+  std::string report_json, report_text;
+  size_t fp32_arena_bytes = 0;
 };
 
 StatusOr<TrainPlan> CompileTraining(ir::Model& model, const TrainOptions& options);

@@ -137,6 +137,10 @@ class Emitter {
       PRECIS_ASSIGN_OR_RETURN(const ir::Value* v, lookup(from, "state update source"));
       roots.push_back(v);
     }
+    for (const auto& [state, pred] : src.update_predicates) {
+      PRECIS_ASSIGN_OR_RETURN(const ir::Value* v, lookup(pred, "state update predicate"));
+      roots.push_back(v);
+    }
     // Backwards over the node order; a needed predicated node adds its predicate.
     std::set<const ir::Value*> wanted(roots.begin(), roots.end());
     for (auto it = g.nodes().rbegin(); it != g.nodes().rend(); ++it) {
@@ -243,7 +247,8 @@ class Emitter {
   StatusOr<int> Predicate(const std::string& name, const std::string& step) {
     const ir::Value* v = current_->graph->Lookup(name);
     if (!v || v->type().dtype() != ir::DType::kBool || !v->type().shape().is_static() || *v->type().shape().NumElements() != 1 || v->is_constant())
-      return InvalidArgument(step + ": predicate '" + name + "' is not a bool scalar computed in program '" + current_->name + "'");
+      return InvalidArgument(step + ": predicate '" + name + "' is not a bool scalar computed in program '" + current_->name + "'" +
+                             (v ? " (it is " + ir::PrintType(v->type()) + (v->is_constant() ? ", a constant)" : ")") : ""));
     PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
     last_[size_t(id)] = int(steps_.size());
     return id;

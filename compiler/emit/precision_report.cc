@@ -240,6 +240,8 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
     if (p.accumulate == ir::DType::kUndefined) w.Null();
     else w.String(ir::DTypeName(p.accumulate));
     w.Key("reason").String(p.reason).Key("evidence").String(p.evidence).Key("flops").Double(NodeFlops(*n));
+    if (in.training.present)
+      if (auto it = in.training.phases.find(n.get()); it != in.training.phases.end()) w.Key("phase").String(it->second);
     // Where the backends run the step widened (their capability tables): one entry per backend.
     const Widening& wd = widening[node_index++];
     w.Key("widened").BeginArray();
@@ -265,7 +267,20 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
     for (const auto& [reason, count] : is.reasons) w.Key(reason).Int(count);
     w.EndObject().EndObject();
   }
-  w.EndArray().EndObject();
+  w.EndArray();
+  if (in.training.present) {
+    const TrainingReportInputs& tr = in.training;
+    std::map<std::string, int> count;
+    for (const auto& [node, phase] : tr.phases) ++count[phase];
+    w.Key("training").BeginObject().Key("loss_scaling").String(tr.loss_scaling);
+    w.Key("phase_nodes").BeginObject();
+    for (const auto& [phase, c] : count) w.Key(phase).Int(c);
+    w.EndObject();
+    w.Key("master_weight_bytes").Int(int64_t(tr.master_weight_bytes)).Key("working_weight_bytes").Int(int64_t(tr.working_weight_bytes));
+    w.Key("gradient_bytes").BeginObject().Key("plan").Int(int64_t(tr.gradient_bytes)).Key("fp32").Int(int64_t(tr.fp32_gradient_bytes)).EndObject();
+    w.EndObject();
+  }
+  w.EndObject();
   if (!in.calibration_source.empty()) {
     w.Key("calibration").BeginObject().Key("source").String(in.calibration_source).Key("samples").Int(in.calibration_samples);
     w.Key("overflow_limit").Double(in.overflow_limit).Key("ranges").BeginArray();
@@ -282,6 +297,12 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
   t << "  weights          " << Mib(in.weight_bytes) << " (fp32 plan " << Mib(in.fp32_weight_bytes) << ")\n";
   t << "  activations      " << Mib(in.activation_bytes) << " (fp32 plan " << Mib(in.fp32_activation_bytes) << ")\n";
   t << "  casts inserted   " << in.casts_inserted << ", constants converted " << in.constants_converted << "\n";
+  if (in.training.present) {
+    const TrainingReportInputs& tr = in.training;
+    t << "  training         loss scaling " << tr.loss_scaling << "\n";
+    t << "  master weights   " << Mib(tr.master_weight_bytes) << " FP32, working copies " << Mib(tr.working_weight_bytes) << " (cast each step)\n";
+    t << "  gradients        " << Mib(tr.gradient_bytes) << " written by backward nodes (fp32 plan " << Mib(tr.fp32_gradient_bytes) << ")\n";
+  }
   t << "  fp32 islands     " << islands.size() << "\n";
   t << "  widened steps    cpu " << r.widened_cpu << ", cuda " << r.widened_cuda << " (16-bit storage, FP32 kernel; report nodes' \"widened\")\n";
   for (const Island& is : islands) {
@@ -299,6 +320,8 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
     t << "    " << (n->name().empty() ? n->op_type() + "#" + std::to_string(n->index()) : n->name()) << "  " << n->op_type() << "  "
       << (d == ir::DType::kUndefined ? "-" : std::string(ir::DTypeName(d))) << "  " << (p.reason.empty() ? "-" : p.reason);
     if (!p.evidence.empty()) t << "  (" << p.evidence << ")";
+    if (in.training.present)
+      if (auto it = in.training.phases.find(n.get()); it != in.training.phases.end()) t << "  [" << it->second << "]";
     t << "\n";
   }
   r.text = t.str();

@@ -14,6 +14,17 @@
 
 namespace precis::emit {
 
+// Training plans: which part of the training graph each node belongs to and what the plan keeps
+// in memory against the FP32 training plan.
+struct TrainingReportInputs {
+  bool present = false;
+  std::map<const ir::Node*, std::string> phases;  // "forward" | "backward" | "optimizer"
+  std::string loss_scaling;                       // "none", "dynamic (init ...)", "static 1024"
+  size_t master_weight_bytes = 0;                 // FP32 masters (state)
+  size_t working_weight_bytes = 0;                // 16-bit working copies cast from them each step
+  size_t gradient_bytes = 0, fp32_gradient_bytes = 0;  // tensors the backward nodes write
+};
+
 struct ReportInputs {
   std::string precision;  // "fp32" | "fp16" | "bf16"
   std::string model;      // source model path, as given
@@ -25,6 +36,7 @@ struct ReportInputs {
   int calibration_samples = 0;
   double overflow_limit = 0;
   std::map<std::string, double> ranges;  // value name -> max |x|
+  TrainingReportInputs training;
 };
 
 struct Report {

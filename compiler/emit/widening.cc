@@ -26,7 +26,8 @@ std::string Names(const std::set<ir::DType>& dtypes) {
 
 }  // namespace
 
-Widening WideningOf(const std::string& kernel, int low_inputs, const std::vector<ir::DType>& inputs, const std::vector<ir::DType>& outputs) {
+Widening WideningOf(const std::string& kernel, int low_inputs, const std::vector<ir::DType>& inputs, const std::vector<ir::DType>& outputs,
+                    int low_outputs) {
   Widening w;
   bool half = false;
   std::set<ir::DType> floats;  // float dtypes among the leading low inputs and the outputs
@@ -36,8 +37,12 @@ Widening WideningOf(const std::string& kernel, int low_inputs, const std::vector
     if (low_inputs < 0 || int(i) < low_inputs) floats.insert(inputs[i]);
   }
   std::set<ir::DType> out_floats;
-  for (ir::DType t : outputs)
-    if (ir::IsFloat(t)) half = half || IsHalf(t), floats.insert(t), out_floats.insert(t);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    ir::DType t = outputs[i];
+    if (!ir::IsFloat(t)) continue;
+    half = half || IsHalf(t);
+    if (low_outputs < 0 || int(i) < low_outputs) floats.insert(t), out_floats.insert(t);
+  }
   if (!half) return w;
   bool mixed = floats.size() > 1;
   std::string mix = "float dtypes " + Names(floats);
@@ -65,11 +70,11 @@ Widening WideningOf(const std::string& kernel, int low_inputs, const std::vector
 Widening WideningOf(const ir::Node& node) {
   const ops::OpDef* def = ops::OpRegistry::Get().Find(node.domain(), node.op_type());
   std::string kernel = def && !def->kernel.empty() ? def->kernel : node.op_type();
-  int low = def ? def->low_inputs : -1;
+  int low = def ? def->low_inputs : -1, low_out = def ? def->low_outputs : -1;
   std::vector<ir::DType> ins, outs;
   for (const ir::Value* v : node.inputs()) ins.push_back(v && v->type().is_tensor() ? v->type().dtype() : ir::DType::kUndefined);
   for (const ir::Value* v : node.outputs()) outs.push_back(v && v->type().is_tensor() ? v->type().dtype() : ir::DType::kUndefined);
-  return WideningOf(kernel, low, ins, outs);
+  return WideningOf(kernel, low, ins, outs, low_out);
 }
 
 }  // namespace precis::emit

@@ -31,9 +31,11 @@ struct Widening {
 };
 
 // The decision for a step running `kernel` on these tensor dtypes (kUndefined: an omitted
-// optional tensor); `low_inputs` is the op's count of leading inputs that share its run dtype (-1:
-// all; the later float inputs, such as Resize's scales, keep theirs and do not count as mixing).
-Widening WideningOf(const std::string& kernel, int low_inputs, const std::vector<ir::DType>& inputs, const std::vector<ir::DType>& outputs);
+// optional tensor); `low_inputs` and `low_outputs` are the op's counts of leading inputs and
+// outputs that share its run dtype (-1: all; the later float tensors, such as Resize's scales or a
+// training BatchNorm's FP32 statistics, keep theirs and do not count as mixing).
+Widening WideningOf(const std::string& kernel, int low_inputs, const std::vector<ir::DType>& inputs, const std::vector<ir::DType>& outputs,
+                    int low_outputs = -1);
 // The decision for a node (its kernel name and low_inputs from the operator registry).
 Widening WideningOf(const ir::Node& node);
 

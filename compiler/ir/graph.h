@@ -135,6 +135,7 @@ class Graph {
                 std::vector<Value*> inputs, std::vector<Value*> outputs,
                 std::vector<Attribute> attributes);
   void AddOutput(Value* value) { outputs_.push_back(value); }
+  void SetOutputs(std::vector<Value*> outputs) { outputs_ = std::move(outputs); }
   // Replaces the node order with a permutation of the same nodes.
   void SetNodeOrder(const std::vector<Node*>& order);
   // Turns a node output into a constant holding `data` (its producer no longer produces it);

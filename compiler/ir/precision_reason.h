@@ -36,6 +36,7 @@ enum class Reason {
   kFusion,                   // a view the epilogue fusion inserted
   kWidenedKernel,            // runs widened: the backend's kernel computes from FP32 operands
   kWidenedMixedDtypes,       // runs widened: it mixes float dtypes its backend's kernel takes only alike
+  kOptimizerFp32,            // training: FP32 master-weight arithmetic (optimizer, loss scaler, unscaling, clipping)
 };
 
 // The code's name as recorded and reported: "compute-op", "softmax-input", ...

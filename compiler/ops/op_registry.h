@@ -86,6 +86,9 @@ struct OpDef {
   // Leading inputs that take the node's run dtype when it runs in 16 bits; later float inputs
   // keep their dtype (Resize scales and roi, Dropout ratio). -1: every input.
   int low_inputs = -1;
+  // Leading float outputs that take the node's run dtype; later float outputs keep the type
+  // inference gives them (a training BatchNorm's FP32 batch statistics). -1: every output.
+  int low_outputs = -1;
 };
 
 class OpRegistry {

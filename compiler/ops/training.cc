@@ -20,6 +20,14 @@
 //       -> dX (X's type and shape): each window's gradient added at the position of its maximum
 //          (the first in scan order, NaN losing to numbers, as the MaxPool kernels choose).
 //   ReluGrad(dY, X) -> dX (dY's type, X's shape): dY where X > 0, else 0.
+//   UnscaleGradients(inv_scale f32[], g1, ..., gn) -> g1', ..., gn', found_inf (bool[]):
+//       gi' = gi * inv_scale (in f32, as PyTorch's _amp_foreach_non_finite_check_and_unscale_),
+//       found_inf = some value of some gi is Inf or NaN. One pass over all gradients of a step
+//       of dynamic loss scaling.
+//
+// In mixed-precision training plans BatchNormalizationTraining and its gradient follow the 16-bit
+// activations (X, Y, dY, dX) while scale, B and the batch statistics stay FP32 (low_inputs and
+// low_outputs below): statistics are summed in double or FP32 inside the kernels either way.
 #include <optional>
 
 #include "compiler/ops/infer_helpers.h"
@@ -135,16 +143,32 @@ Status InferReluGrad(InferContext& ctx) {
   return Status::Ok();
 }
 
+Status InferUnscaleGradients(InferContext& ctx) {
+  size_t n = ctx.num_inputs();
+  if (n < 2) return ctx.Error("needs inv_scale and at least one gradient");
+  if (ctx.num_outputs() != n) return ctx.Error("needs one output per gradient and found_inf");
+  if (!ctx.has_input(0) || ctx.input_dtype(0) != ir::DType::kF32) return ctx.Error("inv_scale must be an f32 scalar");
+  PRECIS_ASSIGN_OR_RETURN(auto s, ctx.InputDims(0));
+  if (!s.empty()) return ctx.Error("inv_scale must be an f32 scalar");
+  for (size_t i = 1; i < n; ++i) {
+    PRECIS_RETURN_IF_ERROR(RequireFloat(ctx, i, "a gradient"));
+    ctx.SetOutput(i - 1, ctx.input_type(i));
+  }
+  ctx.SetOutput(n - 1, ir::DType::kBool, {});
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterTrainingOps(OpRegistry& r) {
   using P = PrecisionClass;
-  r.Register({"", "BatchNormalizationTraining", 1, INT_MAX, InferBatchNormTraining, false, -1, "", P::kKeepFp32});
-  r.Register({"", "BatchNormalizationTrainingGrad", 1, INT_MAX, InferBatchNormTrainingGrad, false, -1, "", P::kKeepFp32});
+  r.Register({"", "BatchNormalizationTraining", 1, INT_MAX, InferBatchNormTraining, false, -1, "", P::kFollow, 1, 1});
+  r.Register({"", "BatchNormalizationTrainingGrad", 1, INT_MAX, InferBatchNormTrainingGrad, false, -1, "", P::kFollow, 2, 1});
   r.Register({"", "DropoutTraining", 1, INT_MAX, InferDropoutTraining, false, -1, "", P::kFollow, 1});
   r.Register({"", "ConvFilterGrad", 1, INT_MAX, InferConvFilterGrad, false, -1, "", P::kCompute});
   r.Register({"", "MaxPoolGrad", 1, INT_MAX, InferMaxPoolGrad, false, -1, "", P::kFollow});
   r.Register({"", "ReluGrad", 1, INT_MAX, InferReluGrad, false, -1, "", P::kFollow});
+  r.Register({"", "UnscaleGradients", 1, INT_MAX, InferUnscaleGradients, false, -1, "", P::kKeepFp32});
 }
 
 }  // namespace precis::ops

@@ -14,6 +14,9 @@ For each model NAME it writes under OUT_DIR/NAME:
                     mean/var (PyTorch momentum 0.1 = ONNX momentum 0.9; running_var unbiased)
   eval_loss.npy     the loss after the step in eval mode (running statistics)
   torch_fp32_error.npy  the worst rel L2 of torch's own FP32 step against these references
+  torch_bf16_errors.txt  the same step under torch.autocast("cpu", bfloat16) (FP32 weights and
+                    optimizer): one line per tensor, "grad W ERR" or "state S ERR", ERR its rel L2
+                    against the float64 references (weights whose exact gradient is zero left out)
   init_state/S.npy  BatchNorm's running statistics before the step (exporting in training mode
                     runs the model, so the file's initializers hold moved ones; the test writes
                     these into the plan's state first)
@@ -147,13 +150,18 @@ def save(path, t):
     np.save(path, t.detach().numpy())
 
 
-def step(model, args, label):
-    """One SGD step in the model's dtype: (loss, grads, state after, eval loss)."""
+def step(model, args, label, autocast=None):
+    """One SGD step in the model's dtype (or under CPU autocast to `autocast`): (loss, grads,
+    state after, eval loss)."""
     params = dict(model.named_parameters())
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
     opt.zero_grad()
     model.train()
-    loss = F.cross_entropy(model(*args), label)
+    if autocast is None:
+        loss = F.cross_entropy(model(*args), label)
+    else:
+        with torch.autocast("cpu", dtype=autocast):
+            loss = F.cross_entropy(model(*args), label)
     loss.backward()
     grads = {k: p.grad.detach().clone() for k, p in params.items()}
     opt.step()
@@ -195,6 +203,7 @@ def reference(name, out):
                 save(os.path.join(d, "init_state", k + ".npy"), b)
     np.savez(os.path.join(d, "inputs.npz"), label=label.numpy(), **{k: v.numpy() for k, v in inputs.items()})
     args64 = tuple(a.double() if a.is_floating_point() else a for a in args)
+    model_amp = copy.deepcopy(model)
     loss, grads, state, eval_loss = step(model, args, label)
     loss64, grads64, state64, eval_loss64 = step(model64, args64, label)
     # The references are the float64 step; torch's own FP32 error against them sets the scale of
@@ -210,6 +219,16 @@ def reference(name, out):
                                                                      for z in grads)]
     torch_err = max(errs)
     np.save(os.path.join(d, "torch_fp32_error.npy"), np.array(torch_err, np.float64))
+    # The mixed-precision reference point: PyTorch's CPU autocast to bfloat16 on the same step.
+    _, grads_amp, state_amp, _ = step(model_amp, args, label, autocast=torch.bfloat16)
+    zero = {k for k in grads64 if float(grads64[k].norm()) <= 1e-6 * grads64[k].numel() ** 0.5}
+    with open(os.path.join(d, "torch_bf16_errors.txt"), "w") as f:
+        for k in sorted(grads64):
+            if k not in zero:
+                f.write(f"grad {k} {rel_l2(grads_amp[k], grads64[k]):.9g}\n")
+        for k in sorted(state64):
+            if not any(k == z or k == z + ".momentum_buffer" for z in zero):
+                f.write(f"state {k} {rel_l2(state_amp[k], state64[k]):.9g}\n")
     print(f"{name}: loss {loss64.item():.6f}, {len(grads)} weights, torch FP32 vs float64 worst rel L2 {torch_err:.2g}")
 
 

@@ -22,7 +22,13 @@ constexpr const char* kTrainUsage =
     "usage: precis compile MODEL.onnx --train --loss cross-entropy|mse|output --label NAME [--loss-output NAME]\n"
     "       [--ignore-index N] [--optimizer sgd|adamw] [--lr X] [--momentum X] [--nesterov] [--weight-decay X]\n"
     "       [--betas A,B] [--eps X] [--lr-schedule constant|cosine|step] [--warmup-steps N] [--freeze REGEX]\n"
-    "       [--shape NAME=DIMS ...] [--precision fp32] [--quiet] -o TRAIN.plan\n"
+    "       [--shape NAME=DIMS ...] [--precision fp32|fp16|bf16] [--loss-scale dynamic|none|VALUE] [--init-scale X]\n"
+    "       [--growth-interval N] [--clip-grad-norm X] [--report REPORT.json] [--quiet] -o TRAIN.plan\n"
+    "mixed precision (--precision fp16|bf16): 16-bit forward and backward products with FP32 accumulation, FP32 master\n"
+    "  weights, optimizer and loss; weight gradients in FP32. Loss scaling as PyTorch's GradScaler: --loss-scale dynamic\n"
+    "  (the fp16 default; --init-scale 65536, x2 after --growth-interval 2000 clean steps, x0.5 and the step skipped on\n"
+    "  Inf/NaN gradients), a fixed VALUE (steps with Inf/NaN gradients skipped), or none (the bf16 default).\n"
+    "  --clip-grad-norm X clips the unscaled gradients' total L2 norm to X (torch.nn.utils.clip_grad_norm_).\n"
     "schedule options (torch.optim.lr_scheduler, stepped once per optimizer step):\n"
     "  --lr-schedule cosine     CosineAnnealingLR over the total steps: --lr-total-steps N (0, the default: precis train\n"
     "                           sets it from --epochs/--steps on its first run), --lr-min X (eta_min, default 0)\n"
@@ -69,7 +75,7 @@ StatusOr<std::vector<uint8_t>> SourceModelWithoutState(const std::string& model_
 }  // namespace
 
 int CompileTrainCommand(const std::vector<std::string>& args) {
-  std::string model_path, out;
+  std::string model_path, out, report_path;
   bool quiet = false;
   driver::TrainOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -106,8 +112,22 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
       Status s = ParseShapeOption(*v, o.shapes);
       if (!s.ok()) return UsageError("compile", s.message(), kTrainUsage);
     } else if (a == "--precision" && (v = value())) {
-      if (*v != "fp32")
-        return ReportError("compile", Unimplemented("--train --precision " + *v + ": mixed-precision training is not implemented yet (fp32 only)"));
+      o.precision = *v;
+    } else if (a == "--loss-scale" && (v = value())) {
+      o.loss_scale = *v;
+    } else if (a == "--init-scale") {
+      if (!number(&o.init_scale)) return UsageError("compile", "--init-scale needs a number", kTrainUsage);
+      o.init_scale_given = true;
+    } else if (a == "--growth-interval") {
+      double n = 0;
+      if (!number(&n) || n != double(int64_t(n))) return UsageError("compile", "--growth-interval needs a whole number", kTrainUsage);
+      o.growth_interval = int64_t(n);
+      o.growth_interval_given = true;
+    } else if (a == "--clip-grad-norm") {
+      if (!number(&o.clip_grad_norm)) return UsageError("compile", "--clip-grad-norm needs a number", kTrainUsage);
+      if (!(o.clip_grad_norm > 0)) return UsageError("compile", "--clip-grad-norm needs a positive number", kTrainUsage);
+    } else if (a == "--report" && (v = value())) {
+      report_path = *v;
     } else if (a == "--lr-schedule" && (v = value())) {
       o.schedule.kind = *v;
     } else if (a == "--warmup-steps" || a == "--lr-total-steps" || a == "--lr-step-size") {
@@ -132,6 +152,8 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
     }
   }
   if (model_path.empty() || out.empty()) return UsageError("compile", "a model and -o TRAIN.plan are required", kTrainUsage);
+  if (!report_path.empty() && o.precision == "fp32")
+    return UsageError("compile", "--report: the precision report is for mixed-precision plans (--precision fp16 or bf16)", kTrainUsage);
   auto model = onnx::ImportModelFile(model_path);
   if (!model.ok()) return ReportError("compile", model.status().WithContext(model_path));
   o.source_model = [&](const std::set<std::string>& state) { return SourceModelWithoutState(model_path, state); };
@@ -141,6 +163,12 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
   f.write(reinterpret_cast<const char*>(plan->plan.bytes.data()), std::streamsize(plan->plan.bytes.size()));
   f.close();
   if (!f) return ReportError("compile", Internal("cannot write '" + out + "'"));
+  if (!report_path.empty()) {
+    std::ofstream r(report_path);
+    r << plan->report_json;
+    r.close();
+    if (!r) return ReportError("compile", Internal("cannot write '" + report_path + "'"));
+  }
   if (!quiet) {
     std::printf("%s: training plan, %s loss, %s (lr %g, %s schedule", out.c_str(), o.loss.c_str(), o.optimizer.c_str(), o.lr, o.schedule.kind.c_str());
     if (o.schedule.warmup_steps) std::printf(", %lld warmup steps", (long long)o.schedule.warmup_steps);
@@ -151,6 +179,10 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
     std::printf("; nodes: %d forward, %d backward, %d optimizer\n", plan->forward_nodes, plan->backward_nodes, plan->optimizer_nodes);
     std::printf("  programs train_step, eval_step; %zu steps, arena %s, file %s\n", plan->plan.steps, FormatBytes(plan->plan.arena_bytes).c_str(),
                 FormatBytes(plan->plan.bytes.size()).c_str());
+    if (o.precision != "fp32")
+      std::printf("  precision %s: FP32 master weights, loss scaling %s; arena %.2fx the FP32 plan's (%s)\n", o.precision.c_str(), plan->loss_scaling.c_str(),
+                  plan->fp32_arena_bytes ? double(plan->plan.arena_bytes) / double(plan->fp32_arena_bytes) : 0.0, FormatBytes(plan->fp32_arena_bytes).c_str());
+    if (o.clip_grad_norm > 0) std::printf("  gradients clipped to total L2 norm %g\n", o.clip_grad_norm);
   }
   return 0;
 }

@@ -264,6 +264,14 @@ int TrainCommand(const std::vector<std::string>& args) {
     log.precision(9);  // f32 values round-trip
   }
   std::string lr_name = outputs->size() > 1 ? (*outputs)[1].name : "";
+  // Mixed-precision plans with loss scaling report the scale each step used and whether it skipped
+  // the update (Inf/NaN gradients); plans that clip report the gradients' total norm.
+  bool scaled = false, clipped = false;
+  for (const TensorInfo& t : *outputs) {
+    scaled |= t.name == "skipped";
+    clipped |= t.name == "grad_norm";
+  }
+  int64_t skipped_steps = 0;
   float lr = 0;
   CheckpointPosition position{start.step, start.epoch, start.batch, per_epoch, batch, *samples, a.seed, a.shuffle, 0};
   auto save = [&]() -> Status {
@@ -287,16 +295,28 @@ int TrainCommand(const std::vector<std::string>& args) {
       position = {step, epoch, b + 1, per_epoch, batch, *samples, a.seed, a.shuffle, 0};
       float loss = ReadScalar(s, "loss");
       if (!lr_name.empty()) lr = ReadScalar(s, lr_name);
+      float loss_scale = scaled ? ReadScalar(s, "loss_scale") : 0, grad_norm = clipped ? ReadScalar(s, "grad_norm") : 0;
+      bool skipped = false;
+      if (scaled) {
+        auto t = s.Output("skipped");
+        skipped = t.ok() && *static_cast<const bool*>(t->data);
+        if (skipped) ++skipped_steps;
+      }
       auto now = std::chrono::steady_clock::now();
       double secs = std::chrono::duration<double>(now - begin).count();
       double rate = double((step - start.step) * batch) / std::max(secs, 1e-9);
       if (log.is_open())
-        log << "{\"epoch\": " << epoch << ", \"step\": " << step << ", \"loss\": " << loss << ", \"lr\": " << lr << ", \"samples_per_s\": " << rate
-            << "}\n";
+      {
+        log << "{\"epoch\": " << epoch << ", \"step\": " << step << ", \"loss\": " << loss << ", \"lr\": " << lr;
+        if (scaled) log << ", \"loss_scale\": " << loss_scale << ", \"skipped\": " << (skipped ? "true" : "false");
+        if (clipped) log << ", \"grad_norm\": " << grad_norm;
+        log << ", \"samples_per_s\": " << rate << "}\n";
+      }
       if (std::chrono::duration<double>(now - last_print).count() >= 1.0 || step == total || b == per_epoch - 1) {
         double eta = double(total - step) * batch / std::max(rate, 1e-9);
-        std::printf("epoch %lld/%lld step %lld/%lld loss %.5f lr %g %.0f samples/s ETA %.0fs\n", (long long)epoch, (long long)epoch_count,
-                    (long long)step, (long long)total, loss, lr, rate, eta);
+        std::printf("epoch %lld/%lld step %lld/%lld loss %.5f lr %g", (long long)epoch, (long long)epoch_count, (long long)step, (long long)total, loss, lr);
+        if (scaled) std::printf(" scale %g skipped %lld", loss_scale, (long long)skipped_steps);
+        std::printf(" %.0f samples/s ETA %.0fs\n", rate, eta);
         std::fflush(stdout);
         last_print = now;
       }
@@ -318,6 +338,8 @@ int TrainCommand(const std::vector<std::string>& args) {
     }
   }
   if (step == start.step) std::printf("nothing to train: the run is at step %lld of %lld\n", (long long)step, (long long)total);
+  else if (scaled)
+    std::printf("loss scaling: %lld of %lld steps skipped (Inf/NaN gradients)\n", (long long)skipped_steps, (long long)(step - start.step));
   if (!a.checkpoint.empty() && saved_step != step) {
     if (Status st = save(); !st.ok()) return ReportError("train", st);
   }

@@ -297,9 +297,54 @@ class ReluGradKernel : public Kernel {
   }
 };
 
+// UnscaleGradients(inv_scale, g1..gn) -> g1'..gn', found_inf: gi' = gi * inv_scale in f32 and
+// found_inf = some gi holds an Inf or NaN (checked before the multiply, as PyTorch's
+// _amp_foreach_non_finite_check_and_unscale_; a multiplier of 1 leaves values as they are).
+class UnscaleGradientsKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    size_t n = args.inputs.size();
+    if (n < 2 || args.outputs.size() != n) return args.Error("needs inv_scale, the gradients, their outputs and found_inf");
+    if (!args.in(0) || args.in(0)->dtype != DataType::kF32 || args.in(0)->numel != 1) return args.Error("inv_scale must be an f32 scalar");
+    for (size_t i = 1; i < n; ++i) {
+      const Tensor *g = args.in(i), *o = args.out(i - 1);
+      if (!g || !DispatchFloat(g->dtype, [](auto) {})) return args.Error("gradient " + std::to_string(i) + " must be a float tensor");
+      if (!o || o->dtype != g->dtype || o->numel != g->numel) return args.Error("output " + std::to_string(i - 1) + " must have its gradient's type");
+    }
+    const Tensor* f = args.out(n - 1);
+    if (!f || f->dtype != DataType::kBool || f->numel != 1) return args.Error("found_inf must be a bool scalar");
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    const float inv = *args.in(0)->As<float>();
+    bool found = false;
+    for (size_t i = 1; i < args.inputs.size(); ++i) {
+      const Tensor& g = *args.in(i);
+      Tensor& o = *args.out(i - 1);
+      DispatchFloat(g.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+        const T* pg = g.As<T>();
+        T* po = o.As<T>();
+        bool bad = false;
+        for (int64_t j = 0; j < g.numel; ++j) {
+          A v = A(Load(pg[j]));
+          bad |= !std::isfinite(v);
+          po[j] = inv == 1.0f ? pg[j] : Store<T>(v * A(inv));
+        }
+        found |= bad;
+      });
+    }
+    *args.out(args.outputs.size() - 1)->As<bool>() = found;
+    return Status::Ok();
+  }
+};
+
 }  // namespace
 
 void RegisterTrainingKernels(KernelRegistry& r) {
+  r.Register("UnscaleGradients", Make<UnscaleGradientsKernel>);
   r.Register("ConvFilterGrad", Make<ConvFilterGradKernel>);
   r.Register("ReluGrad", Make<ReluGradKernel>);
   r.Register("BatchNormalizationTraining", Make<BatchNormTrainingKernel>);
