@@ -2,7 +2,7 @@
 """Train-step throughput and peak memory of precis against PyTorch on the CPU, same run, same
 thread count.
 
-usage: /usr/bin/python3 bench/train_bench.py [PRECIS] [--threads N] [--steps N] [--models a,b,...]
+usage: /usr/bin/python3 bench/train_bench.py [PRECIS] [--threads N] [--steps N] [--models a,b,...] [--mixed]
 (--steps: train steps per model; default 400 for digits_cnn and mlp_512, whose steps take
 milliseconds so that process start and plan load do not dominate, and 20 for the others)
 
@@ -12,6 +12,9 @@ Models (FP32, SGD with momentum 0.9, the same batches in order on both sides):
   resnet18    torchvision's ResNet-18 (BatchNorm in training mode), batch 32, 112x112 images
   encoder     the two-layer BERT-style encoder of tests/train/torch_models.py scaled to d=128,
               4 heads, feed-forward 512, sequence 64, vocabulary 1000, batch 32
+--mixed: also precis plans compiled with --precision bf16 and fp16 (FP32 master weights; fp16 with
+dynamic loss scaling) and PyTorch under torch.autocast("cpu", bfloat16) (PyTorch's CPU autocast has
+no float16); each line then gives precis's throughput against PyTorch FP32 and PyTorch autocast.
 Each side runs in its own process: precis as `precis train`, PyTorch as a child of this script.
 Train-step throughput (the ratio printed) times each side's training loop alone, first step
 included: PyTorch's loop around its steps (not its import or model construction), precis's as
@@ -105,7 +108,7 @@ def run_measured(args, env=None):
     return p.stdout, seconds, int(rss[-1].split("=")[1]) / 1024
 
 
-def torch_child(name, npz, steps, threads):
+def torch_child(name, npz, steps, threads, autocast=False):
     """The PyTorch side, in its own process: prints the seconds of its training loop."""
     torch.set_num_threads(threads)
     model, _, _, batch = make(name, 1)
@@ -118,12 +121,14 @@ def torch_child(name, npz, steps, threads):
     for s in range(steps):
         sl = slice(s * batch, (s + 1) * batch)
         opt.zero_grad()
-        torch.nn.functional.cross_entropy(model(*[t[sl] for t in inputs]), label[sl]).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = torch.nn.functional.cross_entropy(model(*[t[sl] for t in inputs]), label[sl])
+        loss.backward()
         opt.step()
     print(time.perf_counter() - start)
 
 
-def bench(name, steps, precis, threads, work):
+def bench(name, steps, precis, threads, work, mixed=False):
     model, data, labels, batch = make(name, steps)
     model.train()
     onnx_path = os.path.join(work, name + ".onnx")
@@ -132,27 +137,34 @@ def bench(name, steps, precis, threads, work):
                       do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
     npz = os.path.join(work, name + ".npz")
     np.savez(npz, label=labels, **data)
-    plan = os.path.join(work, name + ".plan")
-    subprocess.run([precis, "compile", onnx_path, "--train", "--loss", "cross-entropy", "--label", "label", "--optimizer", "sgd", "--lr", "0.01",
-                    "--momentum", "0.9", "-o", plan, "--quiet"], check=True)
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    log = os.path.join(work, name + ".jsonl")
-    _, process_s, precis_mib = run_measured([precis, "train", plan, "--data", npz, "--steps", str(steps), "--no-shuffle", "--log", log], env)
-    with open(log) as f:
-        precis_rate = json.loads(f.read().splitlines()[-1])["samples_per_s"]
-    out, _, torch_mib = run_measured([sys.executable, os.path.abspath(__file__), "--torch-child", name, npz, str(steps), str(threads)], env)
-    torch_s = float(out.strip().splitlines()[-1])
     samples = steps * batch
-    torch_rate = samples / torch_s
-    print("%-11s %4d steps  precis %8.1f samples/s (process %8.1f) %6.0f MiB   torch %8.1f samples/s %6.0f MiB   "
-          "train-step throughput precis/torch %.2fx" % (name, steps, precis_rate, samples / process_s, precis_mib, torch_rate, torch_mib,
-                                                         precis_rate / torch_rate))
+    torch_rates = {}
+    for autocast in ([False, True] if mixed else [False]):
+        out, _, torch_mib = run_measured([sys.executable, os.path.abspath(__file__), "--torch-child", name, npz, str(steps), str(threads)] +
+                                         (["--autocast"] if autocast else []), env)
+        torch_rates[autocast] = samples / float(out.strip().splitlines()[-1])
+        print("%-11s %4d steps  torch %-13s %8.1f samples/s %6.0f MiB" % (name, steps, "autocast-bf16" if autocast else "fp32",
+                                                                          torch_rates[autocast], torch_mib))
+    for precision in (["fp32", "bf16", "fp16"] if mixed else ["fp32"]):
+        plan = os.path.join(work, name + "." + precision + ".plan")
+        subprocess.run([precis, "compile", onnx_path, "--train", "--loss", "cross-entropy", "--label", "label", "--optimizer", "sgd", "--lr", "0.01",
+                        "--momentum", "0.9", "--precision", precision, "-o", plan, "--quiet"], check=True)
+        log = os.path.join(work, name + "." + precision + ".jsonl")
+        _, process_s, precis_mib = run_measured([precis, "train", plan, "--data", npz, "--steps", str(steps), "--no-shuffle", "--log", log], env)
+        with open(log) as f:
+            precis_rate = json.loads(f.read().splitlines()[-1])["samples_per_s"]
+        line = ("%-11s %4d steps  precis %-6s %8.1f samples/s (process %8.1f) %6.0f MiB   train-step throughput precis/torch-fp32 %.2fx"
+                % (name, steps, precision, precis_rate, samples / process_s, precis_mib, precis_rate / torch_rates[False]))
+        if mixed:
+            line += ", precis/torch-autocast-bf16 %.2fx" % (precis_rate / torch_rates[True])
+        print(line)
 
 
 def main():
     args = sys.argv[1:]
     if args and args[0] == "--torch-child":
-        return torch_child(args[1], args[2], int(args[3]), int(args[4]))
+        return torch_child(args[1], args[2], int(args[3]), int(args[4]), "--autocast" in args)
     precis = args[0] if args and not args[0].startswith("--") else os.path.join(ROOT, "build", "bin", "precis")
     threads = int(args[args.index("--threads") + 1]) if "--threads" in args else 2
     steps = int(args[args.index("--steps") + 1]) if "--steps" in args else None
@@ -162,7 +174,7 @@ def main():
     print("threads %d, torch %s" % (threads, torch.__version__))
     with tempfile.TemporaryDirectory() as work:
         for m in models:
-            bench(m, steps or (400 if m in ("digits_cnn", "mlp_512") else 20), precis, threads, work)
+            bench(m, steps or (400 if m in ("digits_cnn", "mlp_512") else 20), precis, threads, work, "--mixed" in args)
 
 
 if __name__ == "__main__":

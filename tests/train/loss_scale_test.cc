@@ -138,8 +138,11 @@ TEST(LossScale, ScriptedNonFiniteStepsFollowGradScaler) {
     for (const TensorInfo& t : s.state()) {
       if (t.name == "amp.loss_scale" || t.name == "amp.growth_tracker") continue;
       bool same = StateBytes(s, t) == before[t.name];
-      if (bad[i]) EXPECT_TRUE(same) << t.name << " changed on a skipped step";
-      else if (t.name == "w" || t.name == "optimizer.step" || t.name == "w.momentum_buffer") EXPECT_FALSE(same) << t.name << " did not move";
+      if (bad[i]) {
+        EXPECT_TRUE(same) << t.name << " changed on a skipped step";
+      } else if (t.name == "w" || t.name == "optimizer.step" || t.name == "w.momentum_buffer") {
+        EXPECT_FALSE(same) << t.name << " did not move";
+      }
     }
     skipped += bad[i];
   }

@@ -179,13 +179,17 @@ MixedErrors MixedStep(const std::string& name, const std::string& precision, std
   auto batch = tools::ReadNpz(dir + "/inputs.npz");
   EXPECT_TRUE(batch.ok());
   for (const auto& [input, t] : *batch) EXPECT_TRUE(s.SetInput(input, t.dtype, t.dims, t.data.data(), t.data.size()).ok()) << input;
-  for (const TensorInfo& t : s.state())
-    if (auto init = tools::ReadNpy(dir + "/init_state/" + t.name + ".npy"); init.ok())
+  for (const TensorInfo& t : s.state()) {
+    if (auto init = tools::ReadNpy(dir + "/init_state/" + t.name + ".npy"); init.ok()) {
       EXPECT_TRUE(s.WriteState(t.name, init->dtype, init->dims, init->data.data(), init->data.size()).ok()) << t.name;
+    }
+  }
   Status st = s.Run("train_step");
   EXPECT_TRUE(st.ok()) << st.ToString();
   if (!st.ok()) return r;
-  if (auto skipped = s.Output("skipped"); skipped.ok()) EXPECT_FALSE(*static_cast<const bool*>(skipped->data)) << "the step was skipped";
+  if (auto skipped = s.Output("skipped"); skipped.ok()) {
+    EXPECT_FALSE(*static_cast<const bool*>(skipped->data)) << "the step was skipped";
+  }
   double sum = 0;
   for (const auto& [w, torch_e] : *torch_grad) {
     auto want = tools::ReadNpy(dir + "/grad/" + w + ".npy");
