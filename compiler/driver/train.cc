@@ -593,6 +593,7 @@ class TrainingAssembler {
   emit::EmitOptions EmitOptionsFor(const std::string& precision) {
     emit::EmitOptions options;
     options.precision = precision;
+    options.target = o_.target;
     for (const std::string& w : result_.weights) options.state.insert(w);
     for (const std::string& s : state_) options.state.insert(s);
     return options;

@@ -47,6 +47,7 @@ struct TrainOptions {
   bool has_ignore_index = false;
   int64_t ignore_index = -100;
   std::string optimizer = "sgd";       // sgd | adamw
+  std::string target = "cpu";          // cpu | cuda: the plan's backend (cuda: every step must have a CUDA kernel)
   double lr = 0.01, momentum = 0, weight_decay = 0;
   bool nesterov = false;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;

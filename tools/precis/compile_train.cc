@@ -23,7 +23,8 @@ constexpr const char* kTrainUsage =
     "       [--ignore-index N] [--optimizer sgd|adamw] [--lr X] [--momentum X] [--nesterov] [--weight-decay X]\n"
     "       [--betas A,B] [--eps X] [--lr-schedule constant|cosine|step] [--warmup-steps N] [--freeze REGEX]\n"
     "       [--shape NAME=DIMS ...] [--precision fp32|fp16|bf16] [--loss-scale dynamic|none|VALUE] [--init-scale X]\n"
-    "       [--growth-interval N] [--clip-grad-norm X] [--report REPORT.json] [--quiet] -o TRAIN.plan\n"
+    "       [--growth-interval N] [--clip-grad-norm X] [--report REPORT.json] [--device cpu|cuda] [--quiet] -o TRAIN.plan\n"
+    "--device cuda: a plan for the CUDA backend (every step has a CUDA kernel; not yet run on a GPU).\n"
     "mixed precision (--precision fp16|bf16): 16-bit forward and backward products with FP32 accumulation, FP32 master\n"
     "  weights, optimizer and loss; weight gradients in FP32. Loss scaling as PyTorch's GradScaler: --loss-scale dynamic\n"
     "  (the fp16 default; --init-scale 65536, x2 after --growth-interval 2000 clean steps, x0.5 and the step skipped on\n"
@@ -113,6 +114,9 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
       if (!s.ok()) return UsageError("compile", s.message(), kTrainUsage);
     } else if (a == "--precision" && (v = value())) {
       o.precision = *v;
+    } else if (a == "--device" && (v = value())) {
+      if (*v != "cpu" && *v != "cuda") return UsageError("compile", "--device needs cpu or cuda", kTrainUsage);
+      o.target = *v;
     } else if (a == "--loss-scale" && (v = value())) {
       o.loss_scale = *v;
     } else if (a == "--init-scale") {
@@ -183,6 +187,7 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
       std::printf("  precision %s: FP32 master weights, loss scaling %s; arena %.2fx the FP32 plan's (%s)\n", o.precision.c_str(), plan->loss_scaling.c_str(),
                   plan->fp32_arena_bytes ? double(plan->plan.arena_bytes) / double(plan->fp32_arena_bytes) : 0.0, FormatBytes(plan->fp32_arena_bytes).c_str());
     if (o.clip_grad_norm > 0) std::printf("  gradients clipped to total L2 norm %g\n", o.clip_grad_norm);
+    if (o.target == "cuda") std::printf("  device cuda: every step has a CUDA kernel (run with precis train --device cuda)\n");
   }
   return 0;
 }

@@ -25,6 +25,8 @@ namespace {
 constexpr const char* kTrainUsage =
     "usage: precis train TRAIN.plan --data TRAIN.npz [--eval EVAL.npz] [--epochs N | --steps N] [--no-shuffle]\n"
     "                    [--seed S] [--checkpoint DIR] [--checkpoint-every N] [--resume DIR] [--log METRICS.jsonl]\n"
+    "                    [--device cpu|cuda[:N]]\n"
+    "  --device cuda runs a plan compiled with --train --device cuda on the GPU (never run on a GPU yet).\n"
     "  --epochs/--steps count from the start of training: a resumed run continues up to them.\n"
     "  --checkpoint DIR saves the state and a manifest at the end (and every N steps with --checkpoint-every);\n"
     "  --resume DIR continues from a checkpoint of the same plan, with its seed and data order.\n";
@@ -130,6 +132,7 @@ struct TrainArgs {
   int64_t epochs = 0, steps = 0, every = 0;
   uint64_t seed = 0;
   bool seed_given = false, shuffle = true;
+  SessionOptions session;  // --device
 };
 
 // Where a run starts: the step count and the epoch and batch of the next step.
@@ -182,6 +185,7 @@ Status ParseTrainArgs(const std::vector<std::string>& args, TrainArgs& t, bool* 
     else if (a == "--checkpoint" && (v = value())) t.checkpoint = *v;
     else if (a == "--resume" && (v = value())) t.resume = *v;
     else if (a == "--log" && (v = value())) t.log_path = *v;
+    else if (a == "--device" && (v = value())) PRECIS_RETURN_IF_ERROR(ParseDevice(*v, &t.session.device, &t.session.device_id));
     else if (a == "--help" || a == "-h") *help = true;
     else if (!a.empty() && a[0] == '-') return InvalidArgument("unknown option or missing value '" + a + "'");
     else if (t.plan.empty()) t.plan = a;
@@ -205,7 +209,7 @@ int TrainCommand(const std::vector<std::string>& args) {
     std::fputs(kTrainUsage, stdout);
     return 0;
   }
-  auto session = Session::Open(a.plan);
+  auto session = Session::Open(a.plan, a.session);
   if (!session.ok()) return ReportError("train", session.status());
   Session& s = **session;
   const auto& programs = s.programs();

@@ -1,5 +1,5 @@
 // The CUDA nn family: matrix products (nn_matmul.cu, nn_einsum.cu, with cuBLASLt through
-// nn_lt.cc), convolutions (nn_conv.cu, with cuDNN through nn_cudnn.cc) and pooling
+// nn_lt.cc), convolutions and the filter gradient (nn_conv.cu, with cuDNN through nn_cudnn.cc) and pooling
 // (nn_pool.cu). This file registers them and holds the activation pass they share.
 #include "runtime/cuda/kernels/nn_device.cuh"
 #include "runtime/cuda/kernels/register.h"
@@ -30,6 +30,7 @@ void RegisterNnKernels(KernelRegistry& r) {
   r.Register("Einsum", MakeEinsumKernel);
   r.Register("Conv", MakeConvKernel);
   r.Register("ConvTranspose", MakeConvTransposeKernel);
+  r.Register("ConvFilterGrad", MakeConvFilterGradKernel);
   r.Register("MaxPool", MakeMaxPoolKernel);
   r.Register("AveragePool", MakeAveragePoolKernel);
   r.Register("LpPool", MakeLpPoolKernel);

@@ -20,6 +20,7 @@ std::unique_ptr<Kernel> MakeGemmKernel();
 std::unique_ptr<Kernel> MakeEinsumKernel();
 std::unique_ptr<Kernel> MakeConvKernel();
 std::unique_ptr<Kernel> MakeConvTransposeKernel();
+std::unique_ptr<Kernel> MakeConvFilterGradKernel();
 std::unique_ptr<Kernel> MakeMaxPoolKernel();
 std::unique_ptr<Kernel> MakeAveragePoolKernel();
 std::unique_ptr<Kernel> MakeLpPoolKernel();
@@ -130,11 +131,13 @@ struct ConvShape {
 
 // A cuDNN convolution (legacy API) planned once: descriptors and the heuristic's algorithm are
 // chosen at Init, no device data needed. kForward computes out = conv(in, filter) (Conv);
-// kBackwardData computes in = conv^T(out, filter) (ConvTranspose, whose input is `out`). FP32
+// kBackwardData computes in = conv^T(out, filter) (ConvTranspose, whose input is `out`);
+// kBackwardFilter computes filter = the gradient of the forward convolution's filter from in and
+// out (ConvFilterGrad: Run's `src` is in, its `filter` argument out, `dst` the filter). FP32
 // runs with FMA math (no TF32), FP16/BF16 with tensor cores and FP32 compute, f64 in f64.
 class CudnnConv {
  public:
-  enum class Direction { kForward, kBackwardData };
+  enum class Direction { kForward, kBackwardData, kBackwardFilter };
   CudnnConv() = default;
   CudnnConv(const CudnnConv&) = delete;
   CudnnConv& operator=(const CudnnConv&) = delete;
@@ -155,6 +158,7 @@ class CudnnConv {
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   cudnnConvolutionFwdAlgo_t fwd_algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   cudnnConvolutionBwdDataAlgo_t bwd_algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+  cudnnConvolutionBwdFilterAlgo_t bwf_algo_ = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
   bool f64_ = false;
   size_t workspace_ = 0;
 };

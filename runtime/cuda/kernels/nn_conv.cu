@@ -8,7 +8,9 @@
 // the rounding). FP16/BF16 Conv steps with a bias or Relu run all three as one cuDNN graph
 // (CudnnFusedConv) where cuDNN has an engine for it. Whatever cuDNN refuses runs a direct
 // kernel: one thread per output element,
-// FP32 accumulation (f64 in double).
+// FP32 accumulation (f64 in double). ConvFilterGrad (the filter gradient of training plans) is
+// cuDNN's backward-filter convolution, with a direct kernel (one thread per filter element) as
+// its fallback.
 #include <algorithm>
 #include <vector>
 
@@ -120,6 +122,46 @@ template <typename T> struct DirectConvTranspose {
     }
     if (b) acc += A(LoadN(b[m]));
     y[i] = StoreN<T>(ApplyActivation(acc, p.activation));
+  }
+};
+
+// ConvFilterGrad: dW[m, c, k] = sum over n and o of dY[n, m, o] * X[n, group(m) * Cg + c, o * s - pad + k * d]
+// (positions outside X contribute nothing), one thread per element of dW, FP32 accumulation
+// (f64 in double); here w.in are X's spatial dims and w.out dY's.
+template <typename T> struct DirectFilterGrad {
+  DirectConvParams p;
+  int64_t N = 0;
+  const T *x, *dy;
+  T* dw;
+  PRECIS_NN_HD void operator()(int64_t i) const {
+    using A = FloatAcc<T>;
+    const ConvWindow& g = p.w;
+    int64_t kw = i % g.kernel[2], t = i / g.kernel[2];
+    int64_t kh = t % g.kernel[1];
+    t /= g.kernel[1];
+    int64_t kd = t % g.kernel[0];
+    t /= g.kernel[0];
+    int64_t c = t % p.Cg, m = t / p.Cg;
+    int64_t in_size = g.in[0] * g.in[1] * g.in[2], out_size = g.out[0] * g.out[1] * g.out[2];
+    A acc = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      const T* xc = x + (n * p.C + m / p.Mg * p.Cg + c) * in_size;
+      const T* gm = dy + (n * p.M + m) * out_size;
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dilation[0];
+        if (id < 0 || id >= g.in[0]) continue;
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilation[1];
+          if (ih < 0 || ih >= g.in[1]) continue;
+          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+            int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dilation[2];
+            if (iw < 0 || iw >= g.in[2]) continue;
+            acc += A(LoadN(gm[(od * g.out[1] + oh) * g.out[2] + ow])) * A(LoadN(xc[(id * g.in[1] + ih) * g.in[2] + iw]));
+          }
+        }
+      }
+    }
+    dw[i] = StoreN<T>(acc);
   }
 };
 
@@ -444,8 +486,97 @@ class ConvTransposeKernel : public ConvBase {
   bool cropped_ = false;
 };
 
+// ConvFilterGrad(X [N, C, in...], dY [N, M, out...]) -> dW [M, C/group, k...], the forward
+// convolution's geometry in its attributes (explicit pads). cuDNN's backward-filter convolution
+// (deterministic algorithms only), X padded into scratch when the pads are asymmetric; the
+// direct kernel where cuDNN refuses.
+class ConvFilterGradKernel : public ConvBase {
+ public:
+  Status Init(const KernelArgs& args, CudaContext& ctx) override {
+    const Tensor *x = args.in(0), *dy = args.in(1), *dw = args.out(0);
+    if (!x || !dy || !dw) return args.Error("needs X, dY and dW");
+    if (!DispatchFloat(x->dtype, [](auto) {})) return args.Error(std::string("unsupported dtype ") + DataTypeName(x->dtype));
+    if (dy->dtype != x->dtype || dw->dtype != x->dtype) return DtypeRefusal(args, "X, dY and dW dtypes differ");
+    if (x->rank() < 3 || x->rank() > 5 || dy->rank() != x->rank()) return args.Error("X and dY must have rank 3 to 5 (N, C, spatial dims)");
+    int64_t group = args.attrs.Int("group", 1), N = x->dims[0], C = x->dims[1], M = dy->dims[1];
+    if (group < 1 || C % group != 0 || M % group != 0) return args.Error("group does not divide the channels of X and dY");
+    std::vector<int64_t> in(x->dims.begin() + 2, x->dims.end()), kernel = args.attrs.Ints("kernel_shape");
+    Window win;
+    PRECIS_RETURN_IF_ERROR(ReadWindow(args, in, kernel, false, &win));
+    PRECIS_RETURN_IF_ERROR(CheckWindowOutput(args, *dy, N, M, win, "dY"));
+    std::vector<int64_t> want = {M, C / group};
+    want.insert(want.end(), kernel.begin(), kernel.end());
+    if (dw->dims != want) return args.Error("dW must have shape [M, C/group, kernel...]");
+    dtype_ = x->dtype;
+    n_ = N;
+    direct_ = {C, M, C / group, M / group, DeviceWindow(win), 0};
+    total_ = dw->numel;
+    if (total_ == 0) return Status::Ok();
+    // An empty batch or output: the direct kernel writes dW's zeros.
+    if (x->numel == 0 || dy->numel == 0) return Status::Ok();
+
+    int nd = std::max(win.spatial, 2), first = Window::kMaxSpatial - nd;
+    ConvShape s;
+    s.in = {N, C};
+    s.filter = {M, C / group};
+    s.out = {N, M};
+    s.group = group;
+    bool pad = false;
+    for (int d = 0; d < 3; ++d) {
+      int64_t pb = win.pad_begin[size_t(d)], pe = win.pad_end[size_t(d)], sym = std::min(pb, pe);
+      pad_.in[d] = win.in[size_t(d)];
+      pad_.before[d] = pb - sym;
+      pad_.out[d] = win.in[size_t(d)] + pb + pe - 2 * sym;
+      pad = pad || pb != pe;
+      if (d < first) continue;
+      s.in.push_back(pad_.out[d]);
+      s.filter.push_back(win.kernel[size_t(d)]);
+      s.out.push_back(win.out[size_t(d)]);
+      s.pads.push_back(sym);
+      s.strides.push_back(win.stride[size_t(d)]);
+      s.dilations.push_back(win.dilation[size_t(d)]);
+    }
+    PRECIS_RETURN_IF_ERROR(PlanCudnn(args, ctx, CudnnConv::Direction::kBackwardFilter, s));
+    padded_ = use_cudnn_ && pad;
+    padded_total_ = N * C * Product(pad_.out);
+    scratch_ = padded_ ? size_t(padded_total_) * DataTypeSize(dtype_) : 0;
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CudaContext& ctx) override {
+    if (total_ == 0) return Status::Ok();
+    const void* x = args.in(0)->data;
+    const void* dy = args.in(1)->data;
+    void* dw = args.out(0)->data;
+    cudaError_t e = cudaErrorInvalidValue;
+    if (!use_cudnn_) {
+      DispatchFloat(dtype_, [&](auto tag) {
+        using T = decltype(tag);
+        e = NnLaunch(total_, ctx.stream, DirectFilterGrad<T>{direct_, n_, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dw)});
+      });
+      PRECIS_CUDA_CHECK(args, e);
+      return Status::Ok();
+    }
+    if (padded_) {
+      DispatchBySize(DataTypeSize(dtype_), [&](auto tag) {
+        using U = decltype(tag);
+        e = NnLaunch(padded_total_, ctx.stream, ReframeCopy<U>{pad_, static_cast<const U*>(x), reinterpret_cast<U*>(ctx.scratch)});
+      });
+      PRECIS_CUDA_CHECK(args, e);
+      x = ctx.scratch;
+    }
+    return cudnn_.Run(args, ctx, x, dy, dw, false);
+  }
+
+ private:
+  Reframe pad_{};  // X into its explicitly padded copy
+  bool padded_ = false;
+  int64_t padded_total_ = 0, n_ = 0;
+};
+
 }  // namespace
 
+std::unique_ptr<Kernel> MakeConvFilterGradKernel() { return std::make_unique<ConvFilterGradKernel>(); }
 std::unique_ptr<Kernel> MakeConvKernel() { return std::make_unique<ConvKernel>(); }
 std::unique_ptr<Kernel> MakeConvTransposeKernel() { return std::make_unique<ConvTransposeKernel>(); }
 

@@ -133,6 +133,17 @@ Status CudnnConv::Init(const KernelArgs& args, CudaContext& ctx, Direction direc
         perf, found, dtype, conv_,
         [&](cudnnConvolutionFwdAlgo_t a, size_t* b) { return cudnnGetConvolutionForwardWorkspaceSize(ctx.dnn, in_, filter_, conv_, out_, a, b); },
         &fwd_algo_, &workspace_);
+  } else if (direction == Direction::kBackwardFilter) {
+    PRECIS_CUDNN_PLAN(args, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(ctx.dnn, &max));
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(size_t(max > 0 ? max : 1));
+    PRECIS_CUDNN_PLAN(args,
+                      cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.dnn, in_, out_, conv_, filter_, int(perf.size()), &found, perf.data()));
+    chosen = ChooseAlgorithm(
+        perf, found, dtype, conv_,
+        [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* b) {
+          return cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx.dnn, in_, out_, conv_, filter_, a, b);
+        },
+        &bwf_algo_, &workspace_);
   } else {
     PRECIS_CUDNN_PLAN(args, cudnnGetConvolutionBackwardDataAlgorithmMaxCount(ctx.dnn, &max));
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(size_t(max > 0 ? max : 1));
@@ -157,6 +168,9 @@ Status CudnnConv::Run(const KernelArgs& args, CudaContext& ctx, const void* src,
   void* ws = workspace_ ? ctx.workspace : nullptr;
   if (direction_ == Direction::kForward)
     PRECIS_CUDA_CHECK(args, cudnnConvolutionForward(ctx.dnn, alpha, in_, src, filter_, filter, conv_, fwd_algo_, ws, workspace_, beta, out_, dst));
+  else if (direction_ == Direction::kBackwardFilter)
+    PRECIS_CUDA_CHECK(args,
+                      cudnnConvolutionBackwardFilter(ctx.dnn, alpha, in_, src, out_, filter, conv_, bwf_algo_, ws, workspace_, beta, filter_, dst));
   else
     PRECIS_CUDA_CHECK(args,
                       cudnnConvolutionBackwardData(ctx.dnn, alpha, filter_, filter, out_, src, conv_, bwd_algo_, ws, workspace_, beta, in_, dst));

@@ -7,6 +7,7 @@ void RegisterAllCudaKernels(KernelRegistry& r) {
   RegisterTensorKernels(r);
   RegisterReduceKernels(r);
   RegisterNnKernels(r);
+  RegisterTrainingKernels(r);
 }
 
 }  // namespace precis::rt::cuda

@@ -9,6 +9,7 @@ void RegisterElementwiseKernels(KernelRegistry& r);  // unary, binary, variadic,
 void RegisterTensorKernels(KernelRegistry& r);       // data movement, indexing, generators, Resize
 void RegisterReduceKernels(KernelRegistry& r);       // reductions, Softmax, norms, losses, TopK, CumSum
 void RegisterNnKernels(KernelRegistry& r);           // MatMul, Gemm, Einsum, Conv, ConvTranspose, pooling
+void RegisterTrainingKernels(KernelRegistry& r);     // training-only ops: BatchNorm/Dropout training, gradients, unscaling
 void RegisterAllCudaKernels(KernelRegistry& r);
 
 }  // namespace precis::rt::cuda

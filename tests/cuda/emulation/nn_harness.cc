@@ -145,6 +145,7 @@ void Check(const std::string& name, const std::string& kernel, const std::vector
   KernelRegistry cpu;
   RegisterMatMulKernels(cpu);
   RegisterNnKernels(cpu);
+  RegisterTrainingKernels(cpu);  // ConvFilterGrad
   AddEinsumKernels(cpu);
   std::unique_ptr<Kernel> ref = cpu.Find(kernel)();
   if (WidenKernel::HasMixedFloatTensors(args)) ref = std::make_unique<WidenKernel>(std::move(ref));
@@ -431,6 +432,40 @@ void ConvCases() {
   }
 }
 
+// ConvFilterGrad (training plans' filter gradient): X [N, C, in...], dY [N, M, out...] -> dW
+// [M, C/group, k...] with the forward convolution's geometry (explicit pads, as the compiler
+// writes them): cuDNN's backward-filter convolution (X padded first when the pads are
+// asymmetric) and the direct kernel.
+void ConvFilterGradCases() {
+  struct C {
+    const char* name;
+    std::vector<int64_t> x, w, y;
+    std::vector<int64_t> pads, strides, dilations;
+    int64_t group;
+  };
+  std::vector<C> cases = {
+      {"2d", {2, 3, 7, 6}, {4, 3, 3, 3}, {2, 4, 5, 4}, {}, {}, {}, 1},
+      {"pads strides", {2, 3, 7, 6}, {4, 3, 3, 3}, {2, 4, 4, 3}, {1, 1, 1, 1}, {2, 2}, {}, 1},
+      {"asymmetric pads", {1, 3, 6, 6}, {4, 3, 3, 3}, {1, 4, 7, 5}, {2, 0, 1, 1}, {}, {}, 1},
+      {"group dilation", {1, 6, 9, 6}, {6, 2, 3, 2}, {1, 6, 5, 5}, {}, {}, {2, 1}, 3},
+      {"depthwise", {3, 4, 6, 6}, {4, 1, 3, 3}, {3, 4, 4, 4}, {}, {}, {}, 4},
+      {"1x1 stride 2", {2, 8, 7, 7}, {5, 8, 1, 1}, {2, 5, 4, 4}, {}, {2, 2}, {}, 1},
+      {"1-D", {2, 3, 11}, {5, 3, 4}, {2, 5, 4}, {2, 2}, {3}, {}, 1},
+      {"3-D", {1, 2, 4, 5, 6}, {3, 2, 3, 2, 3}, {1, 3, 4, 4, 6}, {1, 0, 1, 1, 0, 1}, {}, {}, 1},
+      {"empty batch", {0, 3, 5, 5}, {2, 3, 3, 3}, {0, 2, 3, 3}, {}, {}, {}, 1},
+  };
+  for (DataType t : {F32, F16, BF16, F64})
+    for (const C& c : cases) {
+      AttrList a;
+      a.Ints("kernel_shape", std::vector<int64_t>(c.w.begin() + 2, c.w.end()));
+      if (!c.pads.empty()) a.Ints("pads", c.pads);
+      if (!c.strides.empty()) a.Ints("strides", c.strides);
+      if (!c.dilations.empty()) a.Ints("dilations", c.dilations);
+      a.Int("group", c.group);
+      Check(Name("ConvFilterGrad", t) + " " + c.name, "ConvFilterGrad", {{t, c.x}, {t, c.y}}, {{t, c.w}}, a, cu::MakeConvFilterGradKernel);
+    }
+}
+
 void ConvTransposeCases() {
   struct C {
     const char* name;
@@ -615,6 +650,7 @@ int main() {
   ConvCases();
   FusedPlanSharing();
   ConvTransposeCases();
+  ConvFilterGradCases();
   PoolCases();
   std::printf("%d cases, %d failed\n", g_cases, g_fail);
   return g_fail ? 1 : 0;

@@ -203,6 +203,13 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t, cudnnFi
   // First a nondeterministic algorithm (as ALGO_0 is: atomics), which the plan must pass over.
   *found = 2; p[0] = {}; p[0].status = CUDNN_STATUS_SUCCESS; p[0].mathType = CUDNN_FMA_MATH; p[0].algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0; p[0].determinism = CUDNN_NON_DETERMINISTIC;
   p[1] = {}; p[1].status = CUDNN_STATUS_SUCCESS; p[1].mathType = CUDNN_FMA_MATH; p[1].algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1; p[1].determinism = CUDNN_DETERMINISTIC; return CUDNN_STATUS_SUCCESS; }
+cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnnHandle_t, int* n) { *n = 7; return CUDNN_STATUS_SUCCESS; }
+cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t, cudnnTensorDescriptor_t, cudnnTensorDescriptor_t, cudnnConvolutionDescriptor_t, cudnnFilterDescriptor_t, int, int* found, cudnnConvolutionBwdFilterAlgoPerf_t* p) {
+  if (nn_libs_refuse) { *found = 0; return CUDNN_STATUS_SUCCESS; }
+  // First a nondeterministic algorithm (as ALGO_0 and ALGO_3 are: atomics), which the plan must pass over.
+  *found = 2; p[0] = {}; p[0].status = CUDNN_STATUS_SUCCESS; p[0].mathType = CUDNN_FMA_MATH; p[0].algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0; p[0].determinism = CUDNN_NON_DETERMINISTIC;
+  p[1] = {}; p[1].status = CUDNN_STATUS_SUCCESS; p[1].mathType = CUDNN_FMA_MATH; p[1].algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1; p[1].determinism = CUDNN_DETERMINISTIC; return CUDNN_STATUS_SUCCESS; }
+cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t, cudnnTensorDescriptor_t, cudnnTensorDescriptor_t, cudnnConvolutionDescriptor_t, cudnnFilterDescriptor_t, cudnnConvolutionBwdFilterAlgo_t, size_t* s) { *s = 0; return CUDNN_STATUS_SUCCESS; }
 cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t, cudnnTensorDescriptor_t, cudnnFilterDescriptor_t, cudnnConvolutionDescriptor_t, cudnnTensorDescriptor_t, cudnnConvolutionFwdAlgo_t, size_t* s) { *s = 0; return CUDNN_STATUS_SUCCESS; }
 cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t, cudnnFilterDescriptor_t, cudnnTensorDescriptor_t, cudnnConvolutionDescriptor_t, cudnnTensorDescriptor_t, cudnnConvolutionBwdDataAlgo_t, size_t* s) { *s = 0; return CUDNN_STATUS_SUCCESS; }
 
@@ -246,6 +253,20 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t, const void* alpha, cud
   std::vector<double> acc(n, 0.0);
   Visit(X, (FD*)wd, (CD*)cd, (TD*)dyd, [&](long xi, long wi, long yi) { acc[xi] += GetD(t, dy, yi) * GetD(t, w, wi); });
   for (long i = 0; i < n; ++i) Put(t, dx, i, al * acc[i] + (be != 0 ? be * GetD(t, dx, i) : 0.0));
+  return CUDNN_STATUS_SUCCESS; }
+}
+
+extern "C" {
+cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t, const void* alpha, cudnnTensorDescriptor_t xd, const void* x, cudnnTensorDescriptor_t dyd, const void* dy,
+    cudnnConvolutionDescriptor_t cd, cudnnConvolutionBwdFilterAlgo_t algo, void*, size_t, const void* beta, cudnnFilterDescriptor_t dwd, void* dw) {
+  if (algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0) return CUDNN_STATUS_EXECUTION_FAILED;  // the nondeterministic one was chosen
+  TD* X = (TD*)xd; FD* W = (FD*)dwd; long n = 1; for (int d : W->dims) n *= d; cudaDataType t = Cuda(X->t);
+  double al = t == CUDA_R_64F ? *(const double*)alpha : *(const float*)alpha, be = t == CUDA_R_64F ? *(const double*)beta : *(const float*)beta;
+  std::vector<int> fwd(X->dims.size()); cudnnGetConvolutionNdForwardOutputDim(cd, xd, dwd, (int)X->dims.size(), fwd.data());
+  if (fwd != ((TD*)dyd)->dims) { printf("mock: backward filter dims mismatch\n"); return CUDNN_STATUS_BAD_PARAM; }
+  std::vector<double> acc(n, 0.0);
+  Visit(X, W, (CD*)cd, (TD*)dyd, [&](long xi, long wi, long yi) { acc[wi] += GetD(t, x, xi) * GetD(t, dy, yi); });
+  for (long i = 0; i < n; ++i) Put(t, dw, i, al * acc[i] + (be != 0 ? be * GetD(t, dw, i) : 0.0));
   return CUDNN_STATUS_SUCCESS; }
 }
 
