@@ -230,6 +230,33 @@ Status CheckConvTypes(const KernelArgs& args) {
 
 int64_t Product(const int64_t (&v)[3]) { return v[0] * v[1] * v[2]; }
 
+// The forward convolution's geometry for cuDNN, which pads symmetrically: the symmetric part of
+// each dim's pads goes into `s`, the rest into `pad` (X into its explicitly padded copy). True
+// when some dim's pads are asymmetric (the copy is needed).
+bool ForwardShape(const Window& win, int64_t N, int64_t C, int64_t M, int64_t group, ConvShape* s, Reframe* pad) {
+  int nd = std::max(win.spatial, 2), first = Window::kMaxSpatial - nd;
+  s->in = {N, C};
+  s->filter = {M, C / group};
+  s->out = {N, M};
+  s->group = group;
+  bool asymmetric = false;
+  for (int d = 0; d < 3; ++d) {
+    int64_t pb = win.pad_begin[size_t(d)], pe = win.pad_end[size_t(d)], sym = std::min(pb, pe);
+    pad->in[d] = win.in[size_t(d)];
+    pad->before[d] = pb - sym;
+    pad->out[d] = win.in[size_t(d)] + pb + pe - 2 * sym;
+    asymmetric = asymmetric || pb != pe;
+    if (d < first) continue;
+    s->in.push_back(pad->out[d]);
+    s->filter.push_back(win.kernel[size_t(d)]);
+    s->out.push_back(win.out[size_t(d)]);
+    s->pads.push_back(sym);
+    s->strides.push_back(win.stride[size_t(d)]);
+    s->dilations.push_back(win.dilation[size_t(d)]);
+  }
+  return asymmetric;
+}
+
 // What Conv and ConvTranspose share: dtype, the direct kernel's parameters, the cuDNN plan.
 class ConvBase : public Kernel {
  public:
@@ -317,27 +344,8 @@ class ConvKernel : public ConvBase {
     if (total_ == 0) return Status::Ok();
 
     // cuDNN pads symmetrically: the symmetric part goes to cuDNN, the rest is padded into scratch.
-    int nd = std::max(win.spatial, 2), first = Window::kMaxSpatial - nd;
     ConvShape s;
-    s.in = {N, C};
-    s.filter = {M, C / group};
-    s.out = {N, M};
-    s.group = group;
-    bool pad = false;
-    for (int d = 0; d < 3; ++d) {
-      int64_t pb = win.pad_begin[size_t(d)], pe = win.pad_end[size_t(d)], sym = std::min(pb, pe);
-      pad_.in[d] = win.in[size_t(d)];
-      pad_.before[d] = pb - sym;
-      pad_.out[d] = win.in[size_t(d)] + pb + pe - 2 * sym;
-      pad = pad || pb != pe;
-      if (d < first) continue;
-      s.in.push_back(pad_.out[d]);
-      s.filter.push_back(win.kernel[size_t(d)]);
-      s.out.push_back(win.out[size_t(d)]);
-      s.pads.push_back(sym);
-      s.strides.push_back(win.stride[size_t(d)]);
-      s.dilations.push_back(win.dilation[size_t(d)]);
-    }
+    bool pad = ForwardShape(win, N, C, M, group, &s, &pad_);
     if (nhwc_) {
       // No direct kernel reads channels-last data: cuDNN must take the step as planned.
       if (pad) return args.Error("layout NHWC needs symmetric pads");
@@ -515,27 +523,8 @@ class ConvFilterGradKernel : public ConvBase {
     // An empty batch or output: the direct kernel writes dW's zeros.
     if (x->numel == 0 || dy->numel == 0) return Status::Ok();
 
-    int nd = std::max(win.spatial, 2), first = Window::kMaxSpatial - nd;
     ConvShape s;
-    s.in = {N, C};
-    s.filter = {M, C / group};
-    s.out = {N, M};
-    s.group = group;
-    bool pad = false;
-    for (int d = 0; d < 3; ++d) {
-      int64_t pb = win.pad_begin[size_t(d)], pe = win.pad_end[size_t(d)], sym = std::min(pb, pe);
-      pad_.in[d] = win.in[size_t(d)];
-      pad_.before[d] = pb - sym;
-      pad_.out[d] = win.in[size_t(d)] + pb + pe - 2 * sym;
-      pad = pad || pb != pe;
-      if (d < first) continue;
-      s.in.push_back(pad_.out[d]);
-      s.filter.push_back(win.kernel[size_t(d)]);
-      s.out.push_back(win.out[size_t(d)]);
-      s.pads.push_back(sym);
-      s.strides.push_back(win.stride[size_t(d)]);
-      s.dilations.push_back(win.dilation[size_t(d)]);
-    }
+    bool pad = ForwardShape(win, N, C, M, group, &s, &pad_);
     PRECIS_RETURN_IF_ERROR(PlanCudnn(args, ctx, CudnnConv::Direction::kBackwardFilter, s));
     padded_ = use_cudnn_ && pad;
     padded_total_ = N * C * Product(pad_.out);
