@@ -84,6 +84,14 @@ class Inferrer {
     for (size_t i = 0; i < node.outputs().size(); ++i) {
       ir::Value* out = node.outputs()[i];
       if (!out || i >= ctx.outputs().size()) continue;
+      // Shapes computed from values (Range, Tile, Expand, ConstantOfShape...) can be anything a
+      // model says: refused here, before anything is sized or allocated from them.
+      const ir::Type& t = ctx.outputs()[i];
+      if (t.is_tensor() && t.shape().is_static() && !t.shape().NumElements()) {
+        first_error_ = InvalidArgument(node.Describe() + ": output " + std::to_string(i) + " would have type " + ir::PrintType(t) +
+                                       ", beyond what Precis plans (dims up to 2^40, up to 2^50 elements)");
+        return false;
+      }
       out->set_type(Merge(ctx.outputs()[i], out->type()));
     }
     if (!options_.fold_constants || !def->foldable) return false;
@@ -145,7 +153,9 @@ class Inferrer {
       }
       const ir::Type& t = v->type();
       if (!t.is_tensor() || !t.shape().is_static() || ir::DTypeSize(t.dtype()) == 0) return false;
-      bytes += *t.shape().NumElements() * ir::DTypeSize(t.dtype());
+      std::optional<int64_t> n = t.shape().NumElements();
+      if (!n) return false;
+      bytes += *n * ir::DTypeSize(t.dtype());
       types.push_back(t);
     }
     if (bytes > options_.max_fold_bytes) return false;

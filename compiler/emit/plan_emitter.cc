@@ -61,6 +61,11 @@ class Emitter {
     for (const std::string& name : options_.state)
       if (!shared_.count(name)) return InvalidArgument("state '" + name + "' is not a value of any program");
     PlanArena();
+    // A model whose shapes ask for more than any machine has (a 10^12-element input, say) is
+    // refused here, before a session would try to allocate it.
+    if (result_.arena_bytes > kMaxArenaBytes)
+      return InvalidArgument("the plan would need " + std::to_string(result_.arena_bytes) +
+                             " bytes of activation memory, more than the 2^40 (1 TiB) Precis plans for: check the model's input shapes");
     PlaceConstants();
     if (options_.measure_only) {
       result_.steps = steps_.size();
@@ -122,9 +127,11 @@ class Emitter {
     if (src.outputs.empty()) {
       for (const ir::Value* v : g.outputs())
         if (!src.state_updates.count(v->name())) selected_.push_back(v);
-      for (const auto& [from, state] : src.state_updates)
+      for (const auto& update : src.state_updates) {
+        const std::string& from = update.first;  // (clang 14 lambdas cannot capture structured bindings)
         if (std::none_of(g.outputs().begin(), g.outputs().end(), [&](const ir::Value* v) { return v->name() == from; }))
           return InvalidArgument("program '" + src.name + "': state update from '" + from + "', which is not a graph output");
+      }
       for (const auto& n : g.nodes()) needed_.insert(n.get());
       return Status::Ok();
     }
@@ -306,6 +313,8 @@ class Emitter {
     result_.arena_lower_bound = mp.lower_bound;
     result_.inplace_count = mp.inplace_count;
   }
+
+  static constexpr size_t kMaxArenaBytes = size_t(1) << 40;
 
   static size_t Align(size_t n) { return (n + plan::kConstantAlignment - 1) / plan::kConstantAlignment * plan::kConstantAlignment; }
 

@@ -11,7 +11,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "compiler/ir/graph.h"
-#include "runtime/plan/plan_generated.h"
+#include "runtime/plan/plan_schema.h"
 
 namespace precis::ops {
 

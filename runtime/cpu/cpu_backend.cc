@@ -6,6 +6,8 @@
 #include <cstring>
 #include <thread>
 
+#include <unistd.h>
+
 #include "runtime/base/aligned_buffer.h"
 #include "runtime/cpu/capabilities.h"
 #include "runtime/cpu/kernel.h"
@@ -132,6 +134,12 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::MakeStepKernel(const std::string& 
 // Arena and state tensors get their host storage; state starts from its initial value.
 Status CpuBackend::PlaceTensors() {
   const plan::Plan* p = plan_->view->meta;
+  // Refused before allocating: a plan (or a corrupt one) asking for more than this machine's memory
+  // would otherwise fail later, or be killed, deep inside a run.
+  uint64_t memory = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+  if (p->arena_bytes() > memory || p->state_bytes() > memory - std::min(memory, p->arena_bytes()))
+    return OutOfRange("the plan needs " + std::to_string(p->arena_bytes()) + " bytes of arena and " + std::to_string(p->state_bytes()) +
+                             " bytes of state, more than this machine's " + std::to_string(memory) + " bytes of memory");
   arena_ = AllocateAligned(size_t(p->arena_bytes()));
   state_ = AllocateAligned(size_t(p->state_bytes()));
   if (!arena_ || !state_)
@@ -157,6 +165,7 @@ Status CpuBackend::Prepare(LoadedPlan& plan) {
     for (size_t i = 0; i < p.steps.size(); ++i) {
       std::string label;
       PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, MakeStepKernel(p.kernels[i], p.layouts[i], (p.widen[i] & 1) != 0, p.steps[i], label));
+      if (!p.steps[i].attrs.KindError().empty()) return p.steps[i].Error(p.steps[i].attrs.KindError());
       scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
       out.kernels.push_back(std::move(k));
       out.labels.push_back(std::move(label));

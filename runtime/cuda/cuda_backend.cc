@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "runtime/exec/backend.h"
@@ -47,7 +49,10 @@ StatusOr<PinnedBuffer> PinnedAlloc(size_t bytes, const std::string& what) {
 
 class CudaBackendImpl final : public Backend {
  public:
-  explicit CudaBackendImpl(const SessionOptions& options) : options_(options) {}
+  explicit CudaBackendImpl(const SessionOptions& options) : options_(options) {
+    const char* sync = std::getenv("PRECIS_CUDA_SYNC");
+    sync_steps_ = sync && std::string(sync) != "0" && *sync;
+  }
   ~CudaBackendImpl() override {
     if (device_ >= 0) cudaSetDevice(device_);
     for (Program& p : programs_) {
@@ -72,6 +77,7 @@ class CudaBackendImpl final : public Backend {
   }
   std::string device_name() const override { return prop_.name; }
   bool graph_replay() const override { return replayed_; }
+  std::vector<std::string> Fallbacks() const override { return fallbacks_; }
 
  private:
   struct Staged {
@@ -95,6 +101,7 @@ class CudaBackendImpl final : public Backend {
   // Enqueues one whole run of a program (error-flag reset, uploads, steps, downloads) on the stream.
   Status Enqueue(size_t program, std::vector<StepProfile>* profile, const std::function<void(const TensorData&)>& observer);
   Status CheckErrors(size_t program);
+  Status Capture(size_t program);
 
   SessionOptions options_;
   LoadedPlan* plan_ = nullptr;
@@ -110,6 +117,8 @@ class CudaBackendImpl final : public Backend {
   std::vector<Staged> inputs_, outputs_;  // every program's, each tensor once
   cuda::CudaContext ctx_;
   bool replayed_ = false;
+  bool sync_steps_ = false;       // PRECIS_CUDA_SYNC=1: synchronize and check after every step (eager)
+  std::vector<std::string> fallbacks_;  // Fallbacks(): refused library plans, failed captures
   std::vector<uint8_t> observed_;  // host copy of an observed tensor
 };
 
@@ -145,8 +154,12 @@ Status CudaBackendImpl::PlaceTensors() {
   PRECIS_ASSIGN_OR_RETURN(arena_, DeviceAlloc(size_t(view.meta->arena_bytes()), "the arena"));
   PRECIS_ASSIGN_OR_RETURN(state_, DeviceAlloc(size_t(view.meta->state_bytes()), "the state"));
   PRECIS_ASSIGN_OR_RETURN(constants_, DeviceAlloc(view.constants_size, "the constants"));
+  // Uploads go on the compute stream (Prepare waits for it at the end): a pageable cudaMemcpy on
+  // the legacy stream may return before its DMA lands, and the non-blocking compute stream would
+  // not wait for it.
   if (view.constants_size)
-    PRECIS_CUDA_OR_RETURN(cudaMemcpy(constants_.get(), view.constants, view.constants_size, cudaMemcpyHostToDevice), "uploading the constants");
+    PRECIS_CUDA_OR_RETURN(cudaMemcpyAsync(constants_.get(), view.constants, view.constants_size, cudaMemcpyHostToDevice, stream_),
+                          "uploading the constants");
   device_tensors_ = tensors;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const plan::TensorDesc* d = view.meta->tensors()->Get(flatbuffers::uoffset_t(i));
@@ -159,7 +172,8 @@ Status CudaBackendImpl::PlaceTensors() {
     void* base = d->placement() == plan::Placement_Constant ? constants_.get() : d->placement() == plan::Placement_State ? state_.get() : arena_.get();
     device_tensors_[i].data = static_cast<uint8_t*>(base) + d->offset();
     if (d->placement() == plan::Placement_State && tensors[i].bytes)
-      PRECIS_CUDA_OR_RETURN(cudaMemcpy(device_tensors_[i].data, view.constants + d->init_offset(), tensors[i].bytes, cudaMemcpyHostToDevice),
+      PRECIS_CUDA_OR_RETURN(cudaMemcpyAsync(device_tensors_[i].data, view.constants + d->init_offset(), tensors[i].bytes, cudaMemcpyHostToDevice,
+                                            stream_),
                             "initializing state '" + tensors[i].name + "'");
   }
   return Status::Ok();
@@ -213,6 +227,8 @@ Status CudaBackendImpl::PrepareProgram(const ProgramSteps& steps, Program& out, 
     if (!s.ok() && !widen && cuda::WidenKernel::HasHalfTensors(h))
       s = s.WithContext("the CUDA kernel does not take this step's 16-bit dtypes as they are, and the plan does not mark it widened");
     PRECIS_RETURN_IF_ERROR(s);
+    if (!h.attrs.KindError().empty()) return h.Error(h.attrs.KindError());
+    if (std::string why = k->Fallback(); !why.empty()) fallbacks_.push_back(step.node + ": " + why);
     scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
     workspace_bytes = std::max(workspace_bytes, k->WorkspaceBytes());
     out.capturable = out.capturable && k->Capturable();
@@ -298,6 +314,15 @@ Status CudaBackendImpl::Enqueue(size_t program, std::vector<StepProfile>* profil
     if (profile) cudaEventRecord(start, stream_);
     status = prog.kernels[i]->Run(prog.args[i], ctx_);
     if (!status.ok()) break;
+    if (sync_steps_) {
+      // PRECIS_CUDA_SYNC=1: an asynchronous fault is reported by the step that caused it.
+      cudaError_t e = cudaStreamSynchronize(stream_);
+      if (e == cudaSuccess) e = cudaGetLastError();
+      if (e != cudaSuccess) {
+        status = CudaError(e, prog.args[i].node + " (step " + std::to_string(i) + " of program '" + steps.name + "', PRECIS_CUDA_SYNC=1)");
+        break;
+      }
+    }
     if (profile) {
       cudaEventRecord(stop, stream_);
       cudaError_t e = cudaEventSynchronize(stop);
@@ -345,6 +370,31 @@ Status CudaBackendImpl::CheckErrors(size_t program) {
   return Status::Ok();
 }
 
+// Records the program into a CUDA graph and instantiates it; on failure everything made is
+// released and the stream is back out of capture mode, so the caller can run the program eagerly.
+Status CudaBackendImpl::Capture(size_t program) {
+  Program& prog = programs_[program];
+  const std::string& name = plan_->programs[program].name;
+  PRECIS_CUDA_OR_RETURN(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  Status s = Enqueue(program, nullptr, nullptr);
+  cudaGraph_t g = nullptr;
+  cudaError_t e = cudaStreamEndCapture(stream_, &g);
+  if (s.ok() && e != cudaSuccess) s = CudaError(e, "capturing program '" + name + "' into a CUDA graph");
+  if (s.ok()) {
+    e = cudaGraphInstantiate(&prog.graph_exec, g, 0);
+    if (e != cudaSuccess) s = CudaError(e, "instantiating the CUDA graph of program '" + name + "'");
+  }
+  if (!s.ok()) {
+    if (prog.graph_exec) cudaGraphExecDestroy(prog.graph_exec);
+    if (g) cudaGraphDestroy(g);
+    prog.graph_exec = nullptr;
+    (void)cudaGetLastError();  // a capture error is not sticky; clear it so the eager run starts clean
+    return s;
+  }
+  prog.graph = g;
+  return Status::Ok();
+}
+
 Status CudaBackendImpl::Run(size_t program, std::vector<StepProfile>* profile, const std::function<void(const TensorData&)>& observer) {
   PRECIS_CUDA_OR_RETURN(cudaSetDevice(device_), "cudaSetDevice");
   Program& prog = programs_[program];
@@ -359,21 +409,22 @@ Status CudaBackendImpl::Run(size_t program, std::vector<StepProfile>* profile, c
   // The first run is eager even when runs are replayed from a CUDA graph: library calls (cuDNN,
   // cuBLASLt) do their one-time setup outside a capture, and the capture starts at the second
   // run (cudnn-frontend warms its graphs up the same way).
-  bool eager = profile || observer || !options_.cuda_graphs || !prog.capturable || !prog.warmed_up;
+  bool eager = profile || observer || !options_.cuda_graphs || sync_steps_ || !prog.capturable || !prog.warmed_up;
+  if (!eager && !prog.graph_exec) {
+    Status captured = Capture(program);
+    if (!captured.ok()) {
+      // A capture that fails (a library call that cannot be captured, say) leaves the program
+      // eager for the session instead of failing this and every later run.
+      prog.capturable = false;
+      fallbacks_.push_back("program '" + steps.name + "' runs without a CUDA graph: " + captured.message());
+      std::fprintf(stderr, "precis: %s\n", fallbacks_.back().c_str());
+      eager = true;
+    }
+  }
   if (eager) {
     PRECIS_RETURN_IF_ERROR(Enqueue(program, profile, observer));
     prog.warmed_up = true;
   } else {
-    if (!prog.graph_exec) {
-      PRECIS_CUDA_OR_RETURN(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-      Status s = Enqueue(program, nullptr, nullptr);
-      cudaGraph_t g = nullptr;
-      cudaError_t e = cudaStreamEndCapture(stream_, &g);
-      PRECIS_RETURN_IF_ERROR(s);
-      if (e != cudaSuccess) return CudaError(e, "capturing program '" + steps.name + "' into a CUDA graph");
-      prog.graph = g;
-      PRECIS_CUDA_OR_RETURN(cudaGraphInstantiate(&prog.graph_exec, prog.graph, 0), "cudaGraphInstantiate");
-    }
     PRECIS_CUDA_OR_RETURN(cudaGraphLaunch(prog.graph_exec, stream_), "cudaGraphLaunch");
     replayed_ = true;
   }
@@ -391,14 +442,20 @@ Status CudaBackendImpl::Run(size_t program, std::vector<StepProfile>* profile, c
 Status CudaBackendImpl::ReadState(int id, void* dst) {
   const Tensor& d = device_tensors_[size_t(id)];
   PRECIS_CUDA_OR_RETURN(cudaSetDevice(device_), "cudaSetDevice");
-  if (d.bytes) PRECIS_CUDA_OR_RETURN(cudaMemcpy(dst, d.data, d.bytes, cudaMemcpyDeviceToHost), "reading state '" + d.name + "'");
+  if (d.bytes) {
+    PRECIS_CUDA_OR_RETURN(cudaMemcpyAsync(dst, d.data, d.bytes, cudaMemcpyDeviceToHost, stream_), "reading state '" + d.name + "'");
+    PRECIS_CUDA_OR_RETURN(cudaStreamSynchronize(stream_), "reading state '" + d.name + "'");
+  }
   return Status::Ok();
 }
 
 Status CudaBackendImpl::WriteState(int id, const void* src) {
   const Tensor& d = device_tensors_[size_t(id)];
   PRECIS_CUDA_OR_RETURN(cudaSetDevice(device_), "cudaSetDevice");
-  if (d.bytes) PRECIS_CUDA_OR_RETURN(cudaMemcpy(d.data, src, d.bytes, cudaMemcpyHostToDevice), "writing state '" + d.name + "'");
+  if (d.bytes) {
+    PRECIS_CUDA_OR_RETURN(cudaMemcpyAsync(d.data, src, d.bytes, cudaMemcpyHostToDevice, stream_), "writing state '" + d.name + "'");
+    PRECIS_CUDA_OR_RETURN(cudaStreamSynchronize(stream_), "writing state '" + d.name + "'");
+  }
   return Status::Ok();
 }
 

@@ -49,8 +49,11 @@ StatusOr<void*> UploadTable(CudaContext& ctx, const void* data, size_t bytes, co
   if (e != cudaSuccess) return CudaError(e, what + ": cudaMalloc(" + std::to_string(bytes) + " bytes)");
   ctx.tables->emplace_back(p, [](void* q) { cudaFree(q); });
   if (bytes) {
-    e = cudaMemcpy(p, data, bytes, cudaMemcpyHostToDevice);
-    if (e != cudaSuccess) return CudaError(e, what + ": cudaMemcpy");
+    // On the compute stream and waited for: a pageable cudaMemcpy on the legacy stream may return
+    // before its DMA lands, and the compute stream (non-blocking) would not wait for it.
+    e = cudaMemcpyAsync(p, data, bytes, cudaMemcpyHostToDevice, ctx.stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ctx.stream);
+    if (e != cudaSuccess) return CudaError(e, what + ": uploading");
   }
   return p;
 }

@@ -60,6 +60,10 @@ class Kernel {
   virtual size_t ScratchBytes() const { return 0; }     // private to the step
   virtual size_t WorkspaceBytes() const { return 0; }   // the shared library workspace it needs
   virtual bool Capturable() const { return true; }
+  // Why this step runs a slower path than planned (cuBLASLt or cuDNN refused the problem and a
+  // plain kernel runs it), after Init; empty when it does not. `precis bench` counts and prints
+  // these (Session::fallbacks()).
+  virtual std::string Fallback() const { return ""; }
 };
 
 using KernelFactory = std::unique_ptr<Kernel> (*)();

@@ -56,6 +56,9 @@ class Backend {
   virtual std::vector<std::string> StepLabels(size_t program) const = 0;
   virtual std::string device_name() const = 0;
   virtual bool graph_replay() const { return false; }
+  // Steps (and programs) running a slower path than planned: a library refused the problem and a
+  // plain kernel runs it, a CUDA graph capture failed. One line each, naming the step.
+  virtual std::vector<std::string> Fallbacks() const { return {}; }
 };
 
 using BackendFactory = StatusOr<std::unique_ptr<Backend>> (*)(const SessionOptions& options);

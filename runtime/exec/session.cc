@@ -60,15 +60,23 @@ Status Session::Impl::LoadTensors() {
     if (!IsValidDataType(d->dtype())) return InvalidArgument("plan tensor '" + t.name + "' has an invalid dtype");
     t.dtype = DataType(d->dtype());
     if (d->dims()) t.dims.assign(d->dims()->begin(), d->dims()->end());
-    int64_t n = 1;
+    // The product of the nonzero dims is bounded too: [0, 2^62, 2^62] holds no element, but a
+    // kernel's index arithmetic over its dims would overflow.
+    int64_t n = 1, nonzero = 1;
     for (int64_t dim : t.dims) {
-      if (dim < 0 || (dim > 0 && n > (int64_t(1) << 50) / dim)) return InvalidArgument("plan tensor '" + t.name + "' has bad dims");
+      if (dim < 0 || (dim > 0 && nonzero > (int64_t(1) << 50) / dim)) return InvalidArgument("plan tensor '" + t.name + "' has bad dims");
+      if (dim > 0) nonzero *= dim;
       n *= dim;
     }
     t.numel = n;
     t.bytes = size_t(n) * DataTypeSize(t.dtype);
     if (d->bytes() != t.bytes) return InvalidArgument("plan tensor '" + t.name + "' byte size does not match its shape");
     auto outside = [&](uint64_t offset, uint64_t limit) { return offset > limit || t.bytes > limit - offset; };
+    // Kernels access elements as their type: every offset must be a multiple of the element size
+    // (the planner aligns them to 64 bytes).
+    size_t align = DataTypeSize(t.dtype) ? DataTypeSize(t.dtype) : 1;
+    if (d->offset() % align || (d->placement() == plan::Placement_State && d->init_offset() % align))
+      return InvalidArgument("plan tensor '" + t.name + "' is misaligned for its element type");
     switch (d->placement()) {
       case plan::Placement_Constant:
         t.is_constant = true;
@@ -133,6 +141,15 @@ StatusOr<rt::KernelArgs> Session::Impl::StepArgs(const plan::Step* s) {
   };
   PRECIS_RETURN_IF_ERROR(ids(s->inputs(), a.inputs));
   PRECIS_RETURN_IF_ERROR(ids(s->outputs(), a.outputs));
+  // Constants are read-only (a mapped plan file): no step may write one.
+  for (const rt::Tensor* t : a.outputs)
+    if (t && t->is_constant) return InvalidArgument(a.node + ": writes the constant '" + t->name + "'");
+  if (s->attrs())
+    for (const plan::Attr* attr : *s->attrs()) {
+      if (!attr->name()) return InvalidArgument(a.node + ": an attribute has no name");
+      if (attr->kind() > plan::AttrKind_MAX)
+        return InvalidArgument(a.node + ": attribute '" + attr->name()->str() + "' has an unknown kind " + std::to_string(int(attr->kind())));
+    }
   a.attrs = rt::Attributes(s->attrs());
   return a;
 }
@@ -272,6 +289,7 @@ std::string Session::device_name() const {
   return name == "cpu" ? name : "cuda: " + name;
 }
 bool Session::graph_replay() const { return impl_->backend->graph_replay(); }
+std::vector<std::string> Session::fallbacks() const { return impl_->backend->Fallbacks(); }
 
 Status ParseDevice(const std::string& text, Device* device, int* device_id) {
   *device_id = 0;

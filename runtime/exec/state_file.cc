@@ -1,4 +1,5 @@
-// State files (see state_file.h): serialization, atomic replacement and validation.
+// State files (see state_file.h): serialization, atomic replacement and validation. Parsing
+// takes bytes (ParseStateFile) so that the fuzz target (tests/fuzz/state_fuzz.cc) needs no files.
 #include "runtime/exec/state_file.h"
 
 #include <fcntl.h>
@@ -27,26 +28,39 @@ void Put(std::vector<uint8_t>& out, T v) {
 // Bounds-checked reads over the file bytes.
 class Reader {
  public:
-  Reader(const std::vector<uint8_t>& data, size_t end) : data_(data), end_(end) {}
+  Reader(const uint8_t* data, size_t end) : data_(data), end_(end) {}
   template <typename T>
   bool Get(T* v) {
     if (end_ - pos_ < sizeof(T)) return false;
-    std::memcpy(v, data_.data() + pos_, sizeof(T));
+    std::memcpy(v, data_ + pos_, sizeof(T));
     pos_ += sizeof(T);
     return true;
   }
-  bool Bytes(size_t n, const uint8_t** p) {
+  bool Bytes(uint64_t n, const uint8_t** p) {
     if (end_ - pos_ < n) return false;
-    *p = data_.data() + pos_;
-    pos_ += n;
+    *p = data_ + pos_;
+    pos_ += size_t(n);
     return true;
   }
   bool done() const { return pos_ == end_; }
 
  private:
-  const std::vector<uint8_t>& data_;
+  const uint8_t* data_;
   size_t end_, pos_ = 0;
 };
+
+// The byte size that a tensor of `dtype` and `dims` needs, or false when a dim is negative or the
+// size does not fit in 63 bits.
+bool TensorBytes(DataType dtype, const std::vector<int64_t>& dims, uint64_t* bytes) {
+  uint64_t n = DataTypeSize(dtype);
+  for (int64_t d : dims) {
+    if (d < 0) return false;
+    if (d > 0 && n > (uint64_t(1) << 62) / uint64_t(d)) return false;
+    n *= uint64_t(d);
+  }
+  *bytes = n;
+  return true;
+}
 
 Status WriteAll(int fd, const std::vector<uint8_t>& bytes, const std::string& path) {
   size_t done = 0;
@@ -72,7 +86,7 @@ uint64_t StateSignature(const std::vector<TensorInfo>& state) {
   return HashBytes(key.data(), key.size());
 }
 
-Status WriteStateFile(const std::string& path, uint64_t signature, const std::vector<StateRecord>& records) {
+std::vector<uint8_t> SerializeStateFile(uint64_t signature, const std::vector<StateRecord>& records) {
   std::vector<uint8_t> out(kStateMagic, kStateMagic + sizeof kStateMagic);
   Put(out, kStateVersion);
   Put(out, uint32_t(records.size()));
@@ -87,6 +101,11 @@ Status WriteStateFile(const std::string& path, uint64_t signature, const std::ve
     out.insert(out.end(), r.bytes.begin(), r.bytes.end());
   }
   Put(out, HashBytes(out.data(), out.size()));
+  return out;
+}
+
+Status WriteStateFile(const std::string& path, uint64_t signature, const std::vector<StateRecord>& records) {
+  std::vector<uint8_t> out = SerializeStateFile(signature, records);
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return NotFound("cannot create '" + tmp + "': " + std::strerror(errno));
@@ -98,18 +117,15 @@ Status WriteStateFile(const std::string& path, uint64_t signature, const std::ve
   return s;
 }
 
-StatusOr<std::vector<StateRecord>> ReadStateFile(const std::string& path, uint64_t signature) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return NotFound("cannot open state file '" + path + "'");
-  std::vector<uint8_t> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  auto bad = [&](const std::string& why) { return InvalidArgument("state file '" + path + "' " + why); };
+StatusOr<std::vector<StateRecord>> ParseStateFile(const uint8_t* data, size_t size, uint64_t signature, const std::string& name) {
+  auto bad = [&](const std::string& why) { return InvalidArgument("state file '" + name + "' " + why); };
   constexpr size_t kHeader = sizeof kStateMagic + 4 + 4 + 8;
-  if (data.size() < kHeader + 8) return bad("is truncated (" + std::to_string(data.size()) + " bytes)");
-  if (std::memcmp(data.data(), kStateMagic, sizeof kStateMagic) != 0) return bad("is not a Precis state file (wrong magic)");
+  if (size < kHeader + 8) return bad("is truncated (" + std::to_string(size) + " bytes)");
+  if (std::memcmp(data, kStateMagic, sizeof kStateMagic) != 0) return bad("is not a Precis state file (wrong magic)");
   uint64_t stored = 0;
-  std::memcpy(&stored, data.data() + data.size() - 8, 8);
-  if (stored != HashBytes(data.data(), data.size() - 8)) return bad("fails its checksum: it is truncated or corrupted");
-  Reader in(data, data.size() - 8);
+  std::memcpy(&stored, data + size - 8, 8);
+  if (stored != HashBytes(data, size - 8)) return bad("fails its checksum: it is truncated or corrupted");
+  Reader in(data, size - 8);
   const uint8_t* magic = nullptr;
   uint32_t version = 0, count = 0;
   uint64_t file_signature = 0;
@@ -129,17 +145,27 @@ StatusOr<std::vector<StateRecord>> ReadStateFile(const std::string& path, uint64
     if (!in.Get(&name_len) || !in.Bytes(name_len, &p)) return bad("is malformed (tensor " + std::to_string(i) + ")");
     r.info.name.assign(reinterpret_cast<const char*>(p), name_len);
     if (!in.Get(&dtype) || !in.Get(&rank) || rank > 64) return bad("is malformed (tensor '" + r.info.name + "')");
+    if (!IsValidDataType(dtype)) return bad("is malformed (tensor '" + r.info.name + "' has dtype code " + std::to_string(dtype) + ")");
     r.info.dtype = DataType(dtype);
     r.info.dims.resize(rank);
     for (int64_t& d : r.info.dims)
       if (!in.Get(&d)) return bad("is malformed (tensor '" + r.info.name + "')");
-    uint64_t bytes = 0;
-    if (!in.Get(&bytes) || !in.Bytes(size_t(bytes), &p)) return bad("is malformed (tensor '" + r.info.name + "')");
+    uint64_t bytes = 0, need = 0;
+    if (!TensorBytes(r.info.dtype, r.info.dims, &need)) return bad("is malformed (tensor '" + r.info.name + "' has bad dims)");
+    if (!in.Get(&bytes) || bytes != need) return bad("is malformed (tensor '" + r.info.name + "' does not hold " + std::to_string(need) + " bytes)");
+    if (!in.Bytes(bytes, &p)) return bad("is malformed (tensor '" + r.info.name + "')");
     r.bytes.assign(p, p + bytes);
     records.push_back(std::move(r));
   }
   if (!in.done()) return bad("has trailing bytes");
   return records;
+}
+
+StatusOr<std::vector<StateRecord>> ReadStateFile(const std::string& path, uint64_t signature) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return NotFound("cannot open state file '" + path + "'");
+  std::vector<uint8_t> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return ParseStateFile(data.data(), data.size(), signature, path);
 }
 
 }  // namespace precis::rt

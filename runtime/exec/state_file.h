@@ -25,9 +25,17 @@ struct StateRecord {
 // Identifies a plan's state layout: names, dtypes and dims, in order.
 uint64_t StateSignature(const std::vector<TensorInfo>& state);
 
+// The file's bytes (the layout above), checksum included: what WriteStateFile writes.
+std::vector<uint8_t> SerializeStateFile(uint64_t signature, const std::vector<StateRecord>& records);
 Status WriteStateFile(const std::string& path, uint64_t signature, const std::vector<StateRecord>& records);
-// Errors: missing file, truncation, checksum mismatch, another format, a signature different
-// from `signature` (a file of another plan), each naming the file.
+
+// Parses a state file's bytes; `name` names the file in errors. Errors: truncation, checksum
+// mismatch, another format, a signature different from `signature` (a file of another plan), a
+// malformed tensor (an invalid dtype, a negative dim, a byte count that does not match its dtype
+// and dims, trailing bytes). Every record it returns is consistent: bytes == numel * dtype size.
+// Reads only within [data, data + size).
+StatusOr<std::vector<StateRecord>> ParseStateFile(const uint8_t* data, size_t size, uint64_t signature, const std::string& name);
+// ParseStateFile of the file at `path`; also an error when the file cannot be read.
 StatusOr<std::vector<StateRecord>> ReadStateFile(const std::string& path, uint64_t signature);
 
 }  // namespace precis::rt

@@ -13,7 +13,7 @@
 
 #include "precis/status.h"
 #include "precis/types.h"
-#include "runtime/plan/plan_generated.h"
+#include "runtime/plan/plan_schema.h"
 
 namespace precis::rt {
 
@@ -43,9 +43,16 @@ class Attributes {
   std::vector<int64_t> Ints(const char* name, std::vector<int64_t> fallback = {}) const;
   std::vector<float> Floats(const char* name, std::vector<float> fallback = {}) const;
   std::vector<std::string> Strings(const char* name) const;
+  // The first attribute read with the wrong kind (a float where the kernel reads an int, say),
+  // described; empty when none. The getters return the fallback for such an attribute, so
+  // backends check this after a kernel's Init and refuse the step: a plan that says one thing
+  // and gets another run is a corrupt plan, not a default.
+  const std::string& KindError() const { return kind_error_; }
 
  private:
+  const plan::Attr* FindOfKind(const char* name, plan::AttrKind kind) const;
   const flatbuffers::Vector<flatbuffers::Offset<plan::Attr>>* attrs_;
+  mutable std::string kind_error_;
 };
 
 struct KernelArgs {

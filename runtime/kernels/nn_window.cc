@@ -15,6 +15,14 @@ std::string Join(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
+// Larger kernels, strides, dilations, pads and output paddings are refused: no real model comes
+// near, and below them the size arithmetic cannot overflow int64 for dims of up to 2^50 (the
+// session's bound on a tensor's element count), whatever a corrupt plan says.
+constexpr int64_t kMaxWindowValue = int64_t(1) << 31;
+constexpr int64_t kMaxDim = int64_t(1) << 50;
+
+bool TooLarge(int64_t v) { return v > kMaxWindowValue || v < -kMaxWindowValue; }
+
 }  // namespace
 
 Status ReadWindow(const KernelArgs& args, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel, bool allow_ceil,
@@ -39,6 +47,8 @@ Status ReadWindow(const KernelArgs& args, const std::vector<int64_t>& in, const 
     int64_t s = strides[i], d = dilations[i], k = kernel[i], x = in[i];
     if (s <= 0 || d <= 0 || k <= 0 || pads[i] < 0 || pads[i + n] < 0)
       return args.Error("kernel, strides and dilations must be positive and pads non-negative");
+    if (TooLarge(s) || TooLarge(d) || TooLarge(k) || TooLarge(pads[i]) || TooLarge(pads[i + n]) || x > kMaxDim)
+      return args.Error("kernel, strides, dilations and pads must be at most 2^31");
     int64_t eff_k = (k - 1) * d + 1, pb = pads[i], pe = pads[i + n];
     if (same) {
       int64_t total = std::max<int64_t>(0, ((x + s - 1) / s - 1) * s + eff_k - x);
@@ -86,11 +96,15 @@ Status ReadTransposeWindow(const KernelArgs& args, const std::vector<int64_t>& i
   for (size_t i = 0; i < n; ++i) {
     int64_t s = strides[i], d = dilations[i], k = kernel[i];
     if (s <= 0 || d <= 0 || k <= 0) return args.Error("kernel, strides and dilations must be positive");
+    if (TooLarge(s) || TooLarge(d) || TooLarge(k) || TooLarge(pads[i]) || TooLarge(pads[i + n]) || TooLarge(output_padding[i]) ||
+        in[i] > kMaxDim || (in[i] > 1 && s > kMaxDim / (in[i] - 1)))
+      return args.Error("kernel, strides, dilations, pads and output_padding must be at most 2^31, the output at most 2^50");
     int64_t full = s * (in[i] - 1) + output_padding[i] + (k - 1) * d + 1;
     int64_t out, pb = pads[i];
     if (!output_shape.empty()) out = output_shape[output_shape.size() - n + i];
     else if (same) out = in[i] * s;
     else out = full - pads[i] - pads[i + n];
+    if (out <= 0 || out > kMaxDim) return args.Error("output spatial dim " + std::to_string(i) + " would be " + std::to_string(out));
     if (same) {
       int64_t total = full - out;
       int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division

@@ -195,6 +195,11 @@ Status DimTaps(const KernelArgs& args, const ResizeOptions& opt, const Tensor& i
       continue;
     }
     double x = Original(opt, d, rank, y, in_n, out_n, outside);
+    // More than the widest tap's reach beyond the input, every tap clamps to an edge (or weighs
+    // nothing, with exclude_outside) either way: clamping keeps the index arithmetic below in
+    // range for the absurd scales or roi of a corrupt plan. NaN has no index at all.
+    if (std::isnan(x)) return args.Error("scales and roi map output index " + std::to_string(y) + " of dim " + std::to_string(d) + " to NaN");
+    x = std::clamp(x, -4.0, double(in_n) + 4);
     r->outside.push_back(outside ? 1 : 0);
     double up = std::ceil(x), ratio = x - (up - 1);  // in (0, 1]: prefer the left neighbour
     auto clamp = [in_n](int64_t i) { return std::clamp<int64_t>(i, 0, in_n - 1); };

@@ -146,7 +146,9 @@ Status TileView(const KernelArgs& args, const Tensor& in, const Tensor& out, Str
 
 Status DepthToSpaceView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view) {
   int64_t b = args.attrs.Int("blocksize", 0);
-  if (in.rank() != 4 || b <= 0 || in.dims[1] % (b * b) != 0) return args.Error("needs a 4-D input and a blocksize dividing the channels");
+  // b <= C / b first: b * b of a corrupt plan's blocksize must not overflow.
+  if (in.rank() != 4 || b <= 0 || b > in.dims[1] / b || in.dims[1] % (b * b) != 0)
+    return args.Error("needs a 4-D input and a blocksize whose square divides the channels");
   int64_t n = in.dims[0], c = in.dims[1] / (b * b), h = in.dims[2], w = in.dims[3], hw = h * w;
   bool crd = args.attrs.String("mode", "DCR") == "CRD";
   if (out.dims != std::vector<int64_t>{n, c, h * b, w * b}) return args.Error("output shape does not match");
@@ -158,7 +160,7 @@ Status DepthToSpaceView(const KernelArgs& args, const Tensor& in, const Tensor& 
 
 Status SpaceToDepthView(const KernelArgs& args, const Tensor& in, const Tensor& out, StridedView& view) {
   int64_t b = args.attrs.Int("blocksize", 0);
-  if (in.rank() != 4 || b <= 0 || in.dims[2] % b != 0 || in.dims[3] % b != 0)
+  if (in.rank() != 4 || b <= 0 || b > in.dims[2] || b > in.dims[3] || in.dims[2] % b != 0 || in.dims[3] % b != 0)
     return args.Error("needs a 4-D input and a blocksize dividing the spatial dims");
   int64_t n = in.dims[0], c = in.dims[1], h = in.dims[2], w = in.dims[3];
   if (out.dims != std::vector<int64_t>{n, c * b * b, h / b, w / b}) return args.Error("output shape does not match");

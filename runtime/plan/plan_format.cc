@@ -7,6 +7,28 @@
 
 namespace precis::plan {
 
+namespace {
+
+// FlatBuffers 2.0's verifier checks only the 4-byte alignment of a vector's length, not that its
+// 8-byte elements are aligned: a crafted plan could make every read of a tensor's dims or an Ints
+// attribute a misaligned load. (An empty vector's data is never read.)
+bool Misaligned(const flatbuffers::Vector<int64_t>* v) { return v && v->size() > 0 && reinterpret_cast<uintptr_t>(v->data()) % 8 != 0; }
+
+Status CheckVectorAlignment(const Plan* meta) {
+  if (meta->tensors())
+    for (const TensorDesc* d : *meta->tensors())
+      if (Misaligned(d->dims())) return InvalidArgument("plan tensor dims are misaligned");
+  for (const Program* p : *meta->programs())
+    if (p->steps())
+      for (const Step* s : *p->steps())
+        if (s->attrs())
+          for (const Attr* a : *s->attrs())
+            if (Misaligned(a->ints()) || Misaligned(a->tensor_dims())) return InvalidArgument("plan step attributes are misaligned");
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<PlanView> ValidatePlan(const uint8_t* data, size_t size) {
   if (size < sizeof(FileHeader)) return InvalidArgument("plan is truncated: " + std::to_string(size) + " bytes, shorter than its header");
   FileHeader h;
@@ -30,12 +52,16 @@ StatusOr<PlanView> ValidatePlan(const uint8_t* data, size_t size) {
     return InvalidArgument("plan sections lie outside the file");
   uint64_t sum = HashBytes(data + sizeof(FileHeader), size - sizeof(FileHeader));
   if (sum != h.checksum) return InvalidArgument("plan checksum mismatch: the file is corrupted");
+  // The metadata must start 8-byte aligned (plans are mapped or copied to 64-byte aligned memory),
+  // so that the alignment checks below mean something.
+  if (h.meta_offset % 8) return InvalidArgument("plan metadata is misaligned");
   const uint8_t* meta = data + h.meta_offset;
   flatbuffers::Verifier verifier(meta, size_t(h.meta_size));
   if (!VerifyPlanBuffer(verifier)) return InvalidArgument("plan metadata fails verification");
   PlanView view;
   view.meta = GetPlan(meta);
   if (!view.meta->programs() || view.meta->programs()->size() == 0) return InvalidArgument("plan has no programs");
+  PRECIS_RETURN_IF_ERROR(CheckVectorAlignment(view.meta));
   if (view.meta->modules())
     for (const Module* m : *view.meta->modules()) {
       std::string name = m->name() ? m->name()->str() : "?";

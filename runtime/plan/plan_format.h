@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "precis/status.h"
-#include "runtime/plan/plan_generated.h"
+#include "runtime/plan/plan_schema.h"
 
 namespace precis::plan {
 

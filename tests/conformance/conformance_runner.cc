@@ -14,15 +14,18 @@
 // value carries up to 2^-11 = 4.9e-4 relative rounding, a few roundings per case and sums of
 // tens of terms) and 6e-2 for bf16 (8 bits: 3.9e-3 per value). Inputs and outputs are lowered
 // too (no --keep-io-types: FP32 test inputs are rounded to 16 bits), so that every operator of
-// a one-node model runs in 16 bits where the policy allows it. There a mismatch is counted and
-// listed but only errors (a plan that fails to compile or run where FP32 works) fail the run.
+// a one-node model runs in 16 bits where the policy allows it. There a mismatch of a case on the
+// --expect list fails the run; other mismatches are counted and listed (16-bit rounding of
+// inputs legitimately breaks some cases, e.g. integer-valued outputs near rounding boundaries),
+// and errors (a plan that fails to compile or run) always fail.
 //
 // usage: conformance_runner [--filter TEXT] [--verbose] [--expect FILE] [--min-pass N]
 //                           [--precision fp32|fp16|bf16] [--report FILE] [--export DIR] LABEL=DIR ...
 // --export DIR compiles every case for CUDA (every operator must have a CUDA kernel) and writes
 // each passing one there, with its inputs and the CPU backend's outputs: a GPU test bundle.
-// --expect FILE lists cases that must pass (one per line); any that does not fails the run, as
-// does any mismatch or error, or fewer than --min-pass passing cases.
+// --expect FILE lists cases that must pass (one per line); any that does not, or that is missing
+// from its corpus, fails the run, as does any FP32 mismatch or error, fewer than --min-pass
+// passing cases, and a corpus folder that is missing or (without --filter) holds no case.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -303,13 +306,26 @@ int main(int argc, char** argv) {
   std::set<std::string> expected;
   if (!expect_file.empty()) {
     std::ifstream in(expect_file);
+    if (!in) {
+      std::fprintf(stderr, "cannot read the expected-pass list %s\n", expect_file.c_str());
+      return 2;
+    }
     std::string line;
     while (std::getline(in, line))
       if (!line.empty() && line[0] != '#') expected.insert(line.substr(0, line.find(' ')));
+    if (expected.empty()) {
+      std::fprintf(stderr, "the expected-pass list %s names no case\n", expect_file.c_str());
+      return 2;
+    }
+  }
+  if (corpora.empty()) {
+    std::fprintf(stderr, "no corpus given (LABEL=DIR)\n");
+    return 2;
   }
   std::ofstream report;
   if (!report_file.empty()) report.open(report_file);
   std::vector<std::string> failures, mixed_mismatches;
+  std::set<std::string> seen;  // ids of the cases found on disk
   int total_pass = 0;
   if (g_precision != "fp32" && g_precision != "fp16" && g_precision != "bf16") {
     std::fprintf(stderr, "--precision must be fp32, fp16 or bf16\n");
@@ -330,10 +346,14 @@ int main(int argc, char** argv) {
     std::map<Outcome, int> counts;
     int counts_specialized = 0;
     std::vector<fs::path> cases;
-    if (fs::is_directory(dir))
+    // A missing or empty corpus is a broken installation, never "0 cases, all passed".
+    if (!fs::is_directory(dir)) failures.push_back("corpus " + label + ": " + dir + " is not a folder (is the corpus installed?)");
+    else
       for (const auto& e : fs::directory_iterator(dir))
         if (fs::exists(e.path() / "model.onnx") && e.path().filename().string().find(filter) != std::string::npos) cases.push_back(e.path());
+    if (fs::is_directory(dir) && cases.empty() && filter.empty()) failures.push_back("corpus " + label + ": no cases under " + dir);
     std::sort(cases.begin(), cases.end());
+    for (const auto& c : cases) seen.insert(label + "/" + c.filename().string());
     for (const auto& c : cases) {
       std::string id = label + "/" + c.filename().string();
       g_case_id = id;
@@ -343,14 +363,24 @@ int main(int argc, char** argv) {
       if (specialized && r.outcome == Outcome::kPass) counts_specialized++;
       if (report) report << id << " " << OutcomeName(r.outcome) << (specialized ? " (specialized)" : "") << " " << r.detail << "\n";
       if (verbose && r.outcome != Outcome::kPass) std::printf("%-12s %s: %s\n", OutcomeName(r.outcome), id.c_str(), r.detail.c_str());
-      if (r.outcome == Outcome::kMismatch && g_precision != "fp32") mixed_mismatches.push_back(id + ": " + r.detail);
+      if (r.outcome != Outcome::kPass && expected.count(id)) failures.push_back(id + " is expected to pass: " + OutcomeName(r.outcome) + ": " + r.detail);
+      else if (r.outcome == Outcome::kMismatch && g_precision != "fp32") mixed_mismatches.push_back(id + ": " + r.detail);
       else if (r.outcome == Outcome::kMismatch || r.outcome == Outcome::kError) failures.push_back(id + " " + OutcomeName(r.outcome) + ": " + r.detail);
-      else if (r.outcome != Outcome::kPass && expected.count(id)) failures.push_back(id + " is expected to pass: " + r.detail);
       if (r.outcome == Outcome::kPass) ++total_pass;
     }
     std::printf("%-16s %6zu %6d %12d %9d %12d %6d %9d\n", label.c_str(), cases.size(), counts[Outcome::kPass], counts_specialized, counts[Outcome::kMismatch],
                 counts[Outcome::kUnsupported], counts[Outcome::kError], counts[Outcome::kBadCase]);
   }
+  // Expected cases of the corpora given (and the filter) that are not on disk: a case that
+  // vanished (renamed, corpus version changed) must not silently stop being checked.
+  int absent = 0;
+  for (const std::string& id : expected) {
+    std::string label = id.substr(0, id.find('/'));
+    bool given = std::any_of(corpora.begin(), corpora.end(), [&](const auto& c) { return c.first == label; });
+    if (!given || id.substr(id.find('/') + 1).find(filter) == std::string::npos || seen.count(id)) continue;
+    if (++absent <= 20) failures.push_back(id + " is expected to pass but is not in its corpus");
+  }
+  if (absent > 20) failures.push_back(std::to_string(absent - 20) + " more expected cases are not in their corpora");
   if (total_pass < min_pass) failures.push_back(std::to_string(total_pass) + " cases pass, fewer than the required " + std::to_string(min_pass));
   if (!mixed_mismatches.empty()) {
     std::printf("\nmismatches beyond the %s tolerance (counted, not failures):\n", g_precision.c_str());

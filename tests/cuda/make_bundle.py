@@ -17,6 +17,7 @@ Each folder has a cases.txt that cuda_plan_check reads (format: tests/cuda/plan_
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,6 +51,39 @@ def export_ops(build, out, precisions):
         print("  " + "\n  ".join(summary), flush=True)
         if not os.path.exists(os.path.join(dest, "cases.txt")):
             sys.exit(f"conformance_runner wrote no bundle for {p}: {r.stderr[-2000:]}")
+        split_by_family(dest)
+
+
+# Kernel family of each CUDA kernel name, from the file that registers it (runtime/cuda/kernels/):
+# elementwise*, tensor*, reduce*, nn*, training. The GPU check runs each family's cases in a
+# process of its own, so that a fault in one family does not poison the others.
+def kernel_families():
+    kernels = os.path.join(HERE, "..", "..", "runtime", "cuda", "kernels")
+    families = {}
+    for f in sorted(os.listdir(kernels)):
+        if not f.endswith((".cu", ".cc")):
+            continue
+        family = f.split(".")[0].split("_")[0]
+        for name in re.findall(r'Register\("([A-Za-z0-9]+)"', open(os.path.join(kernels, f)).read()):
+            families.setdefault(name, family)
+    return families
+
+
+def split_by_family(dest):
+    """Writes cases-FAMILY.txt beside cases.txt: a case goes to the family of its first operator
+    that has a registered kernel (ops without one of their own, e.g. expanded functions, to 'other')."""
+    families = kernel_families()
+    groups = {}
+    for line in open(os.path.join(dest, "cases.txt")):
+        if not line.strip() or line.startswith("#"):
+            continue
+        ops = line.split("\t")[3].split(",")
+        family = next((families[o] for o in ops if o in families), "other")
+        groups.setdefault(family, []).append(line)
+    for family, lines in sorted(groups.items()):
+        with open(os.path.join(dest, f"cases-{family}.txt"), "w") as f:
+            f.writelines(lines)
+    print("  families: " + ", ".join(f"{k} {len(v)}" for k, v in sorted(groups.items())), flush=True)
 
 
 def export_model(precis, cache, name, precision, out):
@@ -115,6 +149,11 @@ def main():
     os.makedirs(support)
     shutil.copytree("/usr/include/flatbuffers", os.path.join(support, "flatbuffers"))
     shutil.copy(os.path.join(build, "generated", "runtime", "plan", "plan_generated.h"), support)
+
+    # cuda_backend_test's end-to-end session: the bundled example compiled for CUDA in FP32.
+    example = os.path.join(HERE, "..", "..", "examples", "tiny_convnet.onnx")
+    subprocess.run([precis, "compile", example, "-o", os.path.join(support, "backend_test.plan"), "--shape", "image=1x3x32x32",
+                    "--device", "cuda", "--quiet"], check=True)
 
     if ops:
         export_ops(build, out, precisions)

@@ -2,7 +2,8 @@
 // compares every output with the CPU backend's output on the same plan, stored in the bundle.
 // Links only the runtime, so that it builds on GPU machines without the compiler's dependencies.
 //
-// usage: cuda_plan_check [--device cuda|cpu] [--filter TEXT] [--verbose] [--no-graphs] BUNDLE_DIR ...
+// usage: cuda_plan_check [--device cuda|cpu] [--filter TEXT] [--verbose] [--no-graphs] [--cases FILE] BUNDLE_DIR ...
+// (--cases: read BUNDLE_DIR/FILE instead of cases.txt, e.g. one kernel family's cases-nn.txt)
 //
 // A bundle holds cases.txt, one case per line, tab-separated:
 //   KIND  NAME  PRECISION  OPS  PLAN  INPUTS  OUTPUTS
@@ -160,7 +161,7 @@ Compare CompareOutput(const Case& c, DataType t, const uint8_t* got, const uint8
 int main(int argc, char** argv) {
   SessionOptions options;
   options.device = Device::kCuda;
-  std::string filter;
+  std::string filter, cases_file = "cases.txt";
   bool verbose = false;
   std::vector<std::string> bundles;
   for (int i = 1; i < argc; ++i) {
@@ -174,8 +175,9 @@ int main(int argc, char** argv) {
     } else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
     else if (a == "--verbose") verbose = true;
     else if (a == "--no-graphs") options.cuda_graphs = false;
+    else if (a == "--cases" && i + 1 < argc) cases_file = argv[++i];
     else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "usage: cuda_plan_check [--device cuda|cpu] [--filter TEXT] [--verbose] [--no-graphs] BUNDLE_DIR ...\n");
+      std::fprintf(stderr, "usage: cuda_plan_check [--device cuda|cpu] [--filter TEXT] [--verbose] [--no-graphs] [--cases FILE] BUNDLE_DIR ...\n");
       return 2;
     } else bundles.push_back(a);
   }
@@ -193,9 +195,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> failures;
   auto start = std::chrono::steady_clock::now();
   for (const std::string& dir : bundles) {
-    std::ifstream list(dir + "/cases.txt");
+    std::ifstream list(dir + "/" + cases_file);
     if (!list) {
-      std::fprintf(stderr, "cuda_plan_check: %s/cases.txt cannot be read\n", dir.c_str());
+      std::fprintf(stderr, "cuda_plan_check: %s/%s cannot be read\n", dir.c_str(), cases_file.c_str());
       return 2;
     }
     std::string line;
@@ -240,14 +242,34 @@ int main(int argc, char** argv) {
         }
         inputs.push_back({name, std::move(data)});
       }
+      // Three runs: the case's inputs (eager), the same inputs with their elements in reverse
+      // order (captured into a CUDA graph and replayed), the case's inputs again (replayed). The
+      // outputs checked are the third run's: a replay that wrote nothing would leave the second
+      // run's results in the staging buffers. Reversed inputs keep every value (indices stay
+      // valid) but usually change the outputs; when they are no valid input, that run's error is
+      // ignored and the replay is checked no better than before. Inputs are set before every run: on the CPU a plan
+      // may compute in place over its input tensors, so a run can consume them.
       Status st;
-      for (int run = 0; run < 2 && ok && st.ok(); ++run) {
+      for (int run = 0; run < 3 && ok && st.ok(); ++run) {
         for (const auto& [name, data] : inputs) {
           auto it = std::find_if(s.inputs().begin(), s.inputs().end(), [&](const TensorInfo& t) { return t.name == name; });
-          st = it == s.inputs().end() ? InvalidArgument("plan has no input " + name) : s.SetInput(name, it->dtype, it->dims, data.data(), data.size());
+          if (it == s.inputs().end()) {
+            st = InvalidArgument("plan has no input " + name);
+            break;
+          }
+          std::vector<uint8_t> given = data;
+          size_t width = DataTypeSize(it->dtype);
+          if (run == 1 && width)
+            for (size_t i = 0, n = given.size() / width; i < n / 2; ++i)
+              std::swap_ranges(given.begin() + std::ptrdiff_t(i * width), given.begin() + std::ptrdiff_t((i + 1) * width),
+                               given.begin() + std::ptrdiff_t((n - 1 - i) * width));
+          st = s.SetInput(name, it->dtype, it->dims, given.data(), given.size());
           if (!st.ok()) break;
         }
         if (st.ok()) st = s.Run();
+        // Reversed inputs need not be valid for every operator (a shape given as an input): such
+        // a run's error is not the case's; the third run is checked as always.
+        if (run == 1 && !st.ok()) st = Status::Ok();
       }
       if (!ok) continue;
       if (!st.ok()) {

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang in their own build tree and fuzzes, for a bounded time,
-# the ONNX importer (seeded with the small models of Debian's libonnx-testdata) and the IR text
-# parser (seeded with tests/fuzz/text_seeds). Exits non-zero on any crash, sanitizer report,
-# leak, timeout or out-of-memory, printing the artifact and how to reproduce it.
+# Builds the libFuzzer targets with clang in their own build tree and fuzzes each, for a bounded
+# time: the ONNX importer (seeded with the small models of Debian's libonnx-testdata), the IR text
+# parser, the plan loader and CPU kernels' Init (Session::FromBuffer, then every program run), the
+# state file parser and the CLI's tensor readers (seeded with tests/fuzz/*_seeds, regression
+# inputs included). Prints one line per target (executions, exec/s, corpus) and exits non-zero on
+# any crash, sanitizer report, leak, timeout or out-of-memory, printing the artifact and how to
+# reproduce it.
 #
 #   tests/fuzz/run_fuzz.sh [BUILD_DIR]     (default: build-fuzz in the repository root)
 #
-# Environment: FUZZ_SECONDS (importer, default 45), TEXT_FUZZ_SECONDS (text parser, default 15),
-# FUZZ_BUILD_JOBS (default 2). Exit code 77 (ctest: skipped) when clang++ is not installed.
+# Environment: seconds per target FUZZ_SECONDS (importer, default 45), TEXT_FUZZ_SECONDS (15),
+# PLAN_FUZZ_SECONDS (60), STATE_FUZZ_SECONDS (10), TENSOR_FUZZ_SECONDS (15); FUZZ_TARGETS (the
+# targets to build and run, default all); FUZZ_BUILD_JOBS (default 2). Exit code 77 (ctest:
+# skipped) when clang++ is not installed.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -16,6 +21,11 @@ mkdir -p "$build"
 build="$(cd "$build" && pwd)"
 importer_seconds="${FUZZ_SECONDS:-45}"
 text_seconds="${TEXT_FUZZ_SECONDS:-15}"
+plan_seconds="${PLAN_FUZZ_SECONDS:-60}"
+state_seconds="${STATE_FUZZ_SECONDS:-10}"
+tensor_seconds="${TENSOR_FUZZ_SECONDS:-15}"
+read -r -a targets <<<"${FUZZ_TARGETS:-importer_fuzz text_parser_fuzz plan_fuzz state_fuzz tensor_fuzz}"
+fuzzes() { [[ " ${targets[*]} " == *" $1 "* ]]; }
 testdata=/usr/share/libonnx-testdata/data
 
 if ! command -v clang++ >/dev/null; then
@@ -29,28 +39,30 @@ if [[ ! -f "$build/build.ninja" ]]; then
     -DPRECIS_FUZZ=ON -DPRECIS_TESTS=OFF >"$build/configure.log" 2>&1 ||
     { tail -n 20 "$build/configure.log"; echo "run_fuzz: configure failed" >&2; exit 1; }
 fi
-cmake --build "$build" --target importer_fuzz text_parser_fuzz -j "${FUZZ_BUILD_JOBS:-2}" \
+cmake --build "$build" --target "${targets[@]}" -j "${FUZZ_BUILD_JOBS:-2}" \
   >"$build/build.log" 2>&1 ||
   { tail -n 40 "$build/build.log"; echo "run_fuzz: build failed (log: $build/build.log)" >&2; exit 1; }
 
 # --- seed corpora ------------------------------------------------------------------------------
 # Small models only: libFuzzer mutates small inputs far more effectively, and -max_len caps them.
-if [[ ! -d "$testdata/node" ]]; then
-  echo "run_fuzz: no seed models under $testdata (apt-get install libonnx-testdata)" >&2
-  exit 1
-fi
 seeds="$build/corpus/importer-seeds"
-rm -rf "$seeds" && mkdir -p "$seeds"
-for m in "$testdata"/node/*/model.onnx; do
-  if (( $(stat -c %s "$m") < 4096 )); then cp "$m" "$seeds/$(basename "$(dirname "$m")").onnx"; fi
-done
-# A few exporter-made graphs (initializers, value_info, older IR versions).
-for t in test_Linear test_PReLU_2d test_GLU_dim test_ConstantPad2d test_Embedding test_softmax_lastdim; do
-  m="$testdata/pytorch-converted/$t/model.onnx"
-  if [[ -f "$m" ]]; then cp "$m" "$seeds/pyconv_$t.onnx"; fi
-done
-# Inputs that once broke the importer, kept so that every run re-checks them.
-cp "$root"/tests/fuzz/importer_seeds/*.onnx "$seeds/"
+if fuzzes importer_fuzz; then
+  if [[ ! -d "$testdata/node" ]]; then
+    echo "run_fuzz: no seed models under $testdata (apt-get install libonnx-testdata)" >&2
+    exit 1
+  fi
+  rm -rf "$seeds" && mkdir -p "$seeds"
+  for m in "$testdata"/node/*/model.onnx; do
+    if (( $(stat -c %s "$m") < 4096 )); then cp "$m" "$seeds/$(basename "$(dirname "$m")").onnx"; fi
+  done
+  # A few exporter-made graphs (initializers, value_info, older IR versions).
+  for t in test_Linear test_PReLU_2d test_GLU_dim test_ConstantPad2d test_Embedding test_softmax_lastdim; do
+    m="$testdata/pytorch-converted/$t/model.onnx"
+    if [[ -f "$m" ]]; then cp "$m" "$seeds/pyconv_$t.onnx"; fi
+  done
+  # Inputs that once broke the importer, kept so that every run re-checks them.
+  cp "$root"/tests/fuzz/importer_seeds/*.onnx "$seeds/"
+fi
 
 # --- fuzz --------------------------------------------------------------------------------------
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1"
@@ -97,7 +109,13 @@ fuzz() {
 }
 
 status=0
-fuzz importer_fuzz "$importer_seconds" "$seeds" || status=1
-fuzz text_parser_fuzz "$text_seconds" "$root/tests/fuzz/text_seeds" \
-  -dict="$root/tests/fuzz/ir_text.dict" || status=1
+fuzzes importer_fuzz && { fuzz importer_fuzz "$importer_seconds" "$seeds" || status=1; }
+fuzzes text_parser_fuzz && { fuzz text_parser_fuzz "$text_seconds" "$root/tests/fuzz/text_seeds" \
+  -dict="$root/tests/fuzz/ir_text.dict" || status=1; }
+# Plans: the target rewrites each input's size and checksum fields; the dictionary holds the
+# kernel and attribute names a step may be rewritten to.
+fuzzes plan_fuzz && { fuzz plan_fuzz "$plan_seconds" "$root/tests/fuzz/plan_seeds" \
+  -dict="$root/tests/fuzz/plan.dict" || status=1; }
+fuzzes state_fuzz && { fuzz state_fuzz "$state_seconds" "$root/tests/fuzz/state_seeds" || status=1; }
+fuzzes tensor_fuzz && { fuzz tensor_fuzz "$tensor_seconds" "$root/tests/fuzz/tensor_seeds" || status=1; }
 exit "$status"

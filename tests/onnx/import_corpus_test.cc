@@ -79,6 +79,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s EXPECTED_UNSUPPORTED.txt LABEL=DIR...\n", argv[0]);
     return 2;
   }
+  if (!std::ifstream(argv[1])) {
+    std::fprintf(stderr, "cannot read the expected-unsupported list %s\n", argv[1]);
+    return 2;
+  }
   auto expected = ReadExpected(argv[1]);
   int passed = 0, unsupported = 0, failed = 0, total = 0;
   std::set<std::string> seen_unsupported;
@@ -88,14 +92,15 @@ int main(int argc, char** argv) {
     std::string arg = argv[i];
     auto eq = arg.find('=');
     std::string label = arg.substr(0, eq), dir = arg.substr(eq + 1);
-    if (!fs::is_directory(dir)) {
+    if (eq == std::string::npos || !fs::is_directory(dir)) {
       std::printf("%-14s missing corpus folder %s\n", label.c_str(), dir.c_str());
-      ++failed;
+      problems.push_back(label + ": corpus folder " + dir + " is missing (is the corpus installed?)");
       continue;
     }
     std::vector<fs::path> cases;
     for (const auto& e : fs::directory_iterator(dir))
       if (fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
+    if (cases.empty()) problems.push_back(label + ": no cases (folders with a model.onnx) under " + dir);
     std::sort(cases.begin(), cases.end());
     int c_pass = 0, c_unsup = 0, c_fail = 0;
     for (const auto& c : cases) {

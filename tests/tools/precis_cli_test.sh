@@ -169,6 +169,21 @@ if grep -q "strip-weights" "$tmp/strip_run.err"; then echo "ok   strip_run"; els
 run strip_bench bench "$tmp/strip.plan" --iterations 2 --warmup 0
 if [ "$rc" -ne 0 ]; then fail "strip_bench: exit $rc: $(head -c 300 "$tmp/strip_bench.err")"; else echo "ok   strip_bench"; fi
 
+# Progress written to a file (not a terminal) comes one update per line, never run together, and
+# every compile phase gets a time: sub-millisecond phases print their digits, not "0".
+run progress compile "$example" -o "$tmp/progress.plan" --shape image=1x3x32x32 --precision fp16 \
+  --calibrate random:3 --error-budget 0.5
+if [ "$rc" -ne 0 ]; then
+  fail "progress: compile failed: $(head -c 300 "$tmp/progress.err")"
+elif [ "$(grep -c -E '^(calibrating|error budget): sample [0-9]+/3$' "$tmp/progress.err")" -ne 6 ] ||
+     grep -q $'\r' "$tmp/progress.err"; then
+  fail "progress: expected 6 progress lines of their own: $(head -c 400 "$tmp/progress.err" | tr '\r' '|')"
+elif ! times=$(grep -E '^  time ' "$tmp/progress.out") || echo "$times" | grep -q -E '[a-z] 0(,|\))'; then
+  fail "progress: a phase time prints as 0 or is missing: $times"
+else
+  echo "ok   progress"
+fi
+
 # A good model: --json must print one valid JSON document.
 run inspect_json inspect --json "$relu"
 if [ "$rc" -ne 0 ]; then

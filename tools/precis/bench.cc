@@ -139,14 +139,21 @@ int BenchCommand(const std::vector<std::string>& args) {
   if (json) {
     std::printf("{\"model\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f, \"iterations\": %d, "
                 "\"batch\": %lld, \"throughput_per_s\": %.2f, \"arena_bytes\": %zu, \"compile_ms\": %.1f, \"flops\": %.6g, "
-                "\"tflops_per_s\": %.4f, \"device\": \"%s\", \"graph_replay\": %s, \"precision\": \"%s\"}\n",
+                "\"tflops_per_s\": %.4f, \"device\": \"%s\", \"graph_replay\": %s, \"precision\": \"%s\", \"fallbacks\": %zu}\n",
                 model.c_str(), median, ms.front(), ms.back(), iterations, static_cast<long long>(batch),
                 1000.0 * double(batch) / median, s.arena_bytes(), compile_ms, flops, tflops, s.device_name().c_str(),
-                s.graph_replay() ? "true" : "false", s.precision().c_str());
+                s.graph_replay() ? "true" : "false", s.precision().c_str(), s.fallbacks().size());
   } else {
     std::printf("%s: median %.3f ms (min %.3f, max %.3f) over %d runs; %.1f samples/s at batch %lld; %.3f TFLOP/s; arena %s; %s%s\n",
                 model.c_str(), median, ms.front(), ms.back(), iterations, 1000.0 * double(batch) / median, static_cast<long long>(batch),
                 tflops, FormatBytes(s.arena_bytes()).c_str(), s.device_name().c_str(), s.graph_replay() ? " (CUDA graph)" : "");
+  }
+  // Slower paths than planned (a library refused a step): counted, and named, never silent.
+  std::vector<std::string> fallbacks = s.fallbacks();
+  if (!fallbacks.empty() && !json) {
+    std::printf("fallbacks: %zu step(s) run slower paths than planned\n", fallbacks.size());
+    for (size_t i = 0; i < fallbacks.size() && i < 10; ++i) std::printf("  %s\n", fallbacks[i].c_str());
+    if (fallbacks.size() > 10) std::printf("  ... and %zu more\n", fallbacks.size() - 10);
   }
   if (session_options.profile) PrintProfile(s.profile(), warmup + iterations);
   return 0;

@@ -10,6 +10,7 @@
 #include "precis/session.h"
 #include "runtime/base/half.h"
 #include "tools/precis/options.h"
+#include "tools/precis/progress.h"
 #include "tools/precis/tensor_io.h"
 
 namespace precis::tools {
@@ -119,6 +120,7 @@ StatusOr<Calibration> Calibrate(const std::string& model_path, const driver::Com
     double& r = cal.ranges[t.info.name];
     r = std::max(r, m);
   });
+  Progress progress("calibrating: sample", samples.size());
   for (size_t i = 0; i < samples.size(); ++i) {
     PRECIS_RETURN_IF_ERROR(SetSampleInputs(*session, samples[i], i));
     for (const TensorInfo& info : session->inputs()) {  // inputs are tensors too: record them
@@ -128,9 +130,8 @@ StatusOr<Calibration> Calibrate(const std::string& model_path, const driver::Com
     }
     PRECIS_RETURN_IF_ERROR(session->Run());
     ++cal.samples;
-    std::fprintf(stderr, "\rcalibrating: sample %zu/%zu", i + 1, samples.size());
+    progress.Update(i + 1);
   }
-  std::fprintf(stderr, "\n");
   return cal;
 }
 
@@ -165,6 +166,7 @@ StatusOr<std::map<std::string, std::string>> MeasureErrorBudget(const std::strin
       r2 += it->second[i] * it->second[i];
     }
   });
+  Progress progress("error budget: sample", samples.size());
   for (size_t i = 0; i < samples.size(); ++i) {
     for (Session* s : {ref.get(), mixed.get()}) PRECIS_RETURN_IF_ERROR(SetSampleInputs(*s, samples[i], i));
     ref_values.clear();
@@ -172,9 +174,9 @@ StatusOr<std::map<std::string, std::string>> MeasureErrorBudget(const std::strin
     for (const TensorInfo& info : ref->inputs())  // model inputs are exact in both runs
       ref_values.erase(info.name);
     PRECIS_RETURN_IF_ERROR(mixed->Run());
-    std::fprintf(stderr, "\rerror budget: sample %zu/%zu", i + 1, samples.size());
+    progress.Update(i + 1);
   }
-  std::fprintf(stderr, "\n");
+  progress.Finish();
   auto rel = [&](const std::string& v) {
     auto it = sums.find(v);
     if (it == sums.end() || it->second.second <= 0) return 0.0;

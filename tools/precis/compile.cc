@@ -177,9 +177,9 @@ int CompileCommand(const std::vector<std::string>& args) {
       std::printf("  gpu        %d bias + %d activation epilogues fused; %d convolutions NHWC, %d NCHW (16-bit); %d ops in NHWC regions, %d transposes, %d in-place reshapes\n",
                   e.bias, e.activations, l.nhwc_convs, l.nchw_convs, l.region_ops, l.transposes, l.reshapes);
     }
-    std::printf("  time       %.1f ms (", ms);
+    std::printf("  time       %s ms (", FormatMs(ms).c_str());
     for (size_t i = 0; i < result->phase_ms.size(); ++i)
-      std::printf("%s%s %.0f", i ? ", " : "", result->phase_ms[i].first.c_str(), result->phase_ms[i].second);
+      std::printf("%s%s %s", i ? ", " : "", result->phase_ms[i].first.c_str(), FormatMs(result->phase_ms[i].second).c_str());
     std::printf(")\n");
   }
   return 0;

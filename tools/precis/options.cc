@@ -46,4 +46,14 @@ std::string FormatBytes(size_t b) {
   return buf;
 }
 
+std::string FormatMs(double ms) {
+  char buf[48];
+  if (ms >= 10) std::snprintf(buf, sizeof buf, "%.0f", ms);
+  else if (ms >= 1) std::snprintf(buf, sizeof buf, "%.1f", ms);
+  else if (ms >= 0.01) std::snprintf(buf, sizeof buf, "%.2f", ms);
+  else if (ms >= 0.001) std::snprintf(buf, sizeof buf, "%.3f", ms);
+  else std::snprintf(buf, sizeof buf, "<0.001");
+  return buf;
+}
+
 }  // namespace precis::tools

@@ -17,6 +17,8 @@ int UsageError(const char* command, const std::string& message, const char* usag
 // Prints "precis COMMAND: status" on one line; returns 1.
 int ReportError(const char* command, const Status& status);
 std::string FormatBytes(size_t bytes);
+// Milliseconds with the digits that matter: "412", "3.7", "0.42", "0.008", "<0.001" (never "0").
+std::string FormatMs(double ms);
 // Imports and compiles a model file (shared by compile and run).
 StatusOr<driver::CompileResult> CompileModelFile(const std::string& path, const driver::CompileOptions& options);
 

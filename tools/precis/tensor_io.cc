@@ -1,11 +1,9 @@
 // .npy and TensorProto .pb reading/writing (see tensor_io.h).
 #include "tools/precis/tensor_io.h"
 
-#include "runtime/base/half.h"
-
+#include <charconv>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include <onnx/onnx_pb.h>
@@ -13,6 +11,7 @@
 #include "compiler/ir/dtype.h"
 #include "compiler/onnx/import_internal.h"
 #include "compiler/onnx/importer.h"
+#include "runtime/base/half.h"
 
 namespace precis::tools {
 namespace {
@@ -80,15 +79,20 @@ StatusOr<HostTensor> ParseNpy(const std::string& bytes, const std::string& path)
   if (shape.size() < 2 || shape.front() != '(') return InvalidArgument("'" + path + "' has a bad shape field");
   std::stringstream ss(shape.substr(1, shape.size() - 2));
   std::string item;
+  // A dim is a decimal integer (numpy of Python 2 wrote a trailing L); the product of the dims
+  // times the element size must not overflow: that size is then checked against the data.
+  size_t need = DataTypeSize(t.dtype);
   while (std::getline(ss, item, ',')) {
-    if (item.find_first_not_of(' ') == std::string::npos) continue;
-    long long d = std::atoll(item.c_str());
-    if (d < 0 || d > (1ll << 40)) return InvalidArgument("'" + path + "' has a bad dimension");
+    size_t first = item.find_first_not_of(' '), last = item.find_last_not_of(" L");
+    if (first == std::string::npos) continue;
+    long long d = -1;
+    const char* end = item.data() + (last == std::string::npos || last < first ? first : last + 1);
+    auto [ptr, ec] = std::from_chars(item.data() + first, end, d);
+    if (ec != std::errc() || ptr != end || d < 0 || d > (1ll << 40)) return InvalidArgument("'" + path + "' has a bad dimension");
+    if (d > 0 && need > (size_t(1) << 62) / size_t(d)) return InvalidArgument("'" + path + "' has a shape too large");
+    need *= size_t(d);
     t.dims.push_back(d);
   }
-  size_t n = 1;
-  for (int64_t d : t.dims) n *= size_t(d);
-  size_t need = n * DataTypeSize(t.dtype);
   size_t data_offset = offset + header_len;
   if (bytes.size() - data_offset != need)
     return InvalidArgument("'" + path + "' holds " + std::to_string(bytes.size() - data_offset) + " data bytes, its shape needs " + std::to_string(need));
@@ -122,11 +126,15 @@ Status WriteNpy(const std::string& path, DataType dtype, const std::vector<int64
 
 StatusOr<HostTensor> ReadTensorProto(const std::string& path) {
   PRECIS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+  return ParseTensorProto(bytes, path, dir.empty() ? "." : dir);
+}
+
+StatusOr<HostTensor> ParseTensorProto(const std::string& bytes, const std::string& path, const std::string& base_dir) {
   ::onnx::TensorProto proto;
   if (!proto.ParseFromString(bytes)) return InvalidArgument("'" + path + "' is not a TensorProto");
   onnx::ImportOptions options;
-  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
-  onnx::ImportContext ctx(dir.empty() ? "." : dir, options);
+  onnx::ImportContext ctx(base_dir, options);
   PRECIS_ASSIGN_OR_RETURN(ir::Tensor t, onnx::ImportTensor(proto, ctx, "'" + path + "'"));
   if (t.dtype() == ir::DType::kString) return Unimplemented("'" + path + "' holds strings");
   HostTensor h;
@@ -168,37 +176,41 @@ static uint16_t Le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
 
 // np.savez archives are zip files whose members are stored uncompressed: walk the local headers.
 StatusOr<std::map<std::string, HostTensor>> ReadNpz(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return NotFound("cannot open '" + path + "'");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  PRECIS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  return ParseNpz(bytes, path);
+}
+
+StatusOr<std::map<std::string, HostTensor>> ParseNpz(const std::string& file, const std::string& path) {
+  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(file.data());
+  const size_t size = file.size();
   std::map<std::string, HostTensor> s;
   size_t pos = 0;
   Status status = Status::Ok();
-  while (pos + 30 <= bytes.size() && Le32(&bytes[pos]) == 0x04034b50u) {
+  while (pos + 30 <= size && Le32(&bytes[pos]) == 0x04034b50u) {
     uint16_t flags = Le16(&bytes[pos + 6]), method = Le16(&bytes[pos + 8]);
-    uint64_t size = Le32(&bytes[pos + 18]);
+    uint64_t member = Le32(&bytes[pos + 18]);
     size_t name_len = Le16(&bytes[pos + 26]), extra_len = Le16(&bytes[pos + 28]);
     size_t data = pos + 30 + name_len + extra_len;
-    if (data > bytes.size()) break;
-    std::string name(reinterpret_cast<const char*>(&bytes[pos + 30]), name_len);
-    if (size == 0xffffffffu && extra_len >= 20 && Le16(&bytes[pos + 30 + name_len]) == 1)  // zip64 sizes
-      size = uint64_t(Le32(&bytes[pos + 30 + name_len + 12])) | uint64_t(Le32(&bytes[pos + 30 + name_len + 16])) << 32;
+    if (data > size) break;
+    std::string name(reinterpret_cast<const char*>(bytes + pos + 30), name_len);
+    if (member == 0xffffffffu && extra_len >= 20 && Le16(&bytes[pos + 30 + name_len]) == 1)  // zip64 sizes
+      member = uint64_t(Le32(&bytes[pos + 30 + name_len + 12])) | uint64_t(Le32(&bytes[pos + 30 + name_len + 16])) << 32;
     if (method != 0 || (flags & 8)) {
       status = Unimplemented("'" + path + "': member '" + name + "' is compressed; save with np.savez, not np.savez_compressed");
       break;
     }
-    if (data + size > bytes.size()) {
+    if (member > size - data) {
       status = InvalidArgument("'" + path + "' is truncated");
       break;
     }
-    auto t = ParseNpy(std::string(reinterpret_cast<const char*>(&bytes[data]), size_t(size)), path + ": " + name);
+    auto t = ParseNpy(file.substr(data, size_t(member)), path + ": " + name);
     if (!t.ok()) {
       status = t.status().WithContext(path + ": " + name);
       break;
     }
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
     s[name] = std::move(*t);
-    pos = data + size_t(size);
+    pos = data + size_t(member);
   }
   PRECIS_RETURN_IF_ERROR(status);
   if (s.empty()) return InvalidArgument("'" + path + "' holds no arrays (not an .npz file?)");

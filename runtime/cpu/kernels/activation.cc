@@ -7,6 +7,7 @@
 
 #include "runtime/cpu/kernels/activation_internal.h"
 #include "runtime/cpu/kernels/register.h"
+#include "runtime/cpu/kernels/shape_checks.h"
 
 namespace precis::rt {
 namespace {
@@ -158,6 +159,7 @@ class UnaryKernel : public Kernel {
     if (x->dtype != y->dtype) return args.Error("output dtype differs from the input's");
     bool ok = kIntegers ? DispatchNumeric(x->dtype, [](auto) {}) : DispatchFloat(x->dtype, [](auto) {});
     if (!ok) return args.Error(std::string("unsupported dtype ") + DataTypeName(x->dtype));
+    PRECIS_RETURN_IF_ERROR(CheckSameDims(args, *x, *y));
     return op_.Init(args);
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
@@ -187,6 +189,7 @@ class FloatClassKernel : public Kernel {
     if (!x || !y) return args.Error("needs one input and one output");
     if (y->dtype != DataType::kBool) return args.Error("output must be bool");
     if (!DispatchFloat(x->dtype, [](auto) {})) return args.Error(std::string("unsupported dtype ") + DataTypeName(x->dtype));
+    PRECIS_RETURN_IF_ERROR(CheckSameDims(args, *x, *y));
     negative_ = args.attrs.Int("detect_negative", 1) != 0;
     positive_ = args.attrs.Int("detect_positive", 1) != 0;
     return Status::Ok();
@@ -216,7 +219,7 @@ class NotKernel : public Kernel {
     const Tensor *x = args.in(0), *y = args.out(0);
     if (!x || !y) return args.Error("needs one input and one output");
     if (x->dtype != DataType::kBool || y->dtype != DataType::kBool) return args.Error("input and output must be bool");
-    return Status::Ok();
+    return CheckSameDims(args, *x, *y);
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
     const uint8_t* px = args.in(0)->As<uint8_t>();
@@ -233,7 +236,7 @@ class BitwiseNotKernel : public Kernel {
     if (!x || !y) return args.Error("needs one input and one output");
     if (x->dtype != y->dtype || !DispatchInteger(x->dtype, [](auto) {}))
       return args.Error(std::string("needs integer input and output of one dtype, got ") + DataTypeName(x->dtype));
-    return Status::Ok();
+    return CheckSameDims(args, *x, *y);
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
     const Tensor& x = *args.in(0);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "runtime/cpu/kernels/activation_internal.h"
+#include "runtime/cpu/kernels/shape_checks.h"
 
 namespace precis::rt::activation {
 namespace {
@@ -32,6 +33,7 @@ class CompareKernel : public Kernel {
     const Tensor &a = *args.in(0), &b = *args.in(1), &y = *args.out(0);
     if (a.dtype != b.dtype || y.dtype != DataType::kBool || !DispatchAny(a.dtype, [](auto) {}))
       return args.Error("needs two operands of one numeric dtype and a bool output, got " + DTypeText(a) + " and " + DTypeText(b));
+    PRECIS_RETURN_IF_ERROR(CheckBroadcast(args, y.dims, {a.dims, b.dims}));
     rb_.Init(y.dims, {a.dims, b.dims});
     return Status::Ok();
   }
@@ -134,6 +136,7 @@ class SameTypeBinaryKernel : public Kernel {
       return args.Error("unsupported operand dtypes " + DTypeText(a) + " and " + DTypeText(b));
     std::vector<int64_t> b_dims = b.dims;
     if constexpr (requires { Op::OperandDims(args, b_dims); }) Op::OperandDims(args, b_dims);
+    PRECIS_RETURN_IF_ERROR(CheckBroadcast(args, y.dims, {a.dims, b_dims}));
     rb_.Init(y.dims, {a.dims, b_dims});
     return op_.Init(args);
   }
@@ -205,6 +208,7 @@ class PowKernel : public Kernel {
     const Tensor &a = *args.in(0), &b = *args.in(1), &y = *args.out(0);
     if (a.dtype != y.dtype || !DispatchPowBase(a.dtype, [](auto) {}) || !DispatchNumeric(b.dtype, [](auto) {}))
       return args.Error("unsupported base/exponent dtypes " + DTypeText(a) + " and " + DTypeText(b));
+    PRECIS_RETURN_IF_ERROR(CheckBroadcast(args, y.dims, {a.dims, b.dims}));
     rb_.Init(y.dims, {a.dims, b.dims});
     return Status::Ok();
   }
@@ -248,6 +252,7 @@ class WhereKernel : public Kernel {
     if (c->dtype != DataType::kBool) return args.Error("condition must be bool");
     if (x->dtype != y->dtype || x->dtype != out->dtype || !DispatchAny(x->dtype, [](auto) {}))
       return args.Error("X and Y must share a supported dtype, got " + DTypeText(*x) + " and " + DTypeText(*y));
+    PRECIS_RETURN_IF_ERROR(CheckBroadcast(args, out->dims, {c->dims, x->dims, y->dims}));
     rb_.Init(out->dims, {c->dims, x->dims, y->dims});
     return Status::Ok();
   }
@@ -305,6 +310,7 @@ class VariadicKernel : public Kernel {
     }
     bool ok = kFloatOnly ? DispatchFloat(y->dtype, [](auto) {}) : DispatchNumeric(y->dtype, [](auto) {});
     if (!ok) return args.Error("unsupported dtype " + DTypeText(*y));
+    PRECIS_RETURN_IF_ERROR(CheckBroadcast(args, y->dims, dims));
     rb_.Init(y->dims, dims);
     bases_.assign(dims.size(), 0);
     return Status::Ok();

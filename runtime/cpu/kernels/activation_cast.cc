@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "runtime/cpu/kernels/activation_internal.h"
+#include "runtime/cpu/kernels/shape_checks.h"
 
 namespace precis::rt::activation {
 namespace {
@@ -64,7 +65,7 @@ class CastKernel : public Kernel {
     if (!x || !y) return args.Error("needs an input and an output");
     if (!DispatchCastType(x->dtype, [](auto) {}) || !DispatchCastType(y->dtype, [](auto) {}))
       return args.Error(std::string("unsupported cast from ") + DataTypeName(x->dtype) + " to " + DataTypeName(y->dtype));
-    return Status::Ok();
+    return CheckSameDims(args, *x, *y);
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
     const Tensor& x = *args.in(0);
@@ -96,6 +97,7 @@ class ClipKernel : public Kernel {
     if (!x || !y) return args.Error("needs an input and an output");
     if (x->dtype != y->dtype || !DispatchNumeric(x->dtype, [](auto) {}))
       return args.Error(std::string("unsupported dtype ") + DataTypeName(x->dtype));
+    PRECIS_RETURN_IF_ERROR(CheckSameDims(args, *x, *y));
     attr_form_ = args.attrs.Has("min") || args.attrs.Has("max");
     if (attr_form_) {
       lo_ = args.attrs.Float("min", -INFINITY);

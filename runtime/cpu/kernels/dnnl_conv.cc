@@ -27,6 +27,13 @@ struct Geometry {
   dnnl::memory::dims strides, dilations, pad_l, pad_r, out;
 };
 
+dnnl::memory::dims Concat(dnnl::memory::dims a, const dnnl::memory::dims& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+constexpr int64_t kMaxWindowValue = int64_t(1) << 31, kMaxDim = int64_t(1) << 50;
+
 // Reads and checks the attributes shared by Conv and ConvTranspose.
 Status ReadCommon(const KernelArgs& args, size_t n, dnnl::memory::dims* strides, dnnl::memory::dims* dilations,
                   dnnl::memory::dims* pads, std::string* auto_pad) {
@@ -41,6 +48,10 @@ Status ReadCommon(const KernelArgs& args, size_t n, dnnl::memory::dims* strides,
     return Unimplemented("unknown auto_pad '" + *auto_pad + "'");
   for (size_t i = 0; i < n; ++i)
     if ((*strides)[i] <= 0 || (*dilations)[i] <= 0) return Unimplemented("strides and dilations must be positive");
+  // As the reference kernels' window (runtime/kernels/nn_window.cc), which then names the error:
+  // beyond 2^31 the geometry below could overflow.
+  for (int64_t v : Concat(Concat(*strides, *dilations), *pads))
+    if (v > kMaxWindowValue || v < -kMaxWindowValue) return Unimplemented("strides, dilations or pads beyond 2^31");
   return Status::Ok();
 }
 
@@ -53,6 +64,7 @@ Status ConvGeometry(const KernelArgs& args, const dnnl::memory::dims& in, const 
   PRECIS_RETURN_IF_ERROR(ReadCommon(args, n, &strides, &dilations, &pads, &auto_pad));
   bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
   for (size_t i = 0; i < n; ++i) {
+    if (kernel[i] > kMaxWindowValue) return Unimplemented("kernel beyond 2^31");
     int64_t s = strides[i], d = dilations[i], ext = (kernel[i] - 1) * d + 1, pb = pads[i], pe = pads[i + n];
     if (auto_pad == "VALID") pb = pe = 0;
     if (same) {
@@ -86,16 +98,19 @@ Status TransposeGeometry(const KernelArgs& args, const dnnl::memory::dims& in, c
   bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
   if (auto_pad == "VALID") pads.assign(2 * n, 0);
   for (size_t i = 0; i < n; ++i) {
+    if (kernel[i] > kMaxWindowValue || output_padding[i] > kMaxWindowValue || output_padding[i] < -kMaxWindowValue ||
+        (in[i] > 1 && strides[i] > kMaxDim / (in[i] - 1)))
+      return Unimplemented("kernel or output_padding beyond 2^31, or an output beyond 2^50");
     int64_t s = strides[i], d = dilations[i], ext = (kernel[i] - 1) * d + 1;
     int64_t full = s * (in[i] - 1) + output_padding[i] + ext;
     int64_t out = !output_shape.empty() ? output_shape[output_shape.size() - n + i] : same ? in[i] * s : full - pads[i] - pads[i + n];
+    if (out <= 0 || out > kMaxDim) return Unimplemented("empty or oversized output");
     int64_t pb = pads[i];
     if (same) {
       int64_t total = full - out;
       int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       pb = auto_pad == "SAME_UPPER" ? half : total - half;
     }
-    if (out <= 0) return Unimplemented("empty output");
     g->strides.push_back(s);
     g->dilations.push_back(d - 1);
     g->pad_l.push_back(pb);
@@ -124,11 +139,6 @@ Status CheckOperands(const KernelArgs& args, bool allow_bf16, dnnl::memory::dims
   kernel->assign(w->dims.begin() + 2, w->dims.end());
   if (args.attrs.Ints("kernel_shape", *kernel) != *kernel) return Unimplemented("kernel_shape differs from W");
   return Status::Ok();
-}
-
-dnnl::memory::dims Concat(dnnl::memory::dims a, const dnnl::memory::dims& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
 }
 
 // Shared tail: oneDNN chose the layouts in `pd`; bind X, W, B and Y around the primitive.

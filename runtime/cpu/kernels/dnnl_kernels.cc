@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/base/cpu_features.h"
+#include "runtime/base/foreign_call.h"
 #include "runtime/cpu/kernels/dnnl_kernel.h"
 #include "runtime/cpu/kernels/register.h"
 
@@ -157,6 +158,7 @@ Status DnnlKernel::Run(const KernelArgs& args, CpuContext& ctx) {
     b.bound = ptr;
   }
   BeforeExecute(args);
+  ForeignCallScope in_onednn;
   for (const Call& c : calls_)
     if (dnnl_primitive_execute(c.primitive.get(), stream_.get(), int(c.args.size()), c.args.data()) != dnnl_success)
       return args.Error("oneDNN: primitive execution failed");

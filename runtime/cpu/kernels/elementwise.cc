@@ -5,6 +5,7 @@
 
 #include "runtime/cpu/kernels/common.h"
 #include "runtime/cpu/kernels/register.h"
+#include "runtime/cpu/kernels/shape_checks.h"
 
 namespace precis::rt {
 namespace {
@@ -31,6 +32,7 @@ class BinaryKernel : public Kernel {
     if (!a || !b || !y) return args.Error("needs two inputs and one output");
     if (a->dtype != b->dtype || a->dtype != y->dtype) return args.Error("operand dtypes differ");
     if (!DispatchNumeric(a->dtype, [](auto) {})) return args.Error(std::string("unsupported dtype ") + DataTypeName(a->dtype));
+    PRECIS_RETURN_IF_ERROR(CheckBroadcast(args, y->dims, {a->dims, b->dims}));
     map_a_ = BroadcastMap(y->dims, a->dims);
     map_b_ = BroadcastMap(y->dims, b->dims);
     return Status::Ok();
@@ -67,7 +69,7 @@ class ReluKernel : public Kernel {
     // A Relu writing another dtype (a fused cast) runs widened.
     if (args.out(0)->dtype != args.in(0)->dtype) return args.Error("output dtype differs from the input's");
     if (!DispatchNumeric(args.in(0)->dtype, [](auto) {})) return args.Error("unsupported dtype");
-    return Status::Ok();
+    return CheckSameDims(args, *args.in(0), *args.out(0));
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
     const Tensor& x = *args.in(0);

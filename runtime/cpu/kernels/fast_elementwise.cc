@@ -14,6 +14,7 @@
 
 #include "runtime/cpu/kernels/fast_util.h"
 #include "runtime/cpu/kernels/register.h"
+#include "runtime/cpu/kernels/shape_checks.h"
 
 namespace precis::rt {
 namespace {
@@ -65,16 +66,6 @@ BroadcastPlan PlanBroadcast(const std::vector<int64_t>& y, std::vector<int64_t> 
   return p;
 }
 
-// True when `in` broadcasts to `out` (numpy rules, right-aligned).
-bool Broadcasts(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
-  if (in.size() > out.size()) return false;
-  for (size_t k = 0; k < in.size(); ++k) {
-    int64_t o = out[out.size() - in.size() + k];
-    if (in[k] != 1 && in[k] != o) return false;
-  }
-  return true;
-}
-
 // y[0, n) = op(a, b) with compile-time steps, so the loop vectorizes.
 template <int kStepA, int kStepB, typename T, typename Op>
 void RunRow(const T* a, const T* b, T* y, int64_t n, Op op) {
@@ -99,7 +90,8 @@ class FastBinaryKernel : public Kernel {
     Tensor *a = args.in(0), *b = args.in(1), *y = args.out(0);
     if (!a || !b || !y || a->dtype != b->dtype || a->dtype != y->dtype) return Unimplemented("fast binary: operands differ");
     if (!fast::DispatchFast(y->dtype, [](auto) {})) return Unimplemented("fast binary: f32, f16 and bf16 only");
-    if (!Broadcasts(a->dims, y->dims) || !Broadcasts(b->dims, y->dims)) return Unimplemented("fast binary: operands do not broadcast to Y");
+    std::vector<int64_t> broadcast;
+    if (!BroadcastShapes({a->dims, b->dims}, &broadcast) || broadcast != y->dims) return Unimplemented("fast binary: Y is not the operands' broadcast");
     plan_ = PlanBroadcast(y->dims, a->dims, b->dims);
     if (plan_.outer.size() > kMaxOuter) return Unimplemented("fast binary: too many broadcast dims");
     return Status::Ok();
@@ -170,7 +162,8 @@ class FastReluKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext&) override {
     const Tensor *x = args.in(0), *y = args.out(0);
-    if (!x || !y || x->dtype != y->dtype || !fast::DispatchFast(x->dtype, [](auto) {})) return Unimplemented("fast Relu: f32, f16 and bf16 only");
+    if (!x || !y || x->dtype != y->dtype || x->dims != y->dims || !fast::DispatchFast(x->dtype, [](auto) {}))
+      return Unimplemented("fast Relu: f32, f16 and bf16 of one shape only");
     return Status::Ok();
   }
   Status Run(const KernelArgs& args, CpuContext& ctx) override {
@@ -185,7 +178,8 @@ class FastClipKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext&) override {
     const Tensor *x = args.in(0), *y = args.out(0);
-    if (!x || !y || x->dtype != y->dtype || !fast::DispatchFast(x->dtype, [](auto) {})) return Unimplemented("fast Clip: f32, f16 and bf16 only");
+    if (!x || !y || x->dtype != y->dtype || x->dims != y->dims || !fast::DispatchFast(x->dtype, [](auto) {}))
+      return Unimplemented("fast Clip: f32, f16 and bf16 of one shape only");
     attr_form_ = args.attrs.Has("min") || args.attrs.Has("max");
     lo_ = attr_form_ ? args.attrs.Float("min", -INFINITY) : -INFINITY;
     hi_ = attr_form_ ? args.attrs.Float("max", INFINITY) : INFINITY;

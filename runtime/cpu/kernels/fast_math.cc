@@ -6,7 +6,19 @@
 
 #include <cmath>
 
+// ThreadSanitizer builds (tests/runtime/tsan_concurrency.sh) get the baseline only: the dynamic
+// linker runs the clones' ifunc resolvers before the TSan runtime is initialized, and the
+// instrumented resolvers crash there.
+#if defined(__SANITIZE_THREAD__)
+#define PRECIS_CLONES
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PRECIS_CLONES
+#endif
+#endif
+#ifndef PRECIS_CLONES
 #define PRECIS_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
 
 namespace precis::rt::fast {
 

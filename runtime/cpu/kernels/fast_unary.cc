@@ -19,7 +19,8 @@ class FastUnaryKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext&) override {
     const Tensor *x = args.in(0), *y = args.out(0);
-    if (!x || !y || x->dtype != y->dtype || !DispatchFast(x->dtype, [](auto) {})) return Unimplemented("fast unary: f32, f16 and bf16 only");
+    if (!x || !y || x->dtype != y->dtype || x->dims != y->dims || !DispatchFast(x->dtype, [](auto) {}))
+      return Unimplemented("fast unary: f32, f16 and bf16 of one shape only");
     return Status::Ok();
   }
   Status Run(const KernelArgs& args, CpuContext& ctx) override {

@@ -224,7 +224,8 @@ class ReduceKernel : public Kernel {
         else acc += v;
       });
       if constexpr (kOp == ReduceOp::kMean) {
-        if (!kFloat && red_count_ == 0) return T(0);
+        if constexpr (!kFloat)  // integral T only: clang 14 has no C++20 T(0) for the 16-bit float structs
+          if (red_count_ == 0) return T(0);
         acc /= double(red_count_);
       }
       if constexpr (kOp == ReduceOp::kL2) acc = std::sqrt(acc);

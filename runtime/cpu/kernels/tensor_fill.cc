@@ -161,7 +161,10 @@ class PadKernel : public Kernel {
       float value = args.attrs.Float("value", 0.f);
       DispatchAny(in->dtype, [&](auto tag) {
         using T = decltype(tag);
-        T v = in->dtype == DataType::kBool ? T(value != 0) : SaturatingCast<T>(value);
+        T v = SaturatingCast<T>(value);
+        // Integral T only: clang 14 has no C++20 T(x) for the 16-bit float structs.
+        if constexpr (std::is_integral_v<T>)
+          if (in->dtype == DataType::kBool) v = T(value != 0);
         std::memcpy(constant_.data(), &v, esize_);
       });
     } else if (const Tensor* c = args.in(2); c && c->numel > 0 && (c->dtype != in->dtype || c->numel != 1)) {

@@ -84,6 +84,38 @@ template <typename T> struct DirectConv {
   }
 };
 
+// Channels last (2-D, layout "NHWC", where cuDNN refuses the step or its pads are asymmetric):
+// Y[n, oh, ow, m] = act(sum_{c in group, kh, kw} X[n, ih, iw, c] W[m, kh, kw, c] + B[m]), the same
+// sums in the same order as DirectConv (channel outermost).
+template <typename T> struct DirectConvNhwc {
+  DirectConvParams p;
+  const T *x, *w, *b;
+  T* y;
+  PRECIS_NN_HD void operator()(int64_t i) const {
+    using A = FloatAcc<T>;
+    const ConvWindow& g = p.w;
+    int64_t m = i % p.M, t = i / p.M;
+    int64_t ow = t % g.out[2];
+    t /= g.out[2];
+    int64_t oh = t % g.out[1], n = t / g.out[1];
+    const T* xn = x + n * g.in[1] * g.in[2] * p.C + m / p.Mg * p.Cg;
+    const T* wm = w + m * g.kernel[1] * g.kernel[2] * p.Cg;
+    A acc = 0;
+    for (int64_t c = 0; c < p.Cg; ++c)
+      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+        int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilation[1];
+        if (ih < 0 || ih >= g.in[1]) continue;
+        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+          int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dilation[2];
+          if (iw < 0 || iw >= g.in[2]) continue;
+          acc += A(LoadN(xn[(ih * g.in[2] + iw) * p.C + c])) * A(LoadN(wm[(kh * g.kernel[2] + kw) * p.Cg + c]));
+        }
+      }
+    if (b) acc += A(LoadN(b[m]));
+    y[i] = StoreN<T>(ApplyActivation(acc, p.activation));
+  }
+};
+
 // ConvTranspose: Y[n, m, o] = act(sum_{c in group, k: o = i * s - pad + k * d} X[n, c, i] W[c, m % Mg, k] + B[m]),
 // here with w.in the spatial dims of X and w.out those of Y.
 template <typename T> struct DirectConvTranspose {
@@ -270,11 +302,20 @@ class ConvBase : public Kernel {
   // Plans cuDNN; on Unimplemented the direct kernel stays in charge.
   Status PlanCudnn(const KernelArgs& args, CudaContext& ctx, CudnnConv::Direction direction, const ConvShape& shape) {
     Status s = cudnn_.Init(args, ctx, direction, dtype_, shape);
-    if (!s.ok() && s.code() == StatusCode::kUnimplemented) return Status::Ok();
+    if (!s.ok() && s.code() == StatusCode::kUnimplemented) {
+      fallback_ = "cuDNN refused it (" + s.message() + "): the direct kernel runs it";
+      return Status::Ok();
+    }
     PRECIS_RETURN_IF_ERROR(s);
     use_cudnn_ = true;
     return Status::Ok();
   }
+
+ public:
+  std::string Fallback() const override { return fallback_; }
+
+ protected:
+  std::string fallback_;
 
   Status BiasThenActivate(const KernelArgs& args, CudaContext& ctx, bool after) {
     Tensor& y = *args.out(0);
@@ -347,12 +388,15 @@ class ConvKernel : public ConvBase {
     ConvShape s;
     bool pad = ForwardShape(win, N, C, M, group, &s, &pad_);
     if (nhwc_) {
-      // No direct kernel reads channels-last data: cuDNN must take the step as planned.
-      if (pad) return args.Error("layout NHWC needs symmetric pads");
+      // cuDNN takes channels-last data as it is; where it refuses the step (or the pads are
+      // asymmetric), the channels-last direct kernel runs it.
+      if (pad) {
+        fallback_ = "asymmetric pads in layout NHWC: the direct kernel runs it";
+        return Status::Ok();
+      }
       s.nhwc = true;
-      Status planned = cudnn_.Init(args, ctx, CudnnConv::Direction::kForward, dtype_, s);
+      Status planned = PlanCudnn(args, ctx, CudnnConv::Direction::kForward, s);
       if (!planned.ok()) return planned.WithContext("layout NHWC");
-      use_cudnn_ = true;
       PlanFused(args, ctx, s);
       return Status::Ok();
     }
@@ -374,8 +418,9 @@ class ConvKernel : public ConvBase {
     if (!use_cudnn_) {
       DispatchFloat(dtype_, [&](auto tag) {
         using T = decltype(tag);
-        e = NnLaunch(total_, ctx.stream,
-                     DirectConv<T>{direct_, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b), static_cast<T*>(y)});
+        auto xt = static_cast<const T*>(x), wt = static_cast<const T*>(w), bt = static_cast<const T*>(b);
+        e = nhwc_ ? NnLaunch(total_, ctx.stream, DirectConvNhwc<T>{direct_, xt, wt, bt, static_cast<T*>(y)})
+                  : NnLaunch(total_, ctx.stream, DirectConv<T>{direct_, xt, wt, bt, static_cast<T*>(y)});
       });
       PRECIS_CUDA_CHECK(args, e);
       return Status::Ok();

@@ -150,14 +150,24 @@ class ProductKernel : public Kernel {
       if (!epilogue && (activation == Activation::kNone || activation == Activation::kGelu)) break;
       p.activation = epilogue && activation != Activation::kGelu ? activation : Activation::kNone;
       Status s = lt_.Init(args, ctx, p);
-      if (!s.ok() && s.code() == StatusCode::kUnimplemented) continue;
+      if (!s.ok() && s.code() == StatusCode::kUnimplemented) {
+        fallback_ = "cuBLASLt refused it (" + s.message() + "): the plain product kernel runs it";
+        continue;
+      }
       PRECIS_RETURN_IF_ERROR(s);
       use_lt_ = true;
+      fallback_.clear();
       post_ = p.activation == activation ? Activation::kNone : activation;
       return Status::Ok();
     }
     return Status::Ok();
   }
+
+ public:
+  std::string Fallback() const override { return fallback_; }
+
+ protected:
+  std::string fallback_;
 
   DataType in_ = DataType::kUndefined, out_ = DataType::kUndefined, c_dtype_ = DataType::kUndefined;
   int64_t total_ = 0;  // output elements

@@ -4,7 +4,9 @@
  * Every function returns 0 on success and -1 on failure; precis_last_error() then gives the
  * message (valid until the next call on the same thread). Handles are owned by the caller and
  * released with precis_session_free. Output pointers stay valid until the next precis_run on
- * that session. Element types use the ONNX TensorProto codes (1 = float32, 7 = int64, ...). */
+ * that session. Element types use the ONNX TensorProto codes (1 = float32, 7 = int64, ...).
+ * Threads: a session handle must not be used by two threads at once; distinct handles (also on
+ * the same plan file) may be used concurrently, and precis_last_error() is per thread. */
 #ifndef PRECIS_C_API_H_
 #define PRECIS_C_API_H_
 

@@ -5,7 +5,11 @@
 // allocates nothing. SetInput copies into the session; BindInput/BindOutput make the session
 // read from / write to caller memory instead (which must stay valid, with the exact byte size,
 // until unbound or the session ends). Output() points into the session (or at the bound memory)
-// and stays valid until the next Run. A Session is not thread-safe; use one per thread.
+// and stays valid until the next Run.
+// Threads: a Session is not thread-safe (one thread at a time may call it; its kernels may use
+// several threads inside Run). Distinct sessions are independent and may run concurrently on any
+// threads, also on the same plan file (each maps it read-only): nothing is shared between them but
+// immutable registries (tests/runtime/concurrency_test.cc, also under ThreadSanitizer).
 // On CUDA (SessionOptions::device), inputs and outputs stay host memory: SetInput fills pinned
 // staging that Run uploads, Output() points at pinned staging that Run fills, and bound memory is
 // copied through the staging; activations and weights live on the device for the session.
@@ -71,6 +75,9 @@ class Session {
   // "cpu", or the CUDA device's name ("cuda: NVIDIA H200"); and whether Run() replays a CUDA graph.
   std::string device_name() const;
   bool graph_replay() const;
+  // Steps running a slower path than planned (CUDA: cuBLASLt or cuDNN refused the problem, a graph
+  // capture failed), one line each; empty when everything runs as planned.
+  std::vector<std::string> fallbacks() const;
 
   // Errors: unknown name, dtype or shape different from the plan's, wrong byte size.
   Status SetInput(const std::string& name, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes);

@@ -122,6 +122,8 @@ inline const char* cudaGetErrorString(cudaError_t) { return "emulated error"; }
 inline cudaError_t cudaMalloc(void** p, size_t n) { *p = std::malloc(n); return cudaSuccess; }
 inline cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
 inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { std::memcpy(d, s, n); return cudaSuccess; }
+inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t) { std::memcpy(d, s, n); return cudaSuccess; }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }  // launches run to completion
 inline const char* cublasLtGetStatusName(cublasStatus_t) { return "emu"; }
 inline const char* cublasLtGetStatusString(cublasStatus_t) { return "emu"; }
 inline const char* cudnnGetErrorString(cudnnStatus_t) { return "emu"; }

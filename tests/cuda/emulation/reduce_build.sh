@@ -27,7 +27,7 @@ compile() {  # SOURCE: compiled as C++, two at a time
   while [ "$(jobs -r | wc -l)" -ge 2 ]; do sleep 0.2; done
 }
 for f in $KERNELS; do case $f in *.cu) compile "$OUT/src/$f";; esac; done
-for f in runtime/cuda/device_util.cu runtime/cuda/cuda_kernel.cc runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/step_adapters.cc runtime/cpu/kernels/common.cc \
+for f in runtime/cuda/device_util.cu runtime/cuda/cuda_kernel.cc runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/step_adapters.cc runtime/cpu/kernels/common.cc runtime/cpu/kernels/shape_checks.cc \
          runtime/cpu/kernels/reduce.cc runtime/cpu/kernels/reduce_scan.cc runtime/cpu/kernels/reduce_softmax.cc \
          runtime/cpu/kernels/reduce_einsum.cc runtime/cpu/kernels/nn_norm.cc runtime/cpu/kernels/nn_norm_more.cc \
          runtime/cpu/kernels/loss.cc runtime/kernels/einsum.cc runtime/kernels/index_util.cc runtime/base/status.cc runtime/base/types.cc; do

@@ -18,7 +18,7 @@ nvcc $FL -c "$ROOT/runtime/cuda/device_util.cu" -o "$OUT/gpu_device_util.o"
 nvcc $FL -x cu -c "$ROOT/tests/cuda/emulation/tensor_harness.cc" -o "$OUT/harness.o"
 g++ -std=c++20 $INC -isystem /usr/local/cuda/include -c "$ROOT/tests/cuda/emulation/shim.cc" -o "$OUT/shim.o"
 for f in runtime/cpu/kernels/tensor.cc runtime/cpu/kernels/tensor_index.cc runtime/cpu/kernels/tensor_fill.cc \
-         runtime/cpu/kernels/tensor_resize.cc runtime/cpu/kernels/tensor_util.cc runtime/cpu/kernels/common.cc \
+         runtime/cpu/kernels/tensor_resize.cc runtime/cpu/kernels/tensor_util.cc runtime/cpu/kernels/common.cc runtime/cpu/kernels/shape_checks.cc \
          runtime/kernels/resize_taps.cc runtime/kernels/strided_views.cc runtime/kernels/index_util.cc \
          runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/widen_kernel.cc runtime/base/status.cc runtime/base/types.cc \
          runtime/base/half_array.cc runtime/base/cpu_features.cc; do

@@ -26,7 +26,7 @@ compile() {  # SOURCE: compiled as C++, two at a time
   while [ "$(jobs -r | wc -l)" -ge 2 ]; do sleep 0.2; done
 }
 compile "$OUT/src/runtime/cuda/kernels/training.cu"
-for f in runtime/cuda/device_util.cu runtime/cuda/cuda_kernel.cc runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/step_adapters.cc runtime/cpu/kernels/common.cc \
+for f in runtime/cuda/device_util.cu runtime/cuda/cuda_kernel.cc runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/step_adapters.cc runtime/cpu/kernels/common.cc runtime/cpu/kernels/shape_checks.cc \
          runtime/cpu/kernels/training.cc runtime/cpu/kernels/nn_pool.cc runtime/kernels/nn_window.cc runtime/kernels/index_util.cc \
          runtime/base/status.cc runtime/base/types.cc; do
   compile "$ROOT/$f"

@@ -1,0 +1,198 @@
+// Plans with a valid checksum that say something hostile: out-of-range tensor ids, offsets and
+// sizes outside their sections, negative and overflowing dims, unknown kernels, dtypes and
+// attribute kinds, attributes of the wrong kind, an arena larger than the machine, and steps
+// whose tensors do not fit their kernel. Each must be refused at load with a clear message that
+// names the problem, through Session::FromBuffer and through `precis run`; none may crash.
+// The plans are rewritten through the FlatBuffers object API (plan_test_util.h) and resealed,
+// so only the check under test can notice.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "compiler/driver/compile.h"
+#include "compiler/ir/text.h"
+#include "precis/session.h"
+#include "tests/runtime/plan_test_util.h"
+
+namespace precis {
+namespace {
+
+using testing::RewritePlan;
+
+// x: f32[2,4] -> MatMul W[4,3] -> Softmax(axis 1) -> Transpose -> Relu -> y: f32[3,2].
+constexpr const char* kModel = R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "hostile" {
+  input %x: f32[2,4]
+  const %W: f32[4,3] = [1.0, -1.0, 0.5, 2.0, -0.25, 0.75, 0.5, 0.5, -2.0, 1.5, 0.25, -0.5]
+  %h = MatMul(%x, %W)
+  %s = Softmax(%h) {axis = 1}
+  %t = Transpose(%s) {perm = [1, 0]}
+  %y = Relu(%t)
+  output %y
+}
+)";
+
+const std::vector<uint8_t>& Plan() {
+  static const std::vector<uint8_t> bytes = [] {
+    auto model = ir::ParseModel(kModel);
+    EXPECT_TRUE(model.ok()) << model.status().ToString();
+    auto result = driver::Compile(**model, driver::CompileOptions{});
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    return result->plan.bytes;
+  }();
+  return bytes;
+}
+
+using Edit = std::function<void(plan::PlanT&, std::vector<uint8_t>&)>;
+
+plan::StepT& StepOf(plan::PlanT& p, const std::string& kernel) {
+  for (auto& s : p.programs[0]->steps)
+    if (s->kernel == kernel) return *s;
+  ADD_FAILURE() << "no step with kernel " << kernel;
+  return *p.programs[0]->steps[0];
+}
+
+int TensorId(const plan::PlanT& p, const std::string& name) {
+  for (size_t i = 0; i < p.tensors.size(); ++i)
+    if (p.tensors[i]->name == name) return int(i);
+  ADD_FAILURE() << "no tensor " << name;
+  return 0;
+}
+
+// Runs the plan once with x = 1..8; the error if loading or running fails.
+Status OpenAndRun(const std::vector<uint8_t>& bytes, std::vector<float>* y = nullptr) {
+  PRECIS_ASSIGN_OR_RETURN(auto session, Session::FromBuffer(bytes.data(), bytes.size()));
+  std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
+  PRECIS_RETURN_IF_ERROR(session->SetInput("x", DataType::kF32, {2, 4}, x.data(), x.size() * 4));
+  PRECIS_RETURN_IF_ERROR(session->Run());
+  PRECIS_ASSIGN_OR_RETURN(TensorData out, session->Output("y"));
+  if (y) y->assign(static_cast<const float*>(out.data), static_cast<const float*>(out.data) + out.info.NumElements());
+  return Status::Ok();
+}
+
+void ExpectRefused(const Edit& edit, const std::string& message) {
+  std::vector<uint8_t> bytes = RewritePlan(Plan(), edit);
+  Status s = OpenAndRun(bytes);
+  ASSERT_FALSE(s.ok()) << "a hostile plan was accepted; expected: " << message;
+  EXPECT_NE(s.ToString().find(message), std::string::npos) << s.ToString();
+  std::printf("  refused: %s\n", s.ToString().c_str());
+}
+
+TEST(HostilePlan, RewrittenUnchangedPlanStillRuns) {
+  // The rewriting itself must keep a plan valid: otherwise every refusal below proves nothing.
+  std::vector<float> want, got;
+  ASSERT_TRUE(OpenAndRun(Plan(), &want).ok());
+  Status s = OpenAndRun(RewritePlan(Plan(), [](plan::PlanT&, std::vector<uint8_t>&) {}), &got);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(want, got);
+  EXPECT_EQ(want.size(), 6u);
+}
+
+TEST(HostilePlan, TensorIdsOutOfRange) {
+  ExpectRefused([](plan::PlanT& p, auto&) { StepOf(p, "Relu").inputs[0] = int(p.tensors.size()); }, "tensor id out of range");
+  ExpectRefused([](plan::PlanT& p, auto&) { StepOf(p, "MatMul").outputs[0] = -7; }, "tensor id out of range");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.programs[0]->outputs[0] = 1 << 30; }, "input/output id out of range");
+  ExpectRefused([](plan::PlanT& p, auto&) { StepOf(p, "Relu").predicate = int(p.tensors.size()) + 3; }, "predicate id out of range");
+  ExpectRefused([](plan::PlanT& p, auto&) { StepOf(p, "Relu").predicate = TensorId(p, "x"); }, "is not a bool scalar");
+}
+
+TEST(HostilePlan, OffsetsAndSizesOutsideTheirSections) {
+  ExpectRefused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "y"))]->offset = p.arena_bytes; }, "lies outside its section");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "y"))]->offset = ~uint64_t(0) - 63; }, "lies outside its section");
+  // Kernels access elements as their type: an offset that is not a multiple of it is refused.
+  ExpectRefused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "y"))]->offset += 2; }, "is misaligned for its element type");
+  // Constants are read-only (a mapped file): a step writing one is refused.
+  ExpectRefused([](plan::PlanT& p, auto&) { StepOf(p, "MatMul").outputs[0] = TensorId(p, "W"); }, "writes the constant 'W'");
+  ExpectRefused([](plan::PlanT& p, auto& c) { p.tensors[size_t(TensorId(p, "W"))]->offset = c.size() - 4; }, "lies outside its section");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "W"))]->bytes += 4; }, "byte size does not match its shape");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "W"))]->bytes = ~uint64_t(0); }, "byte size does not match its shape");
+}
+
+TEST(HostilePlan, NegativeAndOverflowingDims) {
+  ExpectRefused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dims[0] = -2; }, "has bad dims");
+  // 2^31 x 2^31 x 2^31 elements: the element count overflows int64, the byte count 2^63.
+  ExpectRefused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dims = {1LL << 31, 1LL << 31, 1LL << 31}; }, "has bad dims");
+  ExpectRefused([](plan::PlanT& p, auto&) {
+    auto& t = *p.tensors[size_t(TensorId(p, "h"))];
+    t.dims = {1LL << 61};
+    t.bytes = uint64_t(1) << 63;  // what 2^61 f32 elements would take
+  }, "has bad dims");
+  // No element, but index arithmetic over dims like these would overflow.
+  ExpectRefused([](plan::PlanT& p, auto&) {
+    auto& t = *p.tensors[size_t(TensorId(p, "h"))];
+    t.dims = {0, 1LL << 40, 1LL << 40};
+    t.bytes = 0;
+  }, "has bad dims");
+}
+
+TEST(HostilePlan, UnknownKernelsDtypesAndPlacements) {
+  ExpectRefused([](plan::PlanT& p, auto&) { StepOf(p, "Relu").kernel = "NoSuchKernel"; }, "has no kernel 'NoSuchKernel'");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dtype = 99; }, "has an invalid dtype");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->placement = plan::Placement(7); }, "unknown placement");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.target = "tpu"; }, "targets 'tpu'");
+}
+
+TEST(HostilePlan, AttributesOfTheWrongKind) {
+  auto attr = [](plan::PlanT& p, const std::string& kernel, const std::string& name) -> plan::AttrT& {
+    for (auto& a : StepOf(p, kernel).attrs)
+      if (a->name == name) return *a;
+    ADD_FAILURE() << kernel << " has no attribute " << name;
+    return *StepOf(p, kernel).attrs[0];
+  };
+  ExpectRefused([&](plan::PlanT& p, auto&) { attr(p, "Softmax", "axis").kind = plan::AttrKind_Float; },
+                "attribute 'axis' is of kind Float, the kernel reads Int");
+  ExpectRefused([&](plan::PlanT& p, auto&) { attr(p, "Transpose", "perm").kind = plan::AttrKind_String; },
+                "attribute 'perm' is of kind String, the kernel reads Ints");
+  ExpectRefused([&](plan::PlanT& p, auto&) { attr(p, "Softmax", "axis").kind = plan::AttrKind(200); }, "has an unknown kind 200");
+}
+
+TEST(HostilePlan, ArenaLargerThanTheMachineIsRefusedBeforeAllocating) {
+  ExpectRefused([](plan::PlanT& p, auto&) { p.arena_bytes = uint64_t(1) << 62; }, "more than this machine's");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.state_bytes = ~uint64_t(0); }, "more than this machine's");
+}
+
+TEST(HostilePlan, StepTensorsThatDoNotFitTheirKernel) {
+  // Relu reading x (8 elements) into y (6): a kernel trusting the plan would write past y.
+  ExpectRefused([](plan::PlanT& p, auto&) { StepOf(p, "Relu").inputs[0] = TensorId(p, "x"); }, "Relu");
+  // MatMul writing its [2,3] product into the [3,2]-shaped... same count, wrong shape: y.
+  ExpectRefused([](plan::PlanT& p, auto&) { StepOf(p, "MatMul").outputs[0] = TensorId(p, "x"); }, "MatMul");
+  // Transpose whose perm does not match the ranks.
+  ExpectRefused([](plan::PlanT& p, auto&) {
+    for (auto& a : StepOf(p, "Transpose").attrs)
+      if (a->name == "perm") a->ints = {0, 1, 2};
+  }, "Transpose");
+}
+
+// `precis run` on hostile plans: exit 1 (not a signal), one line naming the problem.
+TEST(HostilePlan, PrecisRunRefusesThem) {
+  std::string dir = ::testing::TempDir() + "/hostile_plans";
+  std::filesystem::create_directories(dir);
+  std::vector<std::pair<Edit, std::string>> cases = {
+      {[](plan::PlanT& p, auto&) { StepOf(p, "Relu").inputs[0] = int(p.tensors.size()); }, "tensor id out of range"},
+      {[](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dims[0] = -2; }, "has bad dims"},
+      {[](plan::PlanT& p, auto&) { StepOf(p, "Relu").kernel = "NoSuchKernel"; }, "has no kernel"},
+      {[](plan::PlanT& p, auto&) { p.arena_bytes = uint64_t(1) << 62; }, "more than this machine's"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    std::string path = dir + "/case" + std::to_string(i) + ".plan", log = path + ".log";
+    std::vector<uint8_t> bytes = RewritePlan(Plan(), cases[i].first);
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    std::string command = std::string(PRECIS_BINARY) + " run " + path + " --random >" + log + " 2>&1";
+    int rc = std::system(command.c_str());
+    ASSERT_TRUE(WIFEXITED(rc)) << command;
+    EXPECT_EQ(WEXITSTATUS(rc), 1) << command;
+    std::stringstream text;
+    text << std::ifstream(log).rdbuf();
+    EXPECT_EQ(text.str().rfind("precis run: ", 0), 0u) << text.str();
+    EXPECT_NE(text.str().find(cases[i].second), std::string::npos) << text.str();
+    EXPECT_NE(text.str().find(path), std::string::npos) << "the message names the file: " << text.str();
+  }
+}
+
+}  // namespace
+}  // namespace precis
