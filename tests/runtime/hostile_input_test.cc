@@ -15,6 +15,7 @@
 #include "runtime/base/hash.h"
 #include "runtime/exec/state_file.h"
 #include "runtime/plan/plan_format.h"
+#include "tests/runtime/plan_test_util.h"
 #include "tools/precis/tensor_io.h"
 
 namespace precis {
@@ -183,8 +184,8 @@ std::vector<uint8_t> ReadResealed(const std::string& name) {
   plan::FileHeader h;
   std::memcpy(&h, bytes.data(), sizeof h);
   h.file_size = bytes.size();
-  h.checksum = HashBytes(bytes.data() + sizeof h, bytes.size() - sizeof h);
   std::memcpy(bytes.data(), &h, sizeof h);
+  testing::Reseal(bytes);
   return bytes;
 }
 
