@@ -11,6 +11,7 @@
 #include "runtime/base/half.h"
 #include "runtime/base/mapped_file.h"
 #include "runtime/exec/backend.h"
+#include "runtime/exec/in_place.h"
 #include "runtime/exec/state_file.h"
 #include "runtime/plan/plan_format.h"
 
@@ -37,6 +38,12 @@ struct Session::Impl {
   std::vector<std::vector<StepProfile>> profiles;  // per program, when profiling
   std::function<void(const TensorData&)> observer;
   std::vector<AlignedBuffer> synthetic;  // weights of a --strip-weights plan
+  // Where each tensor lies: its placement (plan::Placement) and byte offset in that section.
+  struct Storage {
+    int placement = -1;
+    uint64_t offset = 0;
+  };
+  std::vector<Storage> storage;
 
   Status Load(const uint8_t* data, size_t size);
   Status LoadTensors();
@@ -53,6 +60,7 @@ Status Session::Impl::LoadTensors() {
   const plan::Plan* p = view.meta;
   if (!p->tensors()) return InvalidArgument("plan lacks its tensor table");
   tensors.resize(p->tensors()->size());
+  storage.resize(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     const plan::TensorDesc* d = p->tensors()->Get(flatbuffers::uoffset_t(i));
     rt::Tensor& t = tensors[i];
@@ -77,6 +85,7 @@ Status Session::Impl::LoadTensors() {
     size_t align = DataTypeSize(t.dtype) ? DataTypeSize(t.dtype) : 1;
     if (d->offset() % align || (d->placement() == plan::Placement_State && d->init_offset() % align))
       return InvalidArgument("plan tensor '" + t.name + "' is misaligned for its element type");
+    storage[i] = {int(d->placement()), d->offset()};
     switch (d->placement()) {
       case plan::Placement_Constant:
         t.is_constant = true;
@@ -144,6 +153,32 @@ StatusOr<rt::KernelArgs> Session::Impl::StepArgs(const plan::Step* s) {
   // Constants are read-only (a mapped plan file): no step may write one.
   for (const rt::Tensor* t : a.outputs)
     if (t && t->is_constant) return InvalidArgument(a.node + ": writes the constant '" + t->name + "'");
+  // Output 0 may share the bytes of one input where the kernel runs in place (in_place.h);
+  // any other overlap between a step's operands is refused.
+  auto region = [&](const rt::Tensor* t) { return storage[size_t(t - tensors.data())]; };
+  int in_place = rt::InPlaceInput(kernel_name);
+  const rt::Tensor* in_place_source = in_place >= 0 && size_t(in_place) < a.inputs.size() ? a.inputs[size_t(in_place)] : nullptr;
+  for (size_t o = 0; o < a.outputs.size(); ++o) {
+    const rt::Tensor* out = a.outputs[o];
+    if (!out || out->bytes == 0) continue;
+    Storage so = region(out);
+    auto overlaps = [&](const rt::Tensor* t) {
+      if (!t || t->bytes == 0 || t->is_constant) return false;
+      Storage st = region(t);
+      return st.placement == so.placement && st.offset < so.offset + out->bytes && so.offset < st.offset + t->bytes;
+    };
+    auto same_bytes = [&](const rt::Tensor* t) {
+      return t && region(t).placement == so.placement && region(t).offset == so.offset && t->bytes == out->bytes;
+    };
+    bool may_alias = o == 0 && same_bytes(in_place_source);
+    for (const rt::Tensor* in : a.inputs)
+      if (overlaps(in) && !(may_alias && same_bytes(in)))
+        return InvalidArgument(a.node + ": output '" + out->name + "' overlaps its input '" + in->name + "'" +
+                               (in_place < 0 ? " (" + kernel_name + " does not run in place)"
+                                             : " (only output 0 may take exactly the bytes of input " + std::to_string(in_place) + ")"));
+    for (size_t k = o + 1; k < a.outputs.size(); ++k)
+      if (overlaps(a.outputs[k])) return InvalidArgument(a.node + ": outputs '" + out->name + "' and '" + a.outputs[k]->name + "' overlap");
+  }
   if (s->attrs())
     for (const plan::Attr* attr : *s->attrs()) {
       if (!attr->name()) return InvalidArgument(a.node + ": an attribute has no name");

@@ -2,9 +2,14 @@
 // that no two tensors alive at the same step share bytes.
 #include "compiler/emit/memory_planner.h"
 
+#include <set>
+
 #include <random>
 
 #include <gtest/gtest.h>
+
+#include "compiler/ops/op_registry.h"
+#include "runtime/exec/in_place.h"
 
 namespace precis::emit {
 namespace {
@@ -99,6 +104,32 @@ TEST(MemoryPlanner, RandomLifetimesNeverCollide) {
     MemoryPlan p = PlanMemory(t);
     ExpectValid(t, p);
   }
+}
+
+// The planner aliases a step's output with its input where the op registry says so; the session
+// refuses any alias its table (runtime/exec/in_place.h) does not allow. The two must agree, or
+// compiled plans are refused (registry ahead) or hostile aliases accepted (table ahead).
+TEST(MemoryPlanner, InPlaceOpsAgreeWithTheRuntimeTable) {
+  std::set<std::string> registry_kernels;
+  int in_place_ops = 0;
+  for (const ops::OpDef* def : ops::OpRegistry::Get().All()) {
+    std::string kernel = def->kernel.empty() ? def->op_type : def->kernel;
+    if (def->inplace_input >= 0) {
+      ++in_place_ops;
+      registry_kernels.insert(kernel);
+      EXPECT_EQ(rt::InPlaceInput(kernel), def->inplace_input) << def->op_type << " (kernel " << kernel << ")";
+    }
+  }
+  EXPECT_GT(in_place_ops, 50);
+  // The other direction: a kernel the table lists is one some op runs in place through.
+  for (const ops::OpDef* def : ops::OpRegistry::Get().All()) {
+    std::string kernel = def->kernel.empty() ? def->op_type : def->kernel;
+    if (rt::InPlaceInput(kernel) >= 0) {
+      EXPECT_TRUE(registry_kernels.count(kernel)) << kernel << " is in the runtime table only";
+    }
+  }
+  EXPECT_EQ(rt::InPlaceInput("Transpose"), -1);
+  EXPECT_EQ(rt::InPlaceInput(""), -1);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // Plans with a valid checksum that say something hostile: out-of-range tensor ids, offsets and
 // sizes outside their sections, negative and overflowing dims, unknown kernels, dtypes and
-// attribute kinds, attributes of the wrong kind, an arena larger than the machine, and steps
-// whose tensors do not fit their kernel. Each must be refused at load with a clear message that
-// names the problem, through Session::FromBuffer and through `precis run`; none may crash.
+// attribute kinds, attributes of the wrong kind, an arena larger than the machine, steps whose
+// tensors do not fit their kernel, and operands that overlap other than in place. Each must be
+// refused at load with a clear message that names the problem, through Session::FromBuffer and
+// through `precis run`; none may crash.
 // The plans are rewritten through the FlatBuffers object API (plan_test_util.h) and resealed,
 // so only the check under test can notice.
 #include <cstdio>
@@ -166,6 +167,43 @@ TEST(HostilePlan, StepTensorsThatDoNotFitTheirKernel) {
     for (auto& a : StepOf(p, "Transpose").attrs)
       if (a->name == "perm") a->ints = {0, 1, 2};
   }, "Transpose");
+}
+
+// Output 0 may take exactly the bytes of input 0 where the kernel runs in place (Relu); any other
+// overlap would let a kernel read bytes it already overwrote (Transpose copying over its input).
+TEST(HostilePlan, OverlappingOperandsOnlyWhereTheKernelRunsInPlace) {
+  std::vector<float> want, got;
+  ASSERT_TRUE(OpenAndRun(Plan(), &want).ok());
+  auto offset = [](plan::PlanT& p, const char* name) -> uint64_t& { return p.tensors[size_t(TensorId(p, name))]->offset; };
+  Status s = OpenAndRun(RewritePlan(Plan(), [&](plan::PlanT& p, auto&) { offset(p, "y") = offset(p, "t"); }), &got);
+  ASSERT_TRUE(s.ok()) << "Relu in place of its input: " << s.ToString();
+  EXPECT_EQ(want, got);
+  ExpectRefused([&](plan::PlanT& p, auto&) { offset(p, "y") = offset(p, "t") + 4; },
+                "output 'y' overlaps its input 't' (only output 0 may take exactly the bytes of input 0)");
+  ExpectRefused([&](plan::PlanT& p, auto&) { offset(p, "t") = offset(p, "s"); }, "output 't' overlaps its input 's' (Transpose does not run in place)");
+  ExpectRefused([&](plan::PlanT& p, auto&) { offset(p, "t") = offset(p, "s") + 4; }, "output 't' overlaps its input 's' (Transpose does not run in place)");
+  ExpectRefused([&](plan::PlanT& p, auto&) { offset(p, "s") = offset(p, "h") + 8; }, "output 's' overlaps its input 'h'");
+}
+
+TEST(HostilePlan, OverlappingOutputsOfOneStep) {
+  auto model = ir::ParseModel(R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "split" {
+  input %x: f32[2,4]
+  %a, %b = Split(%x) {axis = 1}
+  %y = Sub(%a, %b)
+  output %y
+}
+)");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto compiled = driver::Compile(**model, driver::CompileOptions{});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  std::vector<uint8_t> bytes = RewritePlan(compiled->plan.bytes, [](plan::PlanT& p, auto&) {
+    p.tensors[size_t(TensorId(p, "b"))]->offset = p.tensors[size_t(TensorId(p, "a"))]->offset + 4;
+  });
+  auto session = Session::FromBuffer(bytes.data(), bytes.size());
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().ToString().find("outputs 'a' and 'b' overlap"), std::string::npos) << session.status().ToString();
 }
 
 // `precis run` on hostile plans: exit 1 (not a signal), one line naming the problem.

@@ -1,0 +1,18 @@
+// Which runtime kernels may write output 0 over the storage of one of their inputs.
+//
+// The compiler's memory planner lets an elementwise-shaped step reuse the bytes of its input when
+// that input dies at the step (ops::OpDef::inplace_input). The session accepts such an alias in a
+// plan only where the kernel is listed here, at the listed input, with the same offset and byte
+// size; every other overlap between a step's operands is refused at load, since kernels that copy
+// or gather would read bytes they already overwrote. A compiler test keeps this table and the op
+// registry in agreement.
+#pragma once
+
+#include <string_view>
+
+namespace precis::rt {
+
+// The input whose storage output 0 of `kernel` may share, or -1 when the kernel never runs in place.
+int InPlaceInput(std::string_view kernel);
+
+}  // namespace precis::rt
