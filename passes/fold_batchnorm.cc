@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <set>
 
+#include "passes/low_range.h"
 #include "passes/match.h"
 
 namespace precis::passes {
@@ -113,7 +115,18 @@ std::optional<Affine> ChannelAffine(const Node* n, const Value* x, int64_t m, si
   return a;
 }
 
-std::optional<Fold> Match(const ir::Graph& g, Node* conv) {
+// Folding multiplies W by s per channel: with 1/sigma ~ 1e4 or a Mul by 1e-4, FP16 weights that
+// were normal can come out subnormal (or Inf). In a 16-bit plan the fold is refused when the
+// folded W would lose its values to the format's range and W itself would not; `refusal` says why.
+bool FoldKeepsRange(const Value* wv, const std::vector<double>& w, const std::vector<double>& folded, ir::DType low, std::string* refusal) {
+  if (low != ir::DType::kF16 && low != ir::DType::kBF16) return true;
+  RoundingLoss after = MeasureRounding(folded, low);
+  if (!LosesRange(after, low) || LosesRange(MeasureRounding(w, low), low)) return true;
+  *refusal = DescribeLoss("the folded '" + wv->name() + "'", after, low);
+  return false;
+}
+
+std::optional<Fold> Match(const ir::Graph& g, Node* conv, ir::DType low, std::string* refusal) {
   if (!Is(conv, "Conv") || conv->outputs().size() != 1 || conv->inputs().size() < 2 || conv->FindAttribute("activation")) return std::nullopt;
   Value* x = conv->outputs()[0];
   if (!x || x->uses().size() != 1 || IsGraphOutput(g, x) || !x->type().is_tensor()) return std::nullopt;
@@ -143,6 +156,11 @@ std::optional<Fold> Match(const ir::Graph& g, Node* conv) {
   for (const auto* v : {&f.w, &f.b})
     for (double d : *v)
       if (!std::isfinite(d) || std::fabs(d) > kFoldLimit) return std::nullopt;
+  std::string why;
+  if (!FoldKeepsRange(wv, *w, f.w, low, &why)) {
+    *refusal = "not folded into Conv '" + conv->name() + "': " + why + " (unfolded, it keeps its range)";
+    return std::nullopt;
+  }
   return f;
 }
 
@@ -230,14 +248,18 @@ void Rewrite(ir::Graph& g, Fold& f) {
 
 }  // namespace
 
-int FoldBatchNorm(ir::Graph& g) {
+int FoldBatchNorm(ir::Graph& g, ir::DType low) {
   int total = 0;
+  std::map<Node*, std::string> refused;  // node not folded into its Conv -> why
   for (;;) {  // a Mul folded, the Add after it becomes foldable
     std::vector<Fold> folds;
     std::vector<BnFold> bn_folds;
     std::set<const Node*> taken;  // a BatchNormalization folding into its Conv this round
     for (const auto& up : g.nodes()) {
-      if (auto f = Match(g, up.get())) {
+      std::string refusal;
+      auto f = Match(g, up.get(), low, &refusal);
+      if (!refusal.empty()) refused[up.get()->outputs()[0]->uses()[0].node] = refusal;
+      if (f) {
         taken.insert(f->node);
         folds.push_back(std::move(*f));
       } else if (taken.count(up.get())) {
@@ -246,11 +268,13 @@ int FoldBatchNorm(ir::Graph& g) {
         bn_folds.push_back(std::move(*b));
       }
     }
-    if (folds.empty() && bn_folds.empty()) return total;
+    if (folds.empty() && bn_folds.empty()) break;
     for (Fold& f : folds) Rewrite(g, f);
     for (BnFold& f : bn_folds) RewriteBn(g, f);
     total += int(folds.size() + bn_folds.size());
   }
+  for (auto& [node, why] : refused) AddEvidence(node, why);
+  return total;
 }
 
 }  // namespace precis::passes

@@ -15,8 +15,11 @@
 // reads an inference-form BatchNormalization's output (Caffe2 exports BN, then a scale layer, in
 // front of each convolution: BN -> Mul -> Add -> Relu -> Conv) folds into that
 // BatchNormalization instead: y = x * s + t, so scale' = scale * k, B' = B * k for a Mul by k and
-// B' = B + k for an Add (new constants in the parameters' dtypes, same limits). Runs in Prepare, before precision
-// assignment: inference plans only (training keeps the BatchNormalization parameters).
+// B' = B + k for an Add (new constants in the parameters' dtypes, same limits). Runs in Prepare,
+// before precision assignment: inference plans only (training keeps the BatchNormalization
+// parameters). In a 16-bit plan (`low` FP16 or BF16) a fold is also refused where the folded W
+// would lose its values to the format's range (mostly subnormal, as with 1/sigma ~ 1e4) while W
+// would not; the node left unfolded says so in its precision evidence.
 #pragma once
 
 #include "compiler/ir/graph.h"
@@ -24,6 +27,6 @@
 namespace precis::passes {
 
 // Returns how many nodes were folded into convolutions and BatchNormalizations.
-int FoldBatchNorm(ir::Graph& graph);
+int FoldBatchNorm(ir::Graph& graph, ir::DType low = ir::DType::kUndefined);
 
 }  // namespace precis::passes

@@ -24,6 +24,7 @@ namespace precis::passes {
 struct PassOptions {
   InferOptions infer;                                  // infer
   PrecisionOptions precision;                          // precision
+  ir::DType fold_low = ir::DType::kUndefined;          // fold-batchnorm: the 16-bit format of the plan, if any
   std::map<std::string, std::vector<int64_t>> shapes;  // specialize-inputs: dims per input name
   std::map<std::string, ir::Tensor> input_values;      // specialize-inputs: inputs made constants
 };

@@ -42,7 +42,7 @@ StatusOr<bool> RunFoldCasts(ir::Model& m, PassContext&) { return FoldCasts(*m.gr
 StatusOr<bool> RunFuseCasts(ir::Model& m, PassContext&) { return FuseCasts(*m.graph); }
 
 StatusOr<bool> RunFoldBatchNorm(ir::Model& m, PassContext& c) {
-  int folded = FoldBatchNorm(*m.graph);
+  int folded = FoldBatchNorm(*m.graph, c.options.fold_low);
   c.stats.folded_batchnorms += folded;
   return folded > 0;
 }

@@ -12,6 +12,7 @@
 
 #include "compiler/ir/precision_reason.h"
 #include "compiler/ops/op_registry.h"
+#include "passes/low_range.h"
 #include "passes/match.h"
 #include "runtime/base/half_array.h"
 
@@ -39,6 +40,11 @@ std::string Short(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", x);
   return buf;
+}
+
+// A rule's evidence, then what earlier passes recorded on the node (a fold refused, a pattern).
+std::string Joined(const std::string& evidence, const std::string& earlier) {
+  return earlier.empty() || evidence == earlier ? evidence : evidence + "; " + earlier;
 }
 
 std::vector<ir::Attribute> CastTo(ir::DType dtype) {
@@ -104,6 +110,7 @@ class Painter {
   }
 
   Status Classify();
+  void ConstantRange(const ir::Node* n, NodeState& s);
   void PaintBackward();
   void DecideComputeOutputs();
   void PaintForward();
@@ -162,16 +169,28 @@ Status Painter::Classify() {
     if (PatternClass(pattern)) s.reason = pattern;
     s.pattern = PatternClass(pattern) ? pattern : std::nullopt;
     if (!n->precision().evidence.empty()) s.evidence = n->precision().evidence;
-    // Calibration: a node reading or writing a tensor beyond the low format's range stays FP32.
+    // Calibration: a node reading or writing a tensor beyond the low format's range stays FP32,
+    // and so does one whose tensor lies wholly below its smallest normal (a 16-bit copy would be
+    // subnormal or zero: an FP16 network whose activations shrink to 1e-14 outputs zeros).
+    double tiny = SmallestNormal(o_.low);
     for (const auto* list : {&n->inputs(), &n->outputs()})
       for (const ir::Value* v : *list) {
-        if (!IsFp32(v)) continue;
+        if (!IsFp32(v) || s.cls == PrecisionClass::kUntouched) continue;
         auto it = o_.ranges.find(v->name());
-        if (it == o_.ranges.end() || !(it->second > limit) || s.cls == PrecisionClass::kUntouched) continue;
-        s.run = Run::kF32;
-        s.reason = ir::Reason::kRangeOverflow;
-        s.evidence = "max |" + v->name() + "| = " + Short(it->second) + " > " + Short(limit);
+        if (it == o_.ranges.end()) continue;
+        if (it->second > limit) {
+          s.run = Run::kF32;
+          s.reason = ir::Reason::kRangeOverflow;
+          s.evidence = Joined("max |" + v->name() + "| = " + Short(it->second) + " > " + Short(limit), n->precision().evidence);
+        } else if (it->second > 0 && it->second < tiny && s.reason != ir::Reason::kRangeOverflow) {
+          s.run = Run::kF32;
+          s.reason = ir::Reason::kRangeUnderflow;
+          s.evidence = Joined("max |" + v->name() + "| = " + Short(it->second) + " < " + Short(tiny) + ", " +
+                                  std::string(ir::DTypeName(o_.low)) + "'s smallest normal",
+                              n->precision().evidence);
+        }
       }
+    if (s.run != Run::kF32) ConstantRange(n, s);
     if (auto it = o_.over_budget.find(n->name()); it != o_.over_budget.end() && !n->name().empty())
       s.run = Run::kF32, s.reason = ir::Reason::kErrorBudget, s.evidence = it->second;
     bool kept = o_.keep_fp32_ops.count(n->op_type()) || (keep && std::regex_search(n->name(), *keep));
@@ -187,6 +206,26 @@ Status Painter::Classify() {
     if (auto it = o_.pinned_fp32.find(n); it != o_.pinned_fp32.end()) s.run = Run::kF32, s.reason = it->second.first, s.evidence = it->second.second;
   }
   return Status::Ok();
+}
+
+// A constant that the node would read in 16 bits but whose values lie outside the format's
+// normal range (weights ~1e-7 become subnormal in FP16; a value > 65504 becomes Inf) keeps the
+// node in FP32, measured at compile time (low_range.h). Additive operands are exempt: a term
+// below the smallest normal shifts a normal-range sum by less than its rounding.
+void Painter::ConstantRange(const ir::Node* n, NodeState& s) {
+  if (s.cls != PrecisionClass::kCompute && s.cls != PrecisionClass::kFollow && s.cls != PrecisionClass::kPassthrough) return;
+  static const std::unordered_set<std::string> kAdditive = {"Add", "Sub", "Sum", "Max", "Min", "Clip"};
+  if (n->domain().empty() && kAdditive.count(n->op_type())) return;
+  for (size_t i = 0; i < n->inputs().size(); ++i) {
+    const ir::Value* v = n->inputs()[i];
+    if (!IsFp32(v) || !v->is_constant() || !v->data() || !v->data()->has_data() || !InputTakesLow(s, i)) continue;
+    RoundingLoss loss = MeasureRounding(*v->data(), o_.low);
+    if (!LosesRange(loss, o_.low)) continue;
+    s.run = Run::kF32;
+    s.reason = ir::Reason::kConstantRange;
+    s.evidence = Joined(DescribeLoss("'" + v->name() + "'", loss, o_.low), n->precision().evidence);
+    return;
+  }
 }
 
 void Painter::PaintBackward() {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <string_view>
+#include <unordered_set>
 
 #include "compiler/ir/verifier.h"
 #include "passes/pass_pipeline.h"
@@ -62,6 +63,22 @@ StatusOr<std::map<std::string, std::vector<int64_t>>> InputShapes(const ir::Mode
   return shapes;
 }
 
+// ONNX node names may be empty. Messages, the report and the error budget name nodes, and the
+// budget's verdicts (measured on one compilation) must find the same nodes in the next, so every
+// unnamed node gets "OpType#K" (K its position when named, made unique) before and after
+// preparation, where each compilation of the same model and options has the same graph.
+void NameUnnamedNodes(ir::Graph& graph) {
+  std::unordered_set<std::string> taken;
+  for (const auto& n : graph.nodes()) taken.insert(n->name());
+  for (const auto& n : graph.nodes()) {
+    if (!n->name().empty()) continue;
+    std::string name = n->op_type() + "#" + std::to_string(n->index());
+    for (int k = 2; taken.count(name); ++k) name = n->op_type() + "#" + std::to_string(n->index()) + "." + std::to_string(k);
+    taken.insert(name);
+    n->set_name(name);
+  }
+}
+
 }  // namespace
 
 Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& result) {
@@ -70,10 +87,14 @@ Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& r
   PRECIS_ASSIGN_OR_RETURN(context.options.shapes, InputShapes(model, options));
   context.options.input_values = options.input_values;
   context.options.infer.fold_constants = options.fold_constants;
+  if (options.precision == "fp16") context.options.fold_low = ir::DType::kF16;
+  if (options.precision == "bf16") context.options.fold_low = ir::DType::kBF16;
   std::vector<std::string_view> names = {"specialize-inputs", "inline-if", "infer"};
   if (options.fold_batchnorm) names.push_back("fold-batchnorm");
   names.push_back("dce");
+  NameUnnamedNodes(*model.graph);  // before the passes too: their messages name nodes
   PRECIS_RETURN_IF_ERROR(RunPasses(model, names, context, options, result));
+  NameUnnamedNodes(*model.graph);
   result.folded_nodes = context.stats.folded_nodes;
   result.folded_batchnorms = context.stats.folded_batchnorms;
   return Status::Ok();

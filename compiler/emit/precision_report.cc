@@ -152,6 +152,8 @@ std::vector<LowRegion> FindLowRegions(const ir::Graph& g) {
         while (src->kind() == ir::Value::Kind::kNodeOutput && (src->producer()->op_type() == "Cast" || !Computes(*src->producer())) &&
                !src->producer()->inputs().empty() && src->producer()->inputs()[0] && !mine.count(src->producer()))
           src = src->producer()->inputs()[0];
+        // A walk that ends inside the region (Relu -> Flatten -> Gemm) found no input.
+        if (src->kind() == ir::Value::Kind::kNodeOutput && mine.count(src->producer())) continue;
         if (!src->is_constant()) ins.insert(src->name());
       }
       for (const ir::Value* v : n->outputs()) {

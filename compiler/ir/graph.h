@@ -89,6 +89,7 @@ class Node {
   const std::string& domain() const { return domain_; }  // "" is the default ONNX domain
   const std::string& op_type() const { return op_type_; }
   const std::string& name() const { return name_; }  // the ONNX node name, may be empty
+  void set_name(std::string name) { name_ = std::move(name); }
   const std::vector<Value*>& inputs() const { return inputs_; }    // nullptr: omitted optional
   const std::vector<Value*>& outputs() const { return outputs_; }  // nullptr: omitted optional
   const std::vector<Attribute>& attributes() const { return attributes_; }

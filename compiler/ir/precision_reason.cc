@@ -8,7 +8,7 @@
 namespace precis::ir {
 namespace {
 
-constexpr std::array<std::pair<Reason, std::string_view>, 25> kReasonNames = {{
+constexpr std::array<std::pair<Reason, std::string_view>, 28> kReasonNames = {{
     {Reason::kComputeOp, "compute-op"},
     {Reason::kKeepFp32Policy, "keep-fp32-policy"},
     {Reason::kUntouchedOp, "untouched-op"},
@@ -34,12 +34,15 @@ constexpr std::array<std::pair<Reason, std::string_view>, 25> kReasonNames = {{
     {Reason::kWidenedKernel, "widened-kernel"},
     {Reason::kWidenedMixedDtypes, "widened-mixed-dtypes"},
     {Reason::kOptimizerFp32, "optimizer-fp32"},
+    {Reason::kRangeUnderflow, "range-underflow"},
+    {Reason::kConstantRange, "constant-range"},
+    {Reason::kSqueezeExcitePattern, "squeeze-excite-pattern"},
 }};
 
 constexpr bool TableInEnumOrder() {
   for (size_t i = 0; i < kReasonNames.size(); ++i)
     if (size_t(kReasonNames[i].first) != i) return false;
-  return size_t(Reason::kOptimizerFp32) + 1 == kReasonNames.size();
+  return size_t(Reason::kSqueezeExcitePattern) + 1 == kReasonNames.size();
 }
 static_assert(TableInEnumOrder(), "kReasonNames must list every Reason once, in enum order");
 

@@ -37,6 +37,9 @@ enum class Reason {
   kWidenedKernel,            // runs widened: the backend's kernel computes from FP32 operands
   kWidenedMixedDtypes,       // runs widened: it mixes float dtypes its backend's kernel takes only alike
   kOptimizerFp32,            // training: FP32 master-weight arithmetic (optimizer, loss scaler, unscaling, clipping)
+  kRangeUnderflow,           // calibrated range entirely below the low format's smallest normal
+  kConstantRange,            // a constant input loses its values to the low format's range (subnormal or overflow)
+  kSqueezeExcitePattern,     // recognized squeeze-excitation gate, kept FP32 as a whole
 };
 
 // The code's name as recorded and reported: "compute-op", "softmax-input", ...

@@ -179,6 +179,10 @@ Status PadIndexMaps(const KernelArgs& args, const Tensor& in, const Tensor& out,
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t axis = axes[i] < 0 ? axes[i] + in.rank() : axes[i];
     if (axis < 0 || axis >= in.rank()) return args.Error("axis is out of range");
+    // Plans bound dims by 2^50 elements; pads beyond that would overflow the sums below.
+    constexpr int64_t kLimit = int64_t(1) << 50;
+    for (int64_t p : {pads[i], pads[i + axes.size()]})
+      if (p < -kLimit || p > kLimit) return args.Error("pads are out of range");
     before[size_t(axis)] = pads[i];
     after[size_t(axis)] = pads[i + axes.size()];
     if (in.dims[size_t(axis)] + pads[i] + pads[i + axes.size()] != out.dims[size_t(axis)]) return args.Error("output shape does not match the pads");

@@ -66,6 +66,7 @@ int OptCommand(const std::vector<std::string>& args) {
   if (file.empty()) return UsageError("opt", "an input file (or - for stdin) is required", usage);
   if (precision != "fp16" && precision != "bf16") return UsageError("opt", "--precision must be fp16 or bf16", usage);
   options.low = precision == "fp16" ? ir::DType::kF16 : ir::DType::kBF16;
+  context.options.fold_low = options.low;
   passes::PipelineOptions pipeline_options;
   pipeline_options.verify = true;
   if (print_all)
