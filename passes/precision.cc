@@ -56,7 +56,8 @@ std::vector<ir::Attribute> CastTo(ir::DType dtype) {
 // Pattern reasons set by RecognizePatterns and the class they impose on the nodes they mark.
 std::optional<PrecisionClass> PatternClass(std::optional<ir::Reason> reason) {
   using ir::Reason;
-  if (reason == Reason::kLayerNormPattern || reason == Reason::kRmsNormPattern || reason == Reason::kCrossEntropyPattern)
+  if (reason == Reason::kLayerNormPattern || reason == Reason::kRmsNormPattern || reason == Reason::kCrossEntropyPattern ||
+      reason == Reason::kSqueezeExcitePattern)
     return PrecisionClass::kKeepFp32;
   if (reason == Reason::kGeluPattern) return PrecisionClass::kFollow;
   return std::nullopt;
@@ -96,16 +97,24 @@ class Painter {
     return true;
   }
 
+  // Keep-fp32 nodes that read whatever dtype arrives and accumulate in FP32: the caller's, and the
+  // pool of a squeeze-excitation gate (it averages the 16-bit feature map).
+  bool ReadsLow(const ir::Node* n) const { return o_.read_low.count(n) || se_pools_.count(n); }
+  // An FP32 value a low node may read cast down: a squeeze-excitation gate ([N, C, 1, 1]).
+  bool CastDownOk(const ir::Value* v) {
+    return v->kind() == ir::Value::Kind::kNodeOutput && S(v->producer()).pattern == ir::Reason::kSqueezeExcitePattern;
+  }
+
   // A consumer that must read FP32: a keep-fp32 op by policy, or a subgraph.
   bool StrictUse(const ir::Use& u) {
     if (u.node->owner() != &g_) return true;
-    if (o_.read_low.count(u.node)) return false;
+    if (ReadsLow(u.node)) return false;
     const NodeState& c = S(u.node);
     return c.cls == PrecisionClass::kKeepFp32 && c.run == Run::kF32 && InputTakesLow(c, size_t(u.input_index));
   }
   bool NeedsF32(const ir::Use& u) {
     if (u.node->owner() != &g_) return true;
-    if (o_.read_low.count(u.node)) return false;
+    if (ReadsLow(u.node)) return false;
     return S(u.node).run == Run::kF32;
   }
 
@@ -124,6 +133,7 @@ class Painter {
   const PrecisionOptions& o_;
   std::unordered_map<const ir::Node*, NodeState> state_;
   std::unordered_set<const ir::Value*> graph_outputs_;
+  std::unordered_set<const ir::Node*> se_pools_;
   std::map<std::pair<const ir::Value*, ir::DType>, ir::Value*> cache_;
   std::unordered_map<const ir::Value*, ir::DType> original_dtype_;  // node outputs retyped so far
   PrecisionStats stats_;
@@ -168,6 +178,8 @@ Status Painter::Classify() {
     }
     if (PatternClass(pattern)) s.reason = pattern;
     s.pattern = PatternClass(pattern) ? pattern : std::nullopt;
+    if (pattern == ir::Reason::kSqueezeExcitePattern && (n->op_type() == "GlobalAveragePool" || n->op_type() == "ReduceMean"))
+      se_pools_.insert(n);
     if (!n->precision().evidence.empty()) s.evidence = n->precision().evidence;
     // Calibration: a node reading or writing a tensor beyond the low format's range stays FP32,
     // and so does one whose tensor lies wholly below its smallest normal (a 16-bit copy would be
@@ -306,7 +318,7 @@ void Painter::PaintForward() {
       const ir::Value* v = n->inputs()[i];
       if (!IsFp32(v) || v->is_constant() || !InputTakesLow(s, i)) continue;
       any = true;
-      if (!stored_low(v) && !fp32_input) fp32_input = v;
+      if (!stored_low(v) && !fp32_input && !CastDownOk(v)) fp32_input = v;
     }
     if (!any) {
       s.run = Run::kF32, s.reason = ir::Reason::kConstantInputs;
@@ -387,7 +399,7 @@ StatusOr<PrecisionStats> Painter::Rewrite() {
       auto it = original_dtype_.find(v);
       ir::DType orig = it == original_dtype_.end() ? want : it->second;
       if (orig != ir::DType::kF32) continue;
-      if (o_.read_low.count(n) && InputTakesLow(s, i)) continue;  // reads what arrives, accumulates in FP32
+      if (ReadsLow(n) && InputTakesLow(s, i)) continue;  // reads what arrives, accumulates in FP32
       want = s.run == Run::kLow && InputTakesLow(s, i) ? o_.low : ir::DType::kF32;
       if (v->type().dtype() != want) g_.SetNodeInput(n, int(i), Converted(v, want));
     }

@@ -175,13 +175,58 @@ std::optional<Match> MatchAttention(Node* softmax) {
   return Match{nodes, ir::Reason::kAttentionPattern, "attention (scores of " + softmax->Describe() + ")"};
 }
 
+// A 1x1 Conv (weights [M, C, 1, 1]) producing the value, or nullptr.
+Node* PointwiseConv(Node* n) {
+  if (!Is(n, "Conv")) return nullptr;
+  auto wd = match::StaticDims(InV(n, 1));
+  return wd && wd->size() == 4 && (*wd)[2] == 1 && (*wd)[3] == 1 ? n : nullptr;
+}
+
+// Squeeze-excitation gate, anchored at the gate (Sigmoid or HardSigmoid):
+//   s = pool(x); g = gate(Conv1x1(act(Conv1x1(s)))); y = Mul(x, g)
+// with pool a GlobalAveragePool or a ReduceMean keeping dims, act a Relu, Clip, HardSwish,
+// LeakyRelu or SiLU (Mul(a, Sigmoid(a))). Covers pool to gate; the Mul over the feature map is not
+// part of it (it runs with the feature map, reading the gate cast down). Each gate scales a whole
+// channel, so rounding its weights moves the network's output far more than the gate's cost.
+std::optional<Match> MatchSqueezeExcite(Node* gate) {
+  if (!Is(gate, "Sigmoid") && !Is(gate, "HardSigmoid")) return std::nullopt;
+  Node* conv2 = PointwiseConv(In(gate, 0));
+  if (!conv2) return std::nullopt;
+  std::vector<Node*> nodes{gate, conv2};
+  Node* act = In(conv2, 0);
+  Node* conv1 = nullptr;
+  if (Is(act, "Relu") || Is(act, "Clip") || Is(act, "HardSwish") || Is(act, "LeakyRelu")) {
+    nodes.push_back(act);
+    conv1 = PointwiseConv(In(act, 0));
+  } else if (Is(act, "Mul")) {  // SiLU
+    for (size_t side = 0; side < 2 && !conv1; ++side) {
+      Node* sig = In(act, side);
+      if (Is(sig, "Sigmoid") && InV(sig, 0) == InV(act, 1 - side)) {
+        nodes.insert(nodes.end(), {act, sig});
+        conv1 = PointwiseConv(In(sig, 0));
+      }
+    }
+  }
+  if (!conv1) return std::nullopt;
+  nodes.push_back(conv1);
+  Node* pool = In(conv1, 0);
+  const ir::Attribute* keep = pool ? pool->FindAttribute("keepdims") : nullptr;
+  if (!Is(pool, "GlobalAveragePool") && !(Is(pool, "ReduceMean") && (!keep || keep->i != 0))) return std::nullopt;
+  Value* x = InV(pool, 0);
+  bool scales_x = false;
+  for (const ir::Use& u : gate->outputs()[0]->uses()) scales_x |= Is(u.node, "Mul") && Other(u.node, gate->outputs()[0]) == x;
+  if (!scales_x) return std::nullopt;
+  nodes.push_back(pool);
+  return Match{nodes, ir::Reason::kSqueezeExcitePattern, "squeeze-excitation gate over '" + x->name() + "'"};
+}
+
 }  // namespace
 
 int RecognizePatterns(ir::Graph& graph) {
   std::vector<Match> found;
   for (const auto& up : graph.nodes()) {
     Node* n = up.get();
-    for (auto matcher : {MatchLayerNorm, MatchRmsNorm, MatchErfGelu, MatchTanhGelu, MatchCrossEntropy, MatchAttention})
+    for (auto matcher : {MatchLayerNorm, MatchRmsNorm, MatchErfGelu, MatchTanhGelu, MatchCrossEntropy, MatchAttention, MatchSqueezeExcite})
       if (auto m = matcher(n)) found.push_back(std::move(*m));
   }
   for (const Match& m : found)

@@ -7,6 +7,9 @@
 //   gelu-pattern           x * 0.5 * (1 + Erf(x / sqrt 2)), and the Tanh form with Pow(x, 3) -> follow
 //   cross-entropy-pattern  Softmax -> Log, or LogSoftmax, -> Gather*/Neg/NegativeLogLikelihoodLoss -> keep-fp32
 //   attention-pattern      MatMul -> [Div|Mul scale] -> [Add mask] -> Softmax -> MatMul: evidence only
+//   squeeze-excite-pattern GlobalAveragePool|ReduceMean -> Conv 1x1 -> act -> Conv 1x1 -> Sigmoid|HardSigmoid,
+//                          scaling the pooled feature map by Mul -> keep-fp32 (the pool reads the
+//                          16-bit map; the Mul stays with the map and reads the gate cast down)
 // Returns the number of patterns found.
 #pragma once
 

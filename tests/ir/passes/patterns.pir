@@ -94,3 +94,56 @@ graph "plain_pow" {
   %c = Pow(%x, %three) name "pow"
   output %c
 }
+// -----
+// RUN: --passes infer,patterns,precision --precision fp16
+// Squeeze-excitation gate (MobileNetV3 form): the pool reads the 16-bit feature map and writes
+// FP32; both 1x1 convolutions, the Relu and the HardSigmoid run FP32; the Mul over the feature
+// map stays in 16 bits, reading the gate through one cast of its [1,4,1,1] values.
+// CHECK-LABEL: graph "squeeze_excite"
+// CHECK: %f: f16[1,4,2,2] = Conv(%x.f16, %w.f16) name "conv" precision {reason = "compute-op"
+// CHECK: %s: f32[1,4,1,1] = GlobalAveragePool(%f) name "pool" precision {reason = "squeeze-excite-pattern", accumulate = f32, evidence = "squeeze-excitation gate over 'f'"}
+// CHECK-NEXT: %s1: f32[1,2,1,1] = Conv(%s, %w1) name "fc1" precision {reason = "squeeze-excite-pattern"
+// CHECK-NEXT: %a: f32[1,2,1,1] = Relu(%s1) name "act" precision {reason = "squeeze-excite-pattern"
+// CHECK-NEXT: %s2: f32[1,4,1,1] = Conv(%a, %w2) name "fc2" precision {reason = "squeeze-excite-pattern"
+// CHECK-NEXT: %g: f32[1,4,1,1] = HardSigmoid(%s2) name "gate" precision {reason = "squeeze-excite-pattern"
+// CHECK-NEXT: %g.f16: f16[1,4,1,1] = Cast(%g) {to = 10}
+// CHECK-NEXT: %y: f16[1,4,2,2] = Mul(%f, %g.f16) name "scale" precision {reason = "follows-input"
+// CHECK-NOT: Cast(%f)
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "squeeze_excite" {
+  input %x: f32[1,4,2,2]
+  const %w: f32[4,4,1,1] = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+  const %w1: f32[2,4,1,1] = [0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5]
+  const %w2: f32[4,2,1,1] = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0, -1.0, 1.0]
+  %f = Conv(%x, %w) name "conv"
+  %s = GlobalAveragePool(%f) name "pool"
+  %s1 = Conv(%s, %w1) name "fc1"
+  %a = Relu(%s1) name "act"
+  %s2 = Conv(%a, %w2) name "fc2"
+  %g = HardSigmoid(%s2) name "gate"
+  %y = Mul(%f, %g) name "scale"
+  %z = Conv(%y, %w) name "conv2"
+  output %z
+}
+// -----
+// RUN: --passes infer,patterns,precision --precision fp16
+// No pattern: a gate whose Mul scales another tensor than the pooled one is an ordinary Sigmoid.
+// CHECK-LABEL: graph "not_squeeze_excite"
+// CHECK: %g: f16[1,4,1,1] = Sigmoid(%s2) name "gate" precision {reason = "follows-input"
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "not_squeeze_excite" {
+  input %x: f32[1,4,2,2]
+  input %other: f32[1,4,2,2]
+  const %w: f32[4,4,1,1] = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+  const %w1: f32[2,4,1,1] = [0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5]
+  const %w2: f32[4,2,1,1] = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0, -1.0, 1.0]
+  %f = Conv(%x, %w) name "conv"
+  %s = GlobalAveragePool(%f) name "pool"
+  %s1 = Conv(%s, %w1) name "fc1"
+  %a = Relu(%s1) name "act"
+  %s2 = Conv(%a, %w2) name "fc2"
+  %g = Sigmoid(%s2) name "gate"
+  %y = Mul(%other, %g) name "scale"
+  %z = Conv(%y, %w) name "conv2"
+  output %z
+}
