@@ -3,6 +3,8 @@
 // Mod, the variadic Max/Min/Sum/Mean, and the pass-through Identity and (inference) Dropout.
 // Each inference function checks the element type class the ONNX operator allows, so that a
 // model with a wrong type is refused here and not in a kernel at load time.
+#include <cstdio>
+
 #include "compiler/ops/infer_helpers.h"
 #include "compiler/ops/op_registry.h"
 
@@ -266,8 +268,8 @@ Status InferIdentity(InferContext& ctx) {
 }
 
 // Dropout at inference: output = input, mask all true. Training mode (opset 12+ input 2) is
-// refused unless it is a constant false; before opset 7 the is_test attribute must be set
-// (its default, 0, meant training).
+// refused unless it is a constant false, or a constant true with a constant ratio of 0 (the
+// identity); before opset 7 the is_test attribute must be set (its default, 0, meant training).
 Status InferDropout(InferContext& ctx) {
   PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, TypeClass::kNumeric));
   if (ctx.opset() < 7 && ctx.Int("is_test", 0) == 0)
@@ -276,8 +278,24 @@ Status InferDropout(InferContext& ctx) {
     const ir::Tensor* t = ctx.input_constant(2);
     if (!t) return ctx.Unsupported("training_mode is computed at run time; only inference (false) is supported");
     PRECIS_ASSIGN_OR_RETURN(auto v, ctx.ConstantInts(2));
-    for (int64_t x : v)
-      if (x != 0) return ctx.Unsupported("training_mode is true; only inference Dropout is supported");
+    bool training = false;
+    for (int64_t x : v) training |= x != 0;
+    // torchvision's attention blocks export Dropout with training_mode true and ratio 0: the
+    // identity. With a ratio > 0 an inference plan would have to drop values.
+    if (training) {
+      double ratio = 0.5;  // the default when input 1 is omitted
+      if (ctx.has_input(1)) {
+        if (!ctx.input_constant(1)) return ctx.Unsupported("training_mode is true and the ratio is computed at run time; an inference plan cannot drop values");
+        PRECIS_ASSIGN_OR_RETURN(auto r, ctx.ConstantFloats(1));
+        ratio = r.empty() ? 0.5 : r[0];
+      }
+      if (ratio != 0) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%g", ratio);
+        return ctx.Unsupported(std::string("training_mode is true with ratio ") + text +
+                               ": an inference plan cannot drop values (export the model in eval mode, or compile with --train)");
+      }
+    }
   }
   PRECIS_ASSIGN_OR_RETURN(auto dims, ctx.InputDims(0));
   ctx.SetOutput(0, ctx.input_type(0));

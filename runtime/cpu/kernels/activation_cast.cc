@@ -11,6 +11,7 @@
 
 #include "runtime/cpu/kernels/activation_internal.h"
 #include "runtime/cpu/kernels/shape_checks.h"
+#include "runtime/kernels/dropout_mode.h"
 
 namespace precis::rt::activation {
 namespace {
@@ -148,7 +149,8 @@ class ClipKernel : public Kernel {
 };
 
 // Identity, and Dropout at inference (output = input; the optional mask all true, or all 1 of
-// the input's type before opset 10). Both may run in place.
+// the input's type before opset 10; training mode only with ratio 0, dropout_mode.h). Both may
+// run in place.
 template <bool kDropout>
 class PassThroughKernel : public Kernel {
  public:
@@ -157,8 +159,8 @@ class PassThroughKernel : public Kernel {
     if (!x || !y) return args.Error("needs an input and an output");
     if (x->dtype != y->dtype || x->bytes != y->bytes) return args.Error("output type differs from the input's");
     if constexpr (kDropout) {
-      if (const Tensor* t = args.in(2); t && t->is_constant && t->numel > 0 && t->data[0] != 0)
-        return args.Error("training mode is not supported");
+      if (std::string why; !DropoutIsIdentity(args, &why)) return args.Error(why);
+      check_training_ = args.in(2) && !args.in(2)->is_constant;
       if (const Tensor* m = args.out(1); m && !DispatchAny(m->dtype, [](auto) {}))
         return args.Error(std::string("unsupported mask dtype ") + DataTypeName(m->dtype));
     }
@@ -169,8 +171,8 @@ class PassThroughKernel : public Kernel {
     Tensor& y = *args.out(0);
     if (x.data != y.data && y.bytes > 0) std::memcpy(y.data, x.data, y.bytes);
     if constexpr (kDropout) {
-      if (const Tensor* t = args.in(2); t && t->numel > 0 && t->data[0] != 0)
-        return args.Error("training mode is not supported");
+      if (const Tensor* t = args.in(2); check_training_ && t->numel > 0 && t->data[0] != 0)
+        return args.Error("training mode (set at run time) is not supported in an inference plan");
       if (Tensor* m = args.out(1)) {
         DispatchAny(m->dtype, [&](auto tag) {
           using T = decltype(tag);
@@ -181,6 +183,9 @@ class PassThroughKernel : public Kernel {
     }
     return Status::Ok();
   }
+
+ private:
+  bool check_training_ = false;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // 16/32-bit floats and double for f64; loops run i-k-j so the inner loop streams rows.
 #include "runtime/cpu/kernels/common.h"
 #include "runtime/cpu/kernels/register.h"
+#include "runtime/cpu/kernels/shape_checks.h"
 
 namespace precis::rt {
 namespace {
@@ -93,8 +94,10 @@ class GemmKernel : public Kernel {
     K_ = trans_a_ ? a->dims[0] : a->dims[1];
     N_ = trans_b_ ? b->dims[0] : b->dims[1];
     if ((trans_b_ ? b->dims[1] : b->dims[0]) != K_) return args.Error("inner dimensions differ");
+    PRECIS_RETURN_IF_ERROR(CheckDims(args, *y, {M_, N_}));
     if (c) {
       if (c->rank() > 2) return args.Error("C must have rank <= 2");
+      PRECIS_RETURN_IF_ERROR(CheckBroadcast(args, {M_, N_}, {c->dims}));
       map_c_ = BroadcastMap({M_, N_}, c->dims);
     }
     return Status::Ok();

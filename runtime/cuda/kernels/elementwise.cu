@@ -3,6 +3,7 @@
 // which registers the family's kernels from every elementwise*.cu file. The CPU kernels are the
 // specification (runtime/cpu/kernels/elementwise.cc, activation*.cc).
 #include "runtime/cuda/kernels/elementwise.cuh"
+#include "runtime/kernels/dropout_mode.h"
 
 namespace precis::rt::cuda {
 namespace ew {
@@ -171,8 +172,7 @@ class PassThroughKernel : public Kernel {
       if (x->dtype != y->dtype || x->bytes != y->bytes) return args.Error("output type differs from the input's");
     }
     if constexpr (kKind == PassKind::kDropout) {
-      if (const Tensor* t = args.in(2); t && t->is_constant && t->numel > 0 && t->data[0] != 0)
-        return args.Error("training mode is not supported");
+      if (std::string why; !DropoutIsIdentity(args, &why)) return args.Error(why);
       if (const Tensor* m = args.out(1)) {
         if (!DispatchStorage(m->dtype, [](auto) {})) return args.Error(std::string("unsupported mask dtype ") + DataTypeName(m->dtype));
         one_ = OnePattern(m->dtype);
