@@ -17,6 +17,11 @@ For each model NAME it writes under OUT_DIR/NAME:
   torch_bf16_errors.txt  the same step under torch.autocast("cpu", bfloat16) (FP32 weights and
                     optimizer): one line per tensor, "grad W ERR" or "state S ERR", ERR its rel L2
                     against the float64 references (weights whose exact gradient is zero left out)
+  torch_fp16_errors.txt  the same for an emulated FP16 mixed step (CPU autocast has no float16):
+                    torch's FP32 step with every Conv2d/Linear input, weight and output rounded
+                    to float16, activation gradients rounded to float16 at the same points under
+                    a loss scale of 65536, weight gradients left in FP32 (the recipe's storage
+                    rounding with FP32 arithmetic)
   init_state/S.npy  BatchNorm's running statistics before the step (exporting in training mode
                     runs the model, so the file's initializers hold moved ones; the test writes
                     these into the plan's state first)
@@ -150,9 +155,40 @@ def save(path, t):
     np.save(path, t.detach().numpy())
 
 
-def step(model, args, label, autocast=None):
+class Round16(torch.autograd.Function):
+    """Rounds to float16 and back in both directions (a tensor stored in FP16 and its gradient)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.half().float()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.half().float()
+
+
+def round_weight16(w):
+    """The weight rounded to float16 forward; its gradient passes through in FP32."""
+    return w + (w.half().float() - w).detach()
+
+
+def emulate_fp16(model):
+    """Every Conv2d and Linear reads float16-rounded inputs and weights and writes a float16-rounded
+    output (bias added in FP32 before the rounding)."""
+    for mod in model.modules():
+        if isinstance(mod, torch.nn.Conv2d):
+            mod.forward = (lambda m: lambda x: Round16.apply(m._conv_forward(Round16.apply(x), round_weight16(m.weight), m.bias)))(mod)
+        elif isinstance(mod, torch.nn.Linear):
+            mod.forward = (lambda m: lambda x: Round16.apply(F.linear(Round16.apply(x), round_weight16(m.weight), m.bias)))(mod)
+    return model
+
+
+FP16_LOSS_SCALE = 65536.0
+
+
+def step(model, args, label, autocast=None, loss_scale=1.0):
     """One SGD step in the model's dtype (or under CPU autocast to `autocast`): (loss, grads,
-    state after, eval loss)."""
+    state after, eval loss). The backward pass runs on loss * loss_scale; gradients are unscaled."""
     params = dict(model.named_parameters())
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WD)
     opt.zero_grad()
@@ -162,7 +198,10 @@ def step(model, args, label, autocast=None):
     else:
         with torch.autocast("cpu", dtype=autocast):
             loss = F.cross_entropy(model(*args), label)
-    loss.backward()
+    (loss * loss_scale).backward()
+    if loss_scale != 1.0:
+        for p in params.values():
+            p.grad /= loss_scale
     grads = {k: p.grad.detach().clone() for k, p in params.items()}
     opt.step()
     state = {}
@@ -204,6 +243,7 @@ def reference(name, out):
     np.savez(os.path.join(d, "inputs.npz"), label=label.numpy(), **{k: v.numpy() for k, v in inputs.items()})
     args64 = tuple(a.double() if a.is_floating_point() else a for a in args)
     model_amp = copy.deepcopy(model)
+    model_fp16 = copy.deepcopy(model)
     loss, grads, state, eval_loss = step(model, args, label)
     loss64, grads64, state64, eval_loss64 = step(model64, args64, label)
     # The references are the float64 step; torch's own FP32 error against them sets the scale of
@@ -229,6 +269,14 @@ def reference(name, out):
         for k in sorted(state64):
             if not any(k == z or k == z + ".momentum_buffer" for z in zero):
                 f.write(f"state {k} {rel_l2(state_amp[k], state64[k]):.9g}\n")
+    _, grads_16, state_16, _ = step(emulate_fp16(model_fp16), args, label, loss_scale=FP16_LOSS_SCALE)
+    with open(os.path.join(d, "torch_fp16_errors.txt"), "w") as f:
+        for k in sorted(grads64):
+            if k not in zero:
+                f.write(f"grad {k} {rel_l2(grads_16[k], grads64[k]):.9g}\n")
+        for k in sorted(state64):
+            if not any(k == z or k == z + ".momentum_buffer" for z in zero):
+                f.write(f"state {k} {rel_l2(state_16[k], state64[k]):.9g}\n")
     print(f"{name}: loss {loss64.item():.6f}, {len(grads)} weights, torch FP32 vs float64 worst rel L2 {torch_err:.2g}")
 
 

@@ -132,17 +132,18 @@ void TrainOneStep(const std::string& name) {
   EXPECT_NEAR(*static_cast<const float*>(s.Output("loss")->data), want_eval, tol * std::fabs(want_eval));
 }
 
-// One mixed-precision step (SGD as above) against the float64 references. BF16 (no loss
-// scaling): the RMS over tensors of the per-tensor rel L2 of the weight gradients, and of the
-// state after the step (weights, momentum buffers, running statistics), each at most 2x the same
-// measure of PyTorch's CPU autocast(bfloat16) step (torch_bf16_errors.txt); per tensor the two
-// differ in which ops round where, so the bound is on the aggregate. FP16 (dynamic loss scaling
-// from 65536): the step is applied and every weight gradient is within `fp16_tol` rel L2 of the
+// One mixed-precision step (SGD as above) against the float64 references, each precision against
+// PyTorch's step in the same precision: the RMS over tensors of the per-tensor rel L2 of the weight
+// gradients, and of the state after the step (weights, momentum buffers, running statistics), each
+// at most 2x the same measure of PyTorch's step (torch_<precision>_errors.txt); per tensor the two
+// differ in which ops round where, so the bound is on the aggregate. BF16 (no loss scaling):
+// PyTorch's CPU autocast(bfloat16). FP16 (dynamic loss scaling from 65536): PyTorch's FP32 step
+// with FP16 storage emulated at every Conv2d/Linear (CPU autocast has no float16; see
+// torch_models.py), and, where `fp16_tol` > 0, every weight gradient within `fp16_tol` rel L2 of the
 // float64 (~ FP32) gradient. Weights whose exact gradient is zero are left out (FP32 noise).
 // ResNet-18 on this batch (8 images of 64x64: 32 values per channel in the last BatchNorms) is so
-// ill-conditioned that no 16-bit step comes near 1e-2 (PyTorch's bf16 autocast: 86% RMS, its worst
-// gradient 100% off); its FP16 bound is PyTorch's worst bf16 gradient error scaled by the unit
-// roundoffs (2^-11 / 2^-8) with the same factor 2: torch_worst / 4.
+// ill-conditioned that no 16-bit step comes near 1e-2 (PyTorch: bf16 autocast 33-86% RMS
+// depending on the CPU's BF16 arithmetic, emulated FP16 ~10%), so it has the aggregate bound only.
 struct MixedErrors {
   double grad_rms = 0, state_rms = 0, grad_worst = 0;
   std::string worst;
@@ -152,11 +153,11 @@ MixedErrors MixedStep(const std::string& name, const std::string& precision, std
                       std::map<std::string, double>* torch_state) {
   MixedErrors r;
   std::string dir = RefDir() + "/" + name;
-  std::ifstream f(dir + "/torch_bf16_errors.txt");
+  std::ifstream f(dir + "/torch_" + precision + "_errors.txt");
   std::string kind, tensor;
   double e = 0;
   while (f >> kind >> tensor >> e) (kind == "grad" ? *torch_grad : *torch_state)[tensor] = e;
-  EXPECT_FALSE(torch_grad->empty()) << dir << "/torch_bf16_errors.txt";
+  EXPECT_FALSE(torch_grad->empty()) << dir << "/torch_" << precision << "_errors.txt";
   auto model = onnx::ImportModelFile(dir + "/model.onnx");
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   if (!model.ok()) return r;
@@ -230,14 +231,18 @@ void MixedStepVsAutocast(const std::string& name, double fp16_tol) {
               bf16.grad_rms, tg, bf16.state_rms, ts, bf16.worst.c_str(), bf16.grad_worst);
   EXPECT_LE(bf16.grad_rms, 2 * tg);
   EXPECT_LE(bf16.state_rms, 2 * ts);
-  double torch_worst = 0;
-  for (const auto& [k, v] : torch_grad) torch_worst = std::max(torch_worst, v);
-  if (fp16_tol < 0) fp16_tol = torch_worst / 4;
   torch_grad.clear();
   torch_state.clear();
   MixedErrors fp16 = MixedStep(name, "fp16", &torch_grad, &torch_state);
-  std::printf("%s fp16: gradients rms rel L2 %.3g, worst %s %.3g (bound %.3g)\n", name.c_str(), fp16.grad_rms, fp16.worst.c_str(), fp16.grad_worst, fp16_tol);
-  EXPECT_LE(fp16.grad_worst, fp16_tol) << fp16.worst;
+  tg = Rms(torch_grad), ts = Rms(torch_state);
+  std::printf("%s fp16: gradients rms rel L2 %.3g (torch emulated fp16 %.3g), state %.3g (torch %.3g); worst gradient %s %.3g (bound %s)\n",
+              name.c_str(), fp16.grad_rms, tg, fp16.state_rms, ts, fp16.worst.c_str(), fp16.grad_worst,
+              fp16_tol > 0 ? std::to_string(fp16_tol).c_str() : "none");
+  EXPECT_LE(fp16.grad_rms, 2 * tg);
+  EXPECT_LE(fp16.state_rms, 2 * ts);
+  if (fp16_tol > 0) {
+    EXPECT_LE(fp16.grad_worst, fp16_tol) << fp16.worst;
+  }
 }
 
 class TrainModelsVsTorch : public ::testing::Test {
