@@ -193,6 +193,12 @@ double NodeFlops(const ir::Node& n) {
     std::vector<int64_t> w = Dims(in(1));
     return w.empty() || w[0] <= 0 ? 0 : 2.0 * double(Numel(in(0))) * double(Numel(in(1)) / w[0]);
   }
+  if (op == "RNN" || op == "GRU" || op == "LSTM") {
+    // Per step, direction and batch entry: W [G*H, I] . x and R [G*H, H] . h.
+    std::vector<int64_t> x = Dims(in(0));
+    if (x.size() != 3 || Numel(in(1)) <= 0 || Numel(in(2)) <= 0) return 0;
+    return 2.0 * double(x[0]) * double(x[1]) * double(Numel(in(1)) + Numel(in(2)));
+  }
   return Computes(n) && ir::IsFloat(y->type().is_tensor() ? y->type().dtype() : ir::DType::kUndefined) ? double(Numel(y)) : 0;
 }
 

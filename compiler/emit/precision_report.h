@@ -58,8 +58,9 @@ struct LowRegion {
 };
 std::vector<LowRegion> FindLowRegions(const ir::Graph& graph);
 
-// Multiply-add FLOPs of a node (2 per multiply-add for MatMul/Gemm/Conv/ConvTranspose, one per
-// output element for other computing ops, 0 for data movement).
+// Multiply-add FLOPs of a node (2 per multiply-add for MatMul/Gemm/Conv/ConvTranspose and the W
+// and R products of RNN/GRU/LSTM, one per output element for other computing ops, 0 for data
+// movement).
 double NodeFlops(const ir::Node& node);
 
 // Sum of the bytes of the constants the graph uses.

@@ -142,6 +142,7 @@ const OpRegistry& OpRegistry::Get() {
     RegisterReduceOps(r);
     RegisterLossOps(r);
     RegisterTrainingOps(r);
+    RegisterRecurrentOps(r);
     return r;
   }();
   return registry;

@@ -111,6 +111,7 @@ void RegisterTensorOps(OpRegistry& r);
 void RegisterReduceOps(OpRegistry& r);
 void RegisterLossOps(OpRegistry& r);
 void RegisterTrainingOps(OpRegistry& r);  // internal operators of training plans (training.cc)
+void RegisterRecurrentOps(OpRegistry& r);  // RNN, GRU, LSTM (rnn.cc)
 
 // Shape helpers shared by families.
 // Multidirectional (numpy) broadcasting of two shapes; error text names both.

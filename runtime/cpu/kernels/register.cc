@@ -12,6 +12,7 @@ void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterReduceKernels(r);
   RegisterLossKernels(r);
   RegisterTrainingKernels(r);
+  RegisterRecurrentKernels(r);
   RegisterFastKernels(r);
   RegisterDnnlKernels(r);
 }

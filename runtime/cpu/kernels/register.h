@@ -16,6 +16,7 @@ void RegisterTensorKernels(KernelRegistry& r);
 void RegisterReduceKernels(KernelRegistry& r);
 void RegisterLossKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);  // internal training operators (training.cc)
+void RegisterRecurrentKernels(KernelRegistry& r);  // RNN, GRU, LSTM (rnn.cc)
 void RegisterFastKernels(KernelRegistry& r);  // fast kernels (fast_*.cc): elementwise, softmax, norm, transpose
 void RegisterDnnlKernels(KernelRegistry& r);  // fast kernels (oneDNN); registered last
 
