@@ -11,6 +11,7 @@
 #include "passes/fold_batchnorm.h"
 #include "passes/fold_casts.h"
 #include "passes/fuse_casts.h"
+#include "passes/fuse_elementwise.h"
 #include "passes/inline_if.h"
 #include "passes/recognize_patterns.h"
 #include "passes/specialize_inputs.h"
@@ -40,6 +41,7 @@ Snapshot Take(const ir::Model& model) {
 StatusOr<bool> RunDce(ir::Model& m, PassContext&) { return RemoveDeadCode(*m.graph); }
 StatusOr<bool> RunFoldCasts(ir::Model& m, PassContext&) { return FoldCasts(*m.graph); }
 StatusOr<bool> RunFuseCasts(ir::Model& m, PassContext&) { return FuseCasts(*m.graph); }
+StatusOr<bool> RunFuseElementwise(ir::Model& m, PassContext&) { return !FuseElementwise(*m.graph).empty(); }
 
 StatusOr<bool> RunFoldBatchNorm(ir::Model& m, PassContext& c) {
   int folded = FoldBatchNorm(*m.graph, c.options.fold_low);
@@ -100,6 +102,7 @@ constexpr PassInfo kBuiltinPasses[] = {
     {.name = "fold-batchnorm", .description = "fold BatchNormalization and per-channel Mul/Add into the Conv before them", .run = RunFoldBatchNorm},
     {.name = "fold-casts", .description = "remove casts that change nothing, shorten exact cast chains", .run = RunFoldCasts},
     {.name = "fuse-casts", .description = "fold a float Cast into the computing node that alone feeds it", .run = RunFuseCasts},
+    {.name = "fuse-elementwise", .description = "fuse elementwise chains into FusedElementwise nodes (CPU code generation)", .run = RunFuseElementwise},
     {.name = "fuse-epilogues", .description = "move bias and activations into MatMul/Gemm/Conv epilogues (GPU plans)", .run = RunFuseEpilogues},
     {.name = "infer", .description = "shape and type inference with constant folding", .run = RunInfer},
     {.name = "inline-if", .description = "replace If nodes with constant conditions by the branch taken", .run = RunInlineIf},

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "compiler/codegen/cpu_codegen.h"
 #include "compiler/ir/verifier.h"
 #include "passes/pass_pipeline.h"
 #include "passes/pass_registry.h"
@@ -77,6 +78,32 @@ void NameUnnamedNodes(ir::Graph& graph) {
     taken.insert(name);
     n->set_name(name);
   }
+}
+
+// Fuses elementwise chains (after the report, which describes the unfused nodes) and generates
+// their code into `emit`'s modules.
+Status GenerateCode(ir::Model& model, emit::EmitOptions& emit, CompileResult& result, PhaseTimer& timer) {
+  result.fused = passes::FuseElementwise(*model.graph);
+  Status verified = ir::Verify(model);
+  if (!verified.ok()) return verified.WithContext("internal error: the graph fails verification after elementwise fusion");
+  timer.Mark("fuse elementwise");
+  if (result.fused.empty()) return Status::Ok();
+  std::vector<rt::fused::Program> programs;
+  for (const auto& n : model.graph->nodes()) {
+    if (n->op_type() != "FusedElementwise") continue;
+    const ir::Attribute* code = n->FindAttribute("code");
+    const ir::Attribute* consts = n->FindAttribute("consts");
+    auto p = rt::fused::Decode(code ? code->ints : std::vector<int64_t>{}, consts ? consts->floats : std::vector<float>{});
+    if (!p.ok()) return p.status().WithContext("internal error: " + n->Describe());
+    programs.push_back(std::move(*p));
+  }
+  PRECIS_ASSIGN_OR_RETURN(std::vector<codegen::CpuModule> modules, codegen::GenerateCpuModules(programs));
+  for (codegen::CpuModule& m : modules) {
+    result.modules.push_back({m.target, m.object.size(), m.ms});
+    emit.modules.push_back({"fused." + m.target, m.target, std::move(m.object)});
+  }
+  timer.Mark("generate code");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -162,6 +189,7 @@ StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options)
   timer.Mark("plan memory and report");
   emit.report_json = result.report.json;
   emit.report_text = result.report.text;
+  if (options.codegen && options.target == "cpu") PRECIS_RETURN_IF_ERROR(GenerateCode(model, emit, result, timer));
   PRECIS_ASSIGN_OR_RETURN(result.plan, emit::EmitPlan(model, emit));
   timer.Mark("emit");
   return result;

@@ -15,6 +15,7 @@
 #include "compiler/emit/plan_emitter.h"
 #include "compiler/emit/precision_report.h"
 #include "compiler/ir/graph.h"
+#include "passes/fuse_elementwise.h"
 #include "passes/pass.h"
 
 namespace precis::driver {
@@ -44,6 +45,9 @@ struct CompileOptions {
   // Verify the IR after every pass that changed it (also on in debug builds and with
   // PRECIS_VERIFY_PASSES=1 in the environment).
   bool verify_passes = false;
+  // CPU plans: fuse elementwise chains (passes/fuse_elementwise.h) and generate their code for
+  // x86-64-v3 and x86-64-v4 into the plan (compiler/codegen/cpu_codegen.h); `--no-codegen`.
+  bool codegen = true;
 };
 
 struct CompileResult {
@@ -58,6 +62,13 @@ struct CompileResult {
   emit::Report report;
   std::vector<emit::LowRegion> low_regions;  // mixed precision: the regions that run in 16 bits
   std::vector<std::pair<std::string, double>> phase_ms;  // wall time of each pass and phase, in order
+  std::vector<passes::FusedGroup> fused;  // generated kernels and the nodes each replaced
+  struct Module {
+    std::string target;
+    size_t bytes = 0;
+    double ms = 0;
+  };
+  std::vector<Module> modules;  // generated code images, per target
 };
 
 StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options);

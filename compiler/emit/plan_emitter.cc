@@ -452,6 +452,15 @@ StatusOr<EmittedPlan> Emitter::Write() {
   flatbuffers::Offset<flatbuffers::String> training_config;
   if (!options_.source_model.empty()) source_model = b.CreateVector(options_.source_model);
   if (!options_.training_config.empty()) training_config = b.CreateString(options_.training_config);
+  std::vector<flatbuffers::Offset<plan::Module>> modules;
+  for (const EmitOptions::Module& m : options_.modules) {
+    // Code is 16-byte aligned in the file (the loader copies it anyway).
+    b.ForceVectorAlignment(m.code.size(), sizeof(uint8_t), 16);
+    auto code = b.CreateVector(m.code);
+    modules.push_back(plan::CreateModule(b, b.CreateString(m.name), plan::ModuleKind_Elf, b.CreateString(m.target), code,
+                                         HashBytes(m.code.data(), m.code.size())));
+  }
+  auto module_table = modules.empty() ? 0 : b.CreateVector(modules);
   plan::PlanBuilder root(b);
   auto target = b.CreateString(options_.target);
   auto precision = b.CreateString(options_.precision);
@@ -471,6 +480,7 @@ StatusOr<EmittedPlan> Emitter::Write() {
   root.add_state_bytes(state_size_);
   if (!options_.source_model.empty()) root.add_source_model(source_model);
   if (!options_.training_config.empty()) root.add_training_config(training_config);
+  if (!modules.empty()) root.add_modules(module_table);
   plan::FinishPlanBuffer(b, root.Finish());
 
   plan::FileHeader h{};

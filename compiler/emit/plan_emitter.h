@@ -29,6 +29,12 @@ struct EmitOptions {
   std::set<std::string> state;           // names of the values that become State tensors
   std::vector<uint8_t> source_model;     // training plans: the ONNX model file (plan.fbs)
   std::string training_config;           // training plans: options as JSON (plan.fbs)
+  // Generated code images (plan.fbs Module): ELF objects for the CPU (compiler/codegen).
+  struct Module {
+    std::string name, target;
+    std::vector<uint8_t> code;
+  };
+  std::vector<Module> modules;
 };
 
 // One program: a name ("infer", "train_step", ...) and the graph it runs.

@@ -20,6 +20,12 @@ constexpr uint32_t kF16c = 1u << 29;        // leaf 1 ECX
 constexpr uint32_t kAvx2 = 1u << 5;         // leaf 7 EBX
 constexpr uint32_t kAmxBf16 = 1u << 22;     // leaf 7 EDX
 constexpr uint32_t kAvx512Bf16 = 1u << 5;   // leaf 7 subleaf 1 EAX
+constexpr uint32_t kFma = 1u << 12;         // leaf 1 ECX
+constexpr uint32_t kMovbe = 1u << 22;       // leaf 1 ECX
+constexpr uint32_t kBmi1 = 1u << 3;         // leaf 7 EBX
+constexpr uint32_t kBmi2 = 1u << 8;         // leaf 7 EBX
+constexpr uint32_t kAvx512Set = (1u << 16) | (1u << 17) | (1u << 28) | (1u << 30) | (1u << 31);  // leaf 7 EBX: F, DQ, CD, BW, VL
+constexpr uint32_t kLzcnt = 1u << 5;        // leaf 80000001h ECX (ABM)
 constexpr uint64_t kYmmState = 0x6;         // XCR0: SSE, AVX
 constexpr uint64_t kZmmState = 0xe6;        // XCR0: SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM
 
@@ -27,6 +33,7 @@ CpuidWords ReadCpuidWords() {
   CpuidWords w;
 #ifdef PRECIS_X86_CPUID
   unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0x80000001u, &a, &b, &c, &d)) w.ext1_ecx = c;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return w;
   w.leaf1_ecx = c;
   if (c & kOsxsave) {
@@ -53,6 +60,9 @@ CpuFeatures DecodeCpuFeatures(const CpuidWords& w) {
   f.avx512_state = xsave && (w.xcr0 & kZmmState) == kZmmState;
   f.avx512_bf16 = (w.leaf7_1_eax & kAvx512Bf16) != 0;
   f.amx_bf16 = (w.leaf7_edx & kAmxBf16) != 0;
+  f.x86_64_v3 = f.avx2 && f.f16c && (w.leaf1_ecx & kFma) && (w.leaf1_ecx & kMovbe) && (w.leaf7_ebx & kBmi1) && (w.leaf7_ebx & kBmi2) &&
+                (w.ext1_ecx & kLzcnt);
+  f.x86_64_v4 = f.x86_64_v3 && f.avx512_state && (w.leaf7_ebx & kAvx512Set) == kAvx512Set;
   return f;
 }
 

@@ -19,6 +19,7 @@ struct CpuidWords {
   uint32_t leaf7_edx = 0;    // CPUID.(EAX=7,ECX=0):EDX
   uint32_t leaf7_1_eax = 0;  // CPUID.(EAX=7,ECX=1):EAX
   uint64_t xcr0 = 0;         // XGETBV(0), 0 when the OS has not enabled XSAVE
+  uint32_t ext1_ecx = 0;     // CPUID.(EAX=80000001h):ECX
 };
 
 struct CpuFeatures {
@@ -27,6 +28,11 @@ struct CpuFeatures {
   bool avx512_state = false; // the OS saves the AVX-512 state (XCR0 bits 1, 2, 5, 6, 7)
   bool avx512_bf16 = false;  // cpuid bit
   bool amx_bf16 = false;     // cpuid bit
+  // The x86-64 microarchitecture levels generated code is compiled for (compiler/codegen):
+  // v3 = AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE with the YMM state saved; v4 = v3 and AVX-512
+  // F/BW/CD/DQ/VL with the ZMM state saved.
+  bool x86_64_v3 = false;
+  bool x86_64_v4 = false;
 
   // BF16 dot products in hardware that the OS lets this process use.
   bool native_bf16() const { return avx512_state && (avx512_bf16 || amx_bf16); }

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "runtime/base/aligned_buffer.h"
+#include "runtime/base/cpu_features.h"
+#include "runtime/cpu/elf_module.h"
 #include "runtime/cpu/capabilities.h"
 #include "runtime/cpu/kernel.h"
 #include "runtime/cpu/step_adapters.h"
@@ -42,6 +44,7 @@ class CpuBackend final : public Backend {
   }
   std::vector<std::string> StepLabels(size_t program) const override { return programs_[program].labels; }
   std::string device_name() const override { return "cpu"; }
+  std::vector<std::string> Fallbacks() const override { return fallbacks_; }
 
  private:
   struct Program {
@@ -52,13 +55,46 @@ class CpuBackend final : public Backend {
   StatusOr<std::unique_ptr<Kernel>> MakeStepKernel(const std::string& kernel_name, const std::string& layout, bool widen,
                                                    const KernelArgs& a, std::string& label);
   Status PlaceTensors();
+  Status LoadGeneratedCode();
 
   SessionOptions options_;
   CpuContext ctx_;
   LoadedPlan* plan_ = nullptr;
   AlignedBuffer arena_, state_, scratch_;
   std::vector<Program> programs_;
+  std::unique_ptr<ElfModule> code_;
+  std::string code_target_, no_code_;  // the module loaded; why none was, when the plan has some
+  std::vector<std::string> fallbacks_;
 };
+
+// The plan's generated code for the best x86-64 level this CPU runs (plan.fbs Module, kind Elf).
+// A module that fails to load is a corrupt plan. None is loaded for reference-kernel sessions,
+// or with PRECIS_CPU_CODEGEN=0 in the environment (A/B benchmarks): fused steps then run the
+// reference kernel, and Fallbacks() says so.
+Status CpuBackend::LoadGeneratedCode() {
+  const plan::Plan* p = plan_->view->meta;
+  if (!p->modules() || p->modules()->size() == 0) return Status::Ok();
+  if (ctx_.reference_only) return Status::Ok();
+  if (const char* env = std::getenv("PRECIS_CPU_CODEGEN"); env && std::strcmp(env, "0") == 0) {
+    no_code_ = "PRECIS_CPU_CODEGEN=0";
+    return Status::Ok();
+  }
+  const CpuFeatures& f = HostCpuFeatures();
+  for (const char* target : {"x86-64-v4", "x86-64-v3"}) {
+    if (std::strcmp(target, "x86-64-v4") == 0 ? !f.x86_64_v4 : !f.x86_64_v3) continue;
+    for (const plan::Module* m : *p->modules()) {
+      if (m->kind() != plan::ModuleKind_Elf || !m->target() || m->target()->str() != target || !m->code()) continue;
+      auto loaded = ElfModule::Load(m->code()->data(), m->code()->size());
+      if (!loaded.ok()) return loaded.status().WithContext("plan module '" + (m->name() ? m->name()->str() : std::string("?")) + "'");
+      code_ = std::move(*loaded);
+      code_target_ = target;
+      ctx_.code = code_.get();
+      return Status::Ok();
+    }
+  }
+  no_code_ = "this CPU runs none of the plan's generated code targets";
+  return Status::Ok();
+}
 
 // Order of preference: the fast kernel on the step's own dtypes, the fast kernel widened to FP32,
 // the reference kernel, the reference widened; the widened forms only for steps the plan marks
@@ -159,6 +195,7 @@ Status CpuBackend::PlaceTensors() {
 Status CpuBackend::Prepare(LoadedPlan& plan) {
   plan_ = &plan;
   PRECIS_RETURN_IF_ERROR(PlaceTensors());
+  PRECIS_RETURN_IF_ERROR(LoadGeneratedCode());
   size_t scratch_bytes = 0;
   for (const ProgramSteps& p : plan.programs) {
     Program& out = programs_.emplace_back();
@@ -167,6 +204,10 @@ Status CpuBackend::Prepare(LoadedPlan& plan) {
       PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, MakeStepKernel(p.kernels[i], p.layouts[i], (p.widen[i] & 1) != 0, p.steps[i], label));
       if (!p.steps[i].attrs.KindError().empty()) return p.steps[i].Error(p.steps[i].attrs.KindError());
       scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
+      if (p.kernels[i] == "FusedElementwise" && !ctx_.reference_only) {
+        if (label.find("(fast)") != std::string::npos) label += " [" + code_target_ + "]";
+        else fallbacks_.push_back(p.steps[i].node + ": reference interpreter, not generated code (" + (no_code_.empty() ? "no function for it" : no_code_) + ")");
+      }
       out.kernels.push_back(std::move(k));
       out.labels.push_back(std::move(label));
     }

@@ -21,10 +21,13 @@
 
 namespace precis::rt {
 
+class ElfModule;
+
 struct CpuContext {
   int threads = 1;
   bool reference_only = false;  // force the plain reference kernels
   uint8_t* scratch = nullptr;   // ScratchBytes() of this step, valid during Run
+  const ElfModule* code = nullptr;  // the plan's generated code for this CPU, when loaded
 };
 
 class Kernel {

@@ -22,7 +22,7 @@ constexpr const char* kCompileUsage =
     "                      [--report FILE.json] [--report-text]\n"
     "                      [--calibrate random:N|DIR|FILE.npz] [--overflow-limit X] [--error-budget X]\n"
     "                      [--keep-fp32 OP[,OP]] [--keep-fp32-nodes REGEX] [--force-low REGEX]\n"
-    "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--no-fold-batchnorm] [--quiet]\n"
+    "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--no-fold-batchnorm] [--no-codegen] [--quiet]\n"
     "                      [--verify-passes] (verify the IR after every pass; also PRECIS_VERIFY_PASSES=1)\n"
     "       precis compile MODEL.onnx --train ... (a training plan: precis compile --train --help)\n";
 
@@ -69,6 +69,8 @@ int CompileCommand(const std::vector<std::string>& args) {
       options.strip_weights = true;
     } else if (a == "--no-fold-batchnorm") {
       options.fold_batchnorm = false;
+    } else if (a == "--no-codegen") {
+      options.codegen = false;
     } else if (a == "--no-epilogue-fusion") {
       options.fuse_epilogues = false;
     } else if (a == "--layout") {
@@ -176,6 +178,13 @@ int CompileCommand(const std::vector<std::string>& args) {
       const auto& l = result->layout;
       std::printf("  gpu        %d bias + %d activation epilogues fused; %d convolutions NHWC, %d NCHW (16-bit); %d ops in NHWC regions, %d transposes, %d in-place reshapes\n",
                   e.bias, e.activations, l.nhwc_convs, l.nchw_convs, l.region_ops, l.transposes, l.reshapes);
+    }
+    if (options.codegen && options.target == "cpu") {
+      size_t replaced = 0;
+      for (const auto& g : result->fused) replaced += g.replaced.size();
+      std::printf("  codegen    %zu fused elementwise kernels (%zu nodes)", result->fused.size(), replaced);
+      for (const auto& m : result->modules) std::printf("%s %s %s in %s ms", &m == &result->modules[0] ? ":" : ",", m.target.c_str(), FormatBytes(m.bytes).c_str(), FormatMs(m.ms).c_str());
+      std::printf("\n");
     }
     std::printf("  time       %s ms (", FormatMs(ms).c_str());
     for (size_t i = 0; i < result->phase_ms.size(); ++i)

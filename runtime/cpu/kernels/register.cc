@@ -13,7 +13,9 @@ void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterLossKernels(r);
   RegisterTrainingKernels(r);
   RegisterRecurrentKernels(r);
+  RegisterFusedKernels(r);
   RegisterFastKernels(r);
+  RegisterFastFusedKernels(r);
   RegisterDnnlKernels(r);
 }
 

@@ -1,0 +1,300 @@
+// Fused elementwise programs to x86-64 objects through LLVM 16 (see cpu_codegen.h).
+#include "compiler/codegen/cpu_codegen.h"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+
+extern "C" {
+void LLVMInitializeX86TargetInfo();
+void LLVMInitializeX86Target();
+void LLVMInitializeX86TargetMC();
+void LLVMInitializeX86AsmPrinter();
+}
+
+namespace precis::codegen {
+namespace {
+
+namespace fz = rt::fused;
+constexpr const char* kTriple = "x86_64-unknown-linux-gnu";
+
+void InitializeLlvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+  });
+}
+
+StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const std::string& cpu) {
+  InitializeLlvm();
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kTriple, error);
+  if (!target) return Internal("LLVM has no x86-64 target: " + error);
+  llvm::TargetOptions options;  // no fast-math: IEEE arithmetic, no FMA contraction
+  options.AllowFPOpFusion = llvm::FPOpFusion::Strict;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(kTriple, cpu, "", options, llvm::Reloc::PIC_, llvm::CodeModel::Small,
+                                                                      llvm::CodeGenOpt::Aggressive));
+  if (!tm) return Internal("LLVM cannot make a target machine for " + cpu);
+  return tm;
+}
+
+class Emitter {
+ public:
+  Emitter(llvm::LLVMContext& ctx, llvm::Module& mod, const std::string& cpu) : ctx_(ctx), mod_(mod), cpu_(cpu), b_(ctx) {}
+
+  void Emit(const fz::Program& p) {
+    llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
+    llvm::Type* i64 = b_.getInt64Ty();
+    // The loop lives in a body function whose tensor pointers are noalias (the runtime never
+    // gives a fused step overlapping operands); the entry reads them from the two arrays.
+    std::vector<llvm::Type*> params(size_t(p.num_inputs + p.num_outputs), ptr);
+    params.push_back(i64);
+    params.push_back(i64);
+    auto* body_type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+    auto* body = llvm::Function::Create(body_type, llvm::GlobalValue::InternalLinkage, p.EntryName() + ".body", mod_);
+    Attributes(body);
+    body->addFnAttr(llvm::Attribute::AlwaysInline);
+    for (int i = 0; i < p.num_inputs + p.num_outputs; ++i) body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
+    EmitBody(p, body);
+
+    auto* entry_type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64, i64}, false);
+    auto* entry = llvm::Function::Create(entry_type, llvm::GlobalValue::ExternalLinkage, p.EntryName(), mod_);
+    Attributes(entry);
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", entry));
+    std::vector<llvm::Value*> args;
+    for (int i = 0; i < p.num_inputs; ++i) args.push_back(b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, entry->getArg(0), uint64_t(i))));
+    for (int o = 0; o < p.num_outputs; ++o) args.push_back(b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, entry->getArg(1), uint64_t(o))));
+    args.push_back(entry->getArg(2));
+    args.push_back(entry->getArg(3));
+    b_.CreateCall(body, args);
+    b_.CreateRetVoid();
+  }
+
+ private:
+  void Attributes(llvm::Function* f) {
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    f->addFnAttr("target-cpu", cpu_);
+    f->addFnAttr("no-builtins");  // no memcpy/memset calls: the object imports nothing
+    f->addFnAttr("no-trapping-math", "true");
+  }
+
+  void EmitBody(const fz::Program& p, llvm::Function* f) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
+    auto* loop = llvm::BasicBlock::Create(ctx_, "loop", f);
+    auto* done = llvm::BasicBlock::Create(ctx_, "done", f);
+    llvm::Value* begin = f->getArg(unsigned(p.num_inputs + p.num_outputs));
+    llvm::Value* end = f->getArg(unsigned(p.num_inputs + p.num_outputs + 1));
+    b_.SetInsertPoint(entry);
+    b_.CreateCondBr(b_.CreateICmpSLT(begin, end), loop, done);
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* i = b_.CreatePHI(i64, 2, "i");
+    i->addIncoming(begin, entry);
+    std::vector<llvm::Value*> regs;
+    for (const fz::Instr& in : p.code) regs.push_back(Instruction(p, in, f, i, regs));
+    llvm::Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(i64, 1), "next", true, true);
+    i->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpSLT(next, end), loop, done);
+    b_.SetInsertPoint(done);
+    b_.CreateRetVoid();
+  }
+
+  llvm::Value* F32(float v) { return llvm::ConstantFP::get(b_.getFloatTy(), double(v)); }
+
+  llvm::Value* Load(DataType dtype, llvm::Value* base, llvm::Value* index) {
+    if (dtype == DataType::kF16) return b_.CreateFPExt(b_.CreateLoad(b_.getHalfTy(), b_.CreateGEP(b_.getHalfTy(), base, index)), b_.getFloatTy());
+    if (dtype == DataType::kBF16) {
+      llvm::Value* h = b_.CreateLoad(b_.getInt16Ty(), b_.CreateGEP(b_.getInt16Ty(), base, index));
+      return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(h, b_.getInt32Ty()), 16), b_.getFloatTy());
+    }
+    return b_.CreateLoad(b_.getFloatTy(), b_.CreateGEP(b_.getFloatTy(), base, index));
+  }
+
+  // float -> bf16 bits, round to nearest even; NaN -> quiet NaN keeping the sign and top payload.
+  llvm::Value* ToBf16(llvm::Value* v) {
+    llvm::Type* i32 = b_.getInt32Ty();
+    llvm::Value* u = b_.CreateBitCast(v, i32);
+    llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(u, 16), llvm::ConstantInt::get(i32, 1));
+    llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(b_.CreateAdd(u, llvm::ConstantInt::get(i32, 0x7fff)), lsb), 16);
+    llvm::Value* nan = b_.CreateOr(b_.CreateLShr(u, 16), llvm::ConstantInt::get(i32, 0x40));
+    llvm::Value* is_nan = b_.CreateFCmpUNO(v, v);
+    return b_.CreateTrunc(b_.CreateSelect(is_nan, nan, rounded), b_.getInt16Ty());
+  }
+
+  llvm::Value* Round(DataType dtype, llvm::Value* v) {
+    if (dtype == DataType::kF16) return b_.CreateFPExt(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getFloatTy());
+    if (dtype == DataType::kBF16) return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(ToBf16(v), b_.getInt32Ty()), 16), b_.getFloatTy());
+    return v;
+  }
+
+  llvm::Value* Instruction(const fz::Program& p, const fz::Instr& in, llvm::Function* f, llvm::Value* i, const std::vector<llvm::Value*>& regs) {
+    llvm::Value* a = in.a >= 0 && size_t(in.a) < regs.size() ? regs[size_t(in.a)] : nullptr;
+    llvm::Value* b = in.b >= 0 && size_t(in.b) < regs.size() ? regs[size_t(in.b)] : nullptr;
+    llvm::Value* zero = F32(0);
+    auto k = [&](int64_t index) { return F32(p.consts[size_t(index)]); };
+    switch (in.op) {
+      case fz::Op::kLoad: {
+        llvm::Value* index = in.c ? llvm::ConstantInt::get(b_.getInt64Ty(), 0) : i;
+        return Load(DataType(in.b), f->getArg(unsigned(in.a)), index);
+      }
+      case fz::Op::kConst: return k(in.a);
+      case fz::Op::kAdd: return b_.CreateFAdd(a, b);
+      case fz::Op::kSub: return b_.CreateFSub(a, b);
+      case fz::Op::kMul: return b_.CreateFMul(a, b);
+      case fz::Op::kDiv: return b_.CreateFDiv(a, b);
+      case fz::Op::kMax: return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpOGT(b, a), b_.CreateFCmpUNO(b, b)), b, a);
+      case fz::Op::kMin: return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpOLT(b, a), b_.CreateFCmpUNO(b, b)), b, a);
+      case fz::Op::kNeg: return b_.CreateFNeg(a);
+      case fz::Op::kAbs: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a);
+      case fz::Op::kSqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
+      case fz::Op::kReciprocal: return b_.CreateFDiv(F32(1), a);
+      case fz::Op::kRelu: return b_.CreateSelect(b_.CreateFCmpOGT(a, zero), a, zero);
+      case fz::Op::kLeakyRelu: return b_.CreateSelect(b_.CreateFCmpOLT(a, zero), b_.CreateFMul(k(in.b), a), a);
+      case fz::Op::kClipLow: return b_.CreateSelect(b_.CreateFCmpOLT(a, k(in.b)), k(in.b), a);
+      case fz::Op::kClipHigh: return b_.CreateSelect(b_.CreateFCmpOGT(a, k(in.b)), k(in.b), a);
+      case fz::Op::kRound: return Round(DataType(in.b), a);
+      case fz::Op::kStore: {
+        llvm::Value* base = f->getArg(unsigned(p.num_inputs + in.a));
+        DataType dtype = DataType(in.c);
+        if (dtype == DataType::kF16) b_.CreateStore(b_.CreateFPTrunc(b, b_.getHalfTy()), b_.CreateGEP(b_.getHalfTy(), base, i));
+        else if (dtype == DataType::kBF16) b_.CreateStore(ToBf16(b), b_.CreateGEP(b_.getInt16Ty(), base, i));
+        else b_.CreateStore(b, b_.CreateGEP(b_.getFloatTy(), base, i));
+        return b;
+      }
+    }
+    return a;
+  }
+
+  llvm::LLVMContext& ctx_;
+  llvm::Module& mod_;
+  std::string cpu_;
+  llvm::IRBuilder<> b_;
+};
+
+// The programs (each entry once) as an optimized module for `tm`.
+StatusOr<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx, llvm::TargetMachine& tm, const std::vector<fz::Program>& programs,
+                                                    const std::string& cpu) {
+  auto mod = std::make_unique<llvm::Module>("precis_fused", ctx);
+  mod->setTargetTriple(kTriple);
+  mod->setDataLayout(tm.createDataLayout());
+  Emitter emitter(ctx, *mod, cpu);
+  std::set<std::string> done;
+  for (const fz::Program& p : programs)
+    if (done.insert(p.EntryName()).second) emitter.Emit(p);
+  std::string errors;
+  llvm::raw_string_ostream es(errors);
+  if (llvm::verifyModule(*mod, &es)) return Internal("generated LLVM IR fails verification: " + es.str());
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(*mod, mam);
+  if (llvm::verifyModule(*mod, &es)) return Internal("optimized LLVM IR fails verification: " + es.str());
+  return mod;
+}
+
+// The object must be loadable by runtime/cpu/elf_module.cc: nothing imported, nothing writable
+// or thread-local.
+Status CheckSelfContained(const std::vector<uint8_t>& object, const std::string& target) {
+  llvm::StringRef bytes(reinterpret_cast<const char*>(object.data()), object.size());
+  auto obj = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(bytes, "fused"));
+  if (!obj) {
+    llvm::consumeError(obj.takeError());
+    return Internal("the generated " + target + " object does not parse");
+  }
+  for (const llvm::object::SymbolRef& sym : (*obj)->symbols()) {
+    auto flags = sym.getFlags();
+    if (flags && (*flags & llvm::object::SymbolRef::SF_Undefined)) {
+      auto name = sym.getName();
+      std::string n = name ? name->str() : "?";
+      if (!name) llvm::consumeError(name.takeError());
+      if (!n.empty()) return Internal("the generated " + target + " object imports '" + n + "'");
+    } else if (!flags) {
+      llvm::consumeError(flags.takeError());
+    }
+  }
+  for (const llvm::object::SectionRef& s : (*obj)->sections()) {
+    auto* elf = llvm::dyn_cast<llvm::object::ELFObjectFileBase>(obj->get());
+    uint64_t f = elf ? llvm::object::ELFSectionRef(s).getFlags() : 0;
+    if ((f & llvm::ELF::SHF_ALLOC) && (f & (llvm::ELF::SHF_WRITE | llvm::ELF::SHF_TLS))) {
+      auto name = s.getName();
+      std::string n = name ? name->str() : "?";
+      if (!name) llvm::consumeError(name.takeError());
+      return Internal("the generated " + target + " object has writable section '" + n + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<std::string>& CpuTargets() {
+  static const std::vector<std::string> targets = {"x86-64-v4", "x86-64-v3"};
+  return targets;
+}
+
+StatusOr<std::vector<CpuModule>> GenerateCpuModules(const std::vector<fz::Program>& programs) {
+  std::vector<CpuModule> out;
+  for (const std::string& cpu : CpuTargets()) {
+    auto start = std::chrono::steady_clock::now();
+    PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(cpu));
+    llvm::LLVMContext ctx;
+    PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, BuildModule(ctx, *tm, programs, cpu));
+    llvm::SmallVector<char, 0> buffer;
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile)) return Internal("LLVM cannot emit an object for " + cpu);
+    pm.run(*mod);
+    CpuModule m;
+    m.target = cpu;
+    m.object.assign(buffer.begin(), buffer.end());
+    PRECIS_RETURN_IF_ERROR(CheckSelfContained(m.object, cpu));
+    m.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+StatusOr<std::string> CpuModuleIr(const std::vector<fz::Program>& programs, const std::string& target) {
+  PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(target));
+  llvm::LLVMContext ctx;
+  PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, BuildModule(ctx, *tm, programs, target));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  mod->print(os, nullptr);
+  return os.str();
+}
+
+}  // namespace precis::codegen

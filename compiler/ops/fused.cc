@@ -1,0 +1,50 @@
+// FusedElementwise: a chain of elementwise nodes fused by passes/fuse_elementwise.cc; its
+// program (runtime/kernels/fused_program.h) is in the `code` and `consts` attributes. Output o
+// has the dtype its Store declares and the dims of the inputs that are not broadcast (all equal).
+#include "compiler/ops/op_registry.h"
+#include "runtime/kernels/fused_program.h"
+
+namespace precis::ops {
+namespace {
+
+Status InferFused(InferContext& ctx) {
+  const ir::Attribute* code = ctx.attr("code");
+  const ir::Attribute* consts = ctx.attr("consts");
+  if (!code || code->kind != ir::Attribute::Kind::kInts) return ctx.Error("needs the ints attribute 'code'");
+  std::vector<float> k;
+  if (consts) {
+    if (consts->kind != ir::Attribute::Kind::kFloats) return ctx.Error("attribute 'consts' must be floats");
+    k = consts->floats;
+  }
+  auto program = rt::fused::Decode(code->ints, k);
+  if (!program.ok()) return ctx.Error(program.status().message());
+  if (int(ctx.num_inputs()) != program->num_inputs || int(ctx.num_outputs()) != program->num_outputs)
+    return ctx.Error("the program reads " + std::to_string(program->num_inputs) + " inputs and writes " + std::to_string(program->num_outputs) +
+                     " outputs; the node has " + std::to_string(ctx.num_inputs()) + " and " + std::to_string(ctx.num_outputs()));
+  std::optional<std::vector<ir::Dim>> dims;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) return ctx.Error("input " + std::to_string(i) + " is missing");
+    ir::DType want = ir::DType::kUndefined;
+    auto dtype = ir::DTypeFromOnnx(int32_t(program->InputDtype(int(i))));
+    if (dtype.ok()) want = *dtype;
+    if (ctx.input_dtype(i) != want) return ctx.Error("input " + std::to_string(i) + " has another dtype than the program loads");
+    PRECIS_ASSIGN_OR_RETURN(auto d, ctx.InputDims(i));
+    if (program->InputBroadcast(int(i))) continue;
+    if (dims && d != *dims) return ctx.Error("inputs that are not broadcast must have one shape");
+    dims = d;
+  }
+  if (!dims) dims = std::vector<ir::Dim>{};
+  for (size_t o = 0; o < ctx.num_outputs(); ++o) {
+    PRECIS_ASSIGN_OR_RETURN(ir::DType t, ir::DTypeFromOnnx(int32_t(program->OutputDtype(int(o)))));
+    ctx.SetOutput(o, t, *dims);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterFusedOps(OpRegistry& r) {
+  r.Register({"", "FusedElementwise", 1, INT_MAX, InferFused, false, -1, "", PrecisionClass::kUntouched});
+}
+
+}  // namespace precis::ops

@@ -1,0 +1,281 @@
+// FuseElementwise (see fuse_elementwise.h): find the fusable nodes, grow single-output groups
+// along single-use values, and replace each group of two or more by one FusedElementwise node.
+#include "passes/fuse_elementwise.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "runtime/base/half.h"
+#include "runtime/kernels/fused_program.h"
+
+namespace precis::passes {
+namespace {
+
+namespace fz = rt::fused;
+
+constexpr size_t kMaxGroupInputs = 8;
+
+bool FloatDtype(ir::DType t) { return t == ir::DType::kF32 || t == ir::DType::kF16 || t == ir::DType::kBF16; }
+
+std::optional<std::vector<int64_t>> StaticDims(const ir::Value* v) {
+  if (!v || !v->type().is_tensor() || !FloatDtype(v->type().dtype())) return std::nullopt;
+  const ir::Shape& s = v->type().shape();
+  if (!s.has_rank() || !s.is_static()) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const ir::Dim& d : s.dims()) dims.push_back(d.value());
+  return dims;
+}
+
+int64_t Numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// The float value of a one-element float constant.
+std::optional<float> ScalarConstant(const ir::Value* v) {
+  if (!v || !v->is_constant() || !v->data()) return std::nullopt;
+  const ir::Tensor& t = *v->data();
+  if (t.NumElements() != 1) return std::nullopt;
+  const uint8_t* p = t.buffer().data();
+  if (t.dtype() == ir::DType::kF32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  if (t.dtype() == ir::DType::kF16 || t.dtype() == ir::DType::kBF16) std::memcpy(&h, p, 2);
+  if (t.dtype() == ir::DType::kF16) return HalfToFloat(h);
+  if (t.dtype() == ir::DType::kBF16) return Bf16ToFloat(h);
+  return std::nullopt;
+}
+
+const std::map<std::string, fz::Op>& BinaryOps() {
+  static const std::map<std::string, fz::Op> m = {{"Add", fz::Op::kAdd}, {"Sub", fz::Op::kSub}, {"Mul", fz::Op::kMul},
+                                                  {"Div", fz::Op::kDiv}, {"Max", fz::Op::kMax}, {"Min", fz::Op::kMin}};
+  return m;
+}
+const std::map<std::string, fz::Op>& UnaryOps() {
+  static const std::map<std::string, fz::Op> m = {{"Neg", fz::Op::kNeg}, {"Abs", fz::Op::kAbs}, {"Sqrt", fz::Op::kSqrt},
+                                                  {"Reciprocal", fz::Op::kReciprocal}, {"Relu", fz::Op::kRelu}};
+  return m;
+}
+
+// The data inputs of a fusable node (Clip's bounds and the like excluded), or nullopt when the
+// node is not fusable.
+std::optional<std::vector<ir::Value*>> FusableInputs(const ir::Node& n) {
+  if (!n.domain().empty() || n.outputs().size() != 1 || !n.outputs()[0]) return std::nullopt;
+  for (const auto& a : n.attributes())
+    if (!a.graphs.empty()) return std::nullopt;
+  auto out = StaticDims(n.outputs()[0]);
+  if (!out || Numel(*out) == 0) return std::nullopt;
+  const std::string& op = n.op_type();
+  std::vector<ir::Value*> data;
+  if (BinaryOps().count(op)) {
+    if (n.inputs().size() != 2) return std::nullopt;
+    data = n.inputs();
+  } else if (UnaryOps().count(op) || op == "LeakyRelu" || op == "Cast") {
+    if (n.inputs().size() != 1) return std::nullopt;
+    data = n.inputs();
+  } else if (op == "Clip") {
+    if (n.inputs().empty()) return std::nullopt;
+    for (size_t i = 1; i < n.inputs().size(); ++i)
+      if (n.inputs()[i] && !ScalarConstant(n.inputs()[i])) return std::nullopt;
+    data = {n.inputs()[0]};
+  } else {
+    return std::nullopt;
+  }
+  for (const ir::Value* v : data) {
+    auto dims = StaticDims(v);
+    if (!dims || (*dims != *out && Numel(*dims) != 1)) return std::nullopt;
+  }
+  return data;
+}
+
+struct Group {
+  std::vector<ir::Node*> nodes;  // in graph order once finished
+  bool alive = true;
+};
+
+class Builder {
+ public:
+  // Adds the program for `nodes` (graph order); the last node's output is stored. Every value of
+  // more than one element in the group has the last node's dims (FusableInputs), so a load is a
+  // broadcast exactly when its value has one element and the output more.
+  void Build(const std::vector<ir::Node*>& nodes) {
+    out_numel_ = Numel(*StaticDims(nodes.back()->outputs()[0]));
+    for (ir::Node* n : nodes) {
+      std::vector<int64_t> regs;
+      const std::string& op = n->op_type();
+      std::vector<ir::Value*> data = op == "Clip" ? std::vector<ir::Value*>{n->inputs()[0]} : n->inputs();
+      for (ir::Value* v : data) regs.push_back(Operand(v));
+      int64_t r = -1;
+      if (auto b = BinaryOps().find(op); b != BinaryOps().end()) {
+        r = Emit({b->second, regs[0], regs[1], 0});
+      } else if (auto u = UnaryOps().find(op); u != UnaryOps().end()) {
+        r = Emit({u->second, regs[0], 0, 0});
+      } else if (op == "LeakyRelu") {
+        const ir::Attribute* a = n->FindAttribute("alpha");
+        r = Emit({fz::Op::kLeakyRelu, regs[0], Const(a && a->kind == ir::Attribute::Kind::kFloat ? a->f : 0.01f), 0});
+      } else if (op == "Clip") {
+        r = regs[0];
+        std::optional<float> lo, hi;
+        if (n->inputs().size() > 1 && n->inputs()[1]) lo = ScalarConstant(n->inputs()[1]);
+        if (n->inputs().size() > 2 && n->inputs()[2]) hi = ScalarConstant(n->inputs()[2]);
+        if (const ir::Attribute* a = n->FindAttribute("min"); a && a->kind == ir::Attribute::Kind::kFloat) lo = a->f;
+        if (const ir::Attribute* a = n->FindAttribute("max"); a && a->kind == ir::Attribute::Kind::kFloat) hi = a->f;
+        if (lo) r = Emit({fz::Op::kClipLow, r, Const(*lo), 0});
+        if (hi) r = Emit({fz::Op::kClipHigh, r, Const(*hi), 0});
+      } else {  // Cast: the rounding below
+        r = regs[0];
+      }
+      ir::DType t = n->outputs()[0]->type().dtype();
+      if (n == nodes.back()) {
+        Emit({fz::Op::kStore, 0, r, int64_t(ir::DTypeToOnnx(t))});
+      } else if (t != ir::DType::kF32) {
+        r = Emit({fz::Op::kRound, r, int64_t(ir::DTypeToOnnx(t)), 0});
+      }
+      regs_[n->outputs()[0]] = r;
+    }
+  }
+
+  fz::Program program;
+  std::vector<ir::Value*> inputs;
+
+ private:
+  int64_t Emit(fz::Instr in) {
+    program.code.push_back(in);
+    return int64_t(program.code.size()) - 1;
+  }
+  int64_t Const(float f) {
+    for (size_t i = 0; i < program.consts.size(); ++i)
+      if (std::memcmp(&program.consts[i], &f, 4) == 0) return int64_t(i);
+    program.consts.push_back(f);
+    return int64_t(program.consts.size()) - 1;
+  }
+  // The register holding `v` for a node of the group writing `out`.
+  int64_t Operand(ir::Value* v) {
+    if (auto it = regs_.find(v); it != regs_.end()) return it->second;
+    int64_t r;
+    if (auto k = ScalarConstant(v)) {
+      r = Emit({fz::Op::kConst, Const(*k), 0, 0});
+    } else {
+      bool broadcast = Numel(*StaticDims(v)) == 1 && out_numel_ != 1;
+      r = Emit({fz::Op::kLoad, int64_t(inputs.size()), int64_t(ir::DTypeToOnnx(v->type().dtype())), broadcast ? 1 : 0});
+      inputs.push_back(v);
+    }
+    regs_[v] = r;
+    return r;
+  }
+
+  std::unordered_map<const ir::Value*, int64_t> regs_;
+  int64_t out_numel_ = 0;
+};
+
+}  // namespace
+
+std::vector<FusedGroup> FuseElementwise(ir::Graph& graph) {
+  std::set<const ir::Value*> outputs(graph.outputs().begin(), graph.outputs().end());
+  std::vector<Group> groups;
+  std::unordered_map<const ir::Node*, size_t> group_of;
+  std::unordered_map<const ir::Node*, std::vector<ir::Value*>> data_inputs;
+  // External inputs of a group (non-scalar-constant values read from outside it).
+  auto external_inputs = [&](const Group& g) {
+    std::set<const ir::Node*> members(g.nodes.begin(), g.nodes.end());
+    std::set<const ir::Value*> ext;
+    for (const ir::Node* n : g.nodes)
+      for (const ir::Value* v : data_inputs[n])
+        if (!(v->producer() && members.count(v->producer())) && !ScalarConstant(v)) ext.insert(v);
+    return ext.size();
+  };
+  for (const auto& up : graph.nodes()) {
+    ir::Node* n = up.get();
+    auto data = FusableInputs(*n);
+    if (!data) continue;
+    data_inputs[n] = *data;
+    size_t g = groups.size();
+    groups.push_back(Group{{n}});
+    group_of[n] = g;
+    for (ir::Value* v : *data) {
+      if (v->kind() != ir::Value::Kind::kNodeOutput || outputs.count(v)) continue;
+      auto it = group_of.find(v->producer());
+      if (it == group_of.end() || it->second == g) continue;
+      bool only_here = std::all_of(v->uses().begin(), v->uses().end(), [&](const ir::Use& u) { return u.node == n; });
+      if (!only_here) continue;
+      Group merged{groups[it->second].nodes};
+      merged.nodes.insert(merged.nodes.end(), groups[g].nodes.begin(), groups[g].nodes.end());
+      if (external_inputs(merged) > kMaxGroupInputs || merged.nodes.size() * 3 > fz::kMaxInstructions) continue;
+      size_t from = it->second;
+      for (ir::Node* m : groups[from].nodes) group_of[m] = g;
+      groups[g].nodes = std::move(merged.nodes);
+      groups[from].alive = false;
+      groups[from].nodes.clear();
+    }
+  }
+
+  std::vector<ir::Node*> order;
+  for (const auto& up : graph.nodes()) order.push_back(up.get());
+  std::unordered_map<const ir::Node*, ir::Node*> root_to_fused;
+  std::vector<ir::Node*> removal;
+  std::vector<FusedGroup> fused;
+  std::set<std::string> names;
+  for (const auto& up : graph.nodes()) names.insert(up->name());
+  for (Group& g : groups) {
+    if (!g.alive || g.nodes.size() < 2) continue;
+    // One-element results (scalar arithmetic, mostly folded already) stay unfused: the fused
+    // step's dims come from its full-size inputs.
+    const ir::Node* last = *std::max_element(g.nodes.begin(), g.nodes.end(), [](const ir::Node* a, const ir::Node* b) { return a->index() < b->index(); });
+    if (Numel(*StaticDims(last->outputs()[0])) == 1) continue;
+    std::sort(g.nodes.begin(), g.nodes.end(), [](const ir::Node* a, const ir::Node* b) { return a->index() < b->index(); });
+    Builder b;
+    b.Build(g.nodes);
+    ir::Node* root = g.nodes.back();
+    ir::Value* out = root->outputs()[0];
+    FusedGroup info;
+    for (const ir::Node* n : g.nodes) info.replaced.push_back(n->name());
+    info.entry = b.program.EntryName();
+    std::string name = "fused:" + root->name();
+    for (int k = 2; names.count(name); ++k) name = "fused:" + root->name() + "." + std::to_string(k);
+    names.insert(name);
+    info.node = name;
+    std::vector<ir::Attribute> attrs(4);
+    attrs[0].name = "code";
+    attrs[0].kind = ir::Attribute::Kind::kInts;
+    attrs[0].ints = b.program.Encode();
+    attrs[1].name = "consts";
+    attrs[1].kind = ir::Attribute::Kind::kFloats;
+    attrs[1].floats = b.program.consts;
+    attrs[2].name = "entry";
+    attrs[2].kind = ir::Attribute::Kind::kString;
+    attrs[2].s = info.entry;
+    attrs[3].name = "nodes";
+    attrs[3].kind = ir::Attribute::Kind::kStrings;
+    attrs[3].strings = info.replaced;
+    graph.SetNodeOutput(root, 0, graph.NewValue(name + ":replaced"));
+    ir::Node* f = graph.AddNode("", "FusedElementwise", name, b.inputs, {out}, std::move(attrs));
+    f->mutable_precision().accumulate = ir::DType::kF32;
+    f->mutable_precision().reason = "fused";
+    f->mutable_precision().evidence = "fuses " + std::to_string(g.nodes.size()) + " elementwise nodes";
+    root_to_fused[root] = f;
+    for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) removal.push_back(*it);
+    fused.push_back(std::move(info));
+  }
+  if (fused.empty()) return fused;
+  std::set<const ir::Node*> removed(removal.begin(), removal.end());
+  std::vector<ir::Node*> new_order;
+  for (ir::Node* n : order) {
+    if (auto it = root_to_fused.find(n); it != root_to_fused.end()) new_order.push_back(it->second);
+    else if (!removed.count(n)) new_order.push_back(n);
+  }
+  // Each group's nodes go last to first: every value they read from each other loses its use
+  // before its producer goes.
+  for (ir::Node* n : removal) graph.RemoveNode(n);
+  graph.SetNodeOrder(new_order);
+  return fused;
+}
+
+}  // namespace precis::passes

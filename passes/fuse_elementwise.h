@@ -1,0 +1,34 @@
+// Elementwise fusion (CPU plans with code generation): chains of float elementwise operators
+// become one `FusedElementwise` node whose program (runtime/kernels/fused_program.h) computes
+// the chain per element in FP32 registers, so that the intermediate tensors are never written.
+//
+// Fusable: Add, Sub, Mul, Div, two-input Max/Min, Neg, Abs, Sqrt, Reciprocal, Relu, LeakyRelu,
+// Clip (constant scalar bounds) and Cast between FP32, FP16 and BF16, on FP32/FP16/BF16 tensors of
+// static shape where every input has the output's dims or is one element (broadcast). A node joins
+// the group of a fusable producer when it alone reads that producer's output and that output is
+// not a graph output (so every group has one output, its last node's, and fusing cannot make a
+// cycle). Groups of two or more nodes are fused, up to 8 distinct inputs. Scalar float constants
+// become program constants. Numerics are the unfused plan's: each fused node's result is rounded
+// to its own 16-bit dtype where the unfused step would have stored 16 bits (Round), so a fused
+// plan gives the same bits as the unfused one.
+//
+// Runs after the precision report is built (the report describes the nodes; the fused node lists
+// the nodes it replaced in its `nodes` attribute). Returns the fused groups.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+
+namespace precis::passes {
+
+struct FusedGroup {
+  std::string node;                 // the FusedElementwise node's name
+  std::string entry;                // its program's function name (fused_program.h)
+  std::vector<std::string> replaced;  // the names of the nodes it replaced, in order
+};
+
+std::vector<FusedGroup> FuseElementwise(ir::Graph& graph);
+
+}  // namespace precis::passes

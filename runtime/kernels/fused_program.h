@@ -1,0 +1,94 @@
+// A fused elementwise kernel's description (the `FusedElementwise` step; compiler pass
+// passes/fuse_elementwise.cc, reference kernel runtime/cpu/kernels/fused.cc, generated code
+// compiler/codegen/). One straight-line program runs per element of the output: every value is an
+// FP32 register; loads widen FP32/FP16/BF16 inputs (each the output's shape, or one element
+// broadcast to all); arithmetic is IEEE single precision in program order (no contraction, no
+// reassociation); Round stores a value through FP16 or BF16 and reads it back, so that a fused
+// chain rounds wherever the unfused steps stored 16 bits; Store rounds to the output's dtype
+// (round to nearest even). Register r is the value of instruction r.
+//
+// Encoding in the step: attribute `code` (ints, four per instruction: op, a, b, c), `consts`
+// (floats), `entry` (string: the generated function, "fused_" + 16 hex digits of Hash()).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "precis/status.h"
+#include "precis/types.h"
+#include "runtime/exec/step.h"
+
+namespace precis::rt::fused {
+
+enum class Op : int64_t {
+  kLoad = 0,        // a: input index, b: input dtype (ONNX code), c: 1 = one element broadcast
+  kConst = 1,       // a: index into consts
+  kAdd = 2,         // a, b: registers
+  kSub = 3,
+  kMul = 4,
+  kDiv = 5,
+  kMax = 6,         // b > a || b != b ? b : a (the Max kernel: a NaN in b wins)
+  kMin = 7,         // b < a || b != b ? b : a
+  kNeg = 8,         // a: register
+  kAbs = 9,
+  kSqrt = 10,
+  kReciprocal = 11, // 1 / a
+  kRelu = 12,       // a > 0 ? a : 0 (NaN gives 0, as the Relu kernel)
+  kLeakyRelu = 13,  // a: register, b: const index of alpha; a < 0 ? alpha * a : a
+  kClipLow = 14,    // a: register, b: const index; a < lo ? lo : a
+  kClipHigh = 15,   // a > hi ? hi : a
+  kRound = 16,      // a: register, b: dtype (FLOAT16 or BFLOAT16)
+  kStore = 17,      // a: output index, b: register, c: output dtype
+};
+constexpr int64_t kNumOps = 18;
+constexpr size_t kMaxInstructions = 256;
+constexpr size_t kMaxOperands = 16;  // inputs and outputs each
+
+struct Instr {
+  Op op = Op::kLoad;
+  int64_t a = 0, b = 0, c = 0;
+};
+
+struct Program {
+  std::vector<Instr> code;
+  std::vector<float> consts;
+  int num_inputs = 0, num_outputs = 0;  // every input is loaded and every output stored once
+
+  std::vector<int64_t> Encode() const;
+  // Content hash of the encoded program and its constants (names its generated function).
+  uint64_t Hash() const;
+  std::string EntryName() const;
+  // The dtype and broadcast flag of input i (from its Load), and output o's dtype.
+  DataType InputDtype(int i) const;
+  bool InputBroadcast(int i) const;
+  DataType OutputDtype(int o) const;
+};
+
+// Checks and decodes `code`/`consts`: known ops, registers defined before use and not a Store,
+// loads, consts and stores in range, dtypes FP32/FP16/BF16, inputs 0..n-1 each loaded exactly once
+// and outputs 0..m-1 each stored exactly once (n, m <= kMaxOperands). Errors say what is wrong.
+StatusOr<Program> Decode(const std::vector<int64_t>& code, const std::vector<float>& consts);
+
+// The operation of one arithmetic instruction on FP32 values (also the definition the code
+// generator follows); `k` is the instruction's constant for LeakyRelu and the clips.
+float Apply(Op op, float a, float b, float k);
+// Rounds through a 16-bit dtype (FP32: unchanged).
+float RoundTo(DataType dtype, float v);
+const char* OpName(Op op);
+bool IsUnary(Op op);
+bool IsBinary(Op op);
+
+// Decodes a FusedElementwise step's program and checks its tensors against it: one tensor per
+// program input and output, the declared dtypes, every output of one element count N, every input
+// of N elements with the outputs' dims or, where broadcast, of one element; the `entry` attribute,
+// when present, must name the program (a plan whose attributes were changed is refused).
+StatusOr<Program> DecodeStep(const KernelArgs& args);
+
+// The reference evaluation of elements [begin, end): inputs[i] and outputs[o] point at the
+// tensors' data (dtypes as the program declares). Runs in blocks through `regs` (at least
+// code.size() * kBlock floats).
+constexpr int64_t kBlock = 256;
+void Evaluate(const Program& p, const void* const* inputs, void* const* outputs, int64_t begin, int64_t end, float* regs);
+
+}  // namespace precis::rt::fused

@@ -1,0 +1,272 @@
+// Generated x86 code for fused elementwise programs (compiler/codegen/cpu_codegen.h) against the
+// reference interpreter (runtime/kernels/fused_program.h), bit for bit: random programs over
+// every op and dtype, on random data and special values (NaN, +-inf, -0, denormals, FP16
+// overflow, rounding ties), for element counts around the vector widths; the object loader
+// (runtime/cpu/elf_module.h) on valid and damaged objects; program decoding on malformed code.
+#include <elf.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "compiler/codegen/cpu_codegen.h"
+#include "runtime/base/cpu_features.h"
+#include "runtime/base/half.h"
+#include "runtime/cpu/elf_module.h"
+#include "runtime/kernels/fused_program.h"
+
+namespace precis {
+namespace {
+
+namespace fz = rt::fused;
+using Entry = void (*)(const void* const*, void* const*, int64_t, int64_t);
+
+const DataType kDtypes[] = {DataType::kF32, DataType::kF16, DataType::kBF16};
+
+// A random valid program: loads of 1-4 inputs, 2-24 operations, 1-2 stores.
+fz::Program RandomProgram(std::mt19937& rng) {
+  auto pick = [&](int n) { return int(rng() % uint32_t(n)); };
+  fz::Program p;
+  static const float kConsts[] = {0.5f, -3.0f, 0.1f, 6.0f, 1e-30f, 65504.0f, -0.0f, 1.0f / 3.0f, 1e30f};
+  for (int k = 0; k < 4; ++k) p.consts.push_back(kConsts[pick(9)]);
+  int inputs = 1 + pick(4);
+  for (int i = 0; i < inputs; ++i) p.code.push_back({fz::Op::kLoad, i, int64_t(kDtypes[pick(3)]), pick(5) == 0 ? 1 : 0});
+  int ops = 2 + pick(23);
+  for (int k = 0; k < ops; ++k) {
+    int64_t r = int64_t(p.code.size());
+    int64_t a = pick(int(r)), b = pick(int(r));
+    fz::Op op = fz::Op(2 + pick(15));  // kAdd .. kRound
+    if (op == fz::Op::kRound) p.code.push_back({op, a, int64_t(pick(2) ? DataType::kF16 : DataType::kBF16), 0});
+    else if (op == fz::Op::kLeakyRelu || op == fz::Op::kClipLow || op == fz::Op::kClipHigh) p.code.push_back({op, a, pick(4), 0});
+    else if (pick(8) == 0) p.code.push_back({fz::Op::kConst, pick(4), 0, 0});
+    else p.code.push_back({op, a, b, 0});
+  }
+  int outputs = 1 + pick(2);
+  int64_t last = int64_t(p.code.size()) - 1;
+  for (int o = 0; o < outputs; ++o) p.code.push_back({fz::Op::kStore, o, o == 0 ? last : pick(int(last + 1)), int64_t(kDtypes[pick(3)])});
+  auto decoded = fz::Decode(p.Encode(), p.consts);
+  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
+  return decoded.ok() ? *decoded : p;
+}
+
+float SpecialOrRandom(std::mt19937& rng, bool special) {
+  static const float kSpecial[] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, 1e-40f, -1e-45f, 7e4f, -7e4f, 3e38f, 65504.0f, 65520.0f,
+                                   1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-8f, 2.5f, -2.5f, 6.0f};
+  if (special) return kSpecial[rng() % (sizeof kSpecial / sizeof kSpecial[0])];
+  return std::normal_distribution<float>(0.0f, 3.0f)(rng);
+}
+
+struct Buffers {
+  std::vector<std::vector<uint8_t>> in, out_gen, out_ref;
+};
+
+Buffers MakeBuffers(const fz::Program& p, int64_t n, std::mt19937& rng, bool special) {
+  Buffers b;
+  for (int i = 0; i < p.num_inputs; ++i) {
+    DataType t = p.InputDtype(i);
+    int64_t count = p.InputBroadcast(i) ? 1 : n;
+    std::vector<uint8_t> bytes(size_t(count) * DataTypeSize(t));
+    for (int64_t k = 0; k < count; ++k) {
+      float v = SpecialOrRandom(rng, special);
+      if (t == DataType::kF32) std::memcpy(bytes.data() + 4 * k, &v, 4);
+      uint16_t h = t == DataType::kF16 ? FloatToHalf(v) : FloatToBf16(v);
+      if (t != DataType::kF32) std::memcpy(bytes.data() + 2 * k, &h, 2);
+    }
+    b.in.push_back(std::move(bytes));
+  }
+  for (int o = 0; o < p.num_outputs; ++o) {
+    b.out_gen.emplace_back(size_t(n) * DataTypeSize(p.OutputDtype(o)), 0xab);
+    b.out_ref.emplace_back(size_t(n) * DataTypeSize(p.OutputDtype(o)), 0xcd);
+  }
+  return b;
+}
+
+// Equal bits, or both NaN (NaN payloads may differ between conversions).
+bool SameValue(DataType t, const uint8_t* a, const uint8_t* b) {
+  if (t == DataType::kF32) {
+    float x, y;
+    std::memcpy(&x, a, 4);
+    std::memcpy(&y, b, 4);
+    return std::memcmp(a, b, 4) == 0 || (std::isnan(x) && std::isnan(y));
+  }
+  uint16_t x, y;
+  std::memcpy(&x, a, 2);
+  std::memcpy(&y, b, 2);
+  float fx = t == DataType::kF16 ? HalfToFloat(x) : Bf16ToFloat(x), fy = t == DataType::kF16 ? HalfToFloat(y) : Bf16ToFloat(y);
+  return x == y || (std::isnan(fx) && std::isnan(fy));
+}
+
+// The module this CPU runs, loaded; nullptr (with the reason in `why`) when it runs neither.
+std::unique_ptr<rt::ElfModule> LoadForHost(const std::vector<codegen::CpuModule>& modules, std::string* why) {
+  const CpuFeatures& f = HostCpuFeatures();
+  for (const auto& m : modules) {
+    if ((m.target == "x86-64-v4" && !f.x86_64_v4) || (m.target == "x86-64-v3" && !f.x86_64_v3)) continue;
+    auto loaded = rt::ElfModule::Load(m.object.data(), m.object.size());
+    EXPECT_TRUE(loaded.ok()) << m.target << ": " << loaded.status().ToString();
+    if (loaded.ok()) return std::move(*loaded);
+  }
+  *why = "this CPU runs neither x86-64-v4 nor x86-64-v3 code";
+  return nullptr;
+}
+
+TEST(CpuCodegen, RandomProgramsMatchTheInterpreterBitForBit) {
+  std::mt19937 rng(11);
+  std::vector<fz::Program> programs;
+  for (int k = 0; k < 60; ++k) programs.push_back(RandomProgram(rng));
+  auto modules = codegen::GenerateCpuModules(programs);
+  ASSERT_TRUE(modules.ok()) << modules.status().ToString();
+  ASSERT_EQ(modules->size(), 2u);
+  std::string why;
+  auto module = LoadForHost(*modules, &why);
+  if (!module) GTEST_SKIP() << why;
+  int compared = 0;
+  for (const fz::Program& p : programs) {
+    auto entry = reinterpret_cast<Entry>(module->Find(p.EntryName()));
+    ASSERT_NE(entry, nullptr) << p.EntryName();
+    for (int64_t n : {1, 7, 31, 32, 33, 64, 4096, 4099}) {
+      for (bool special : {false, true}) {
+        Buffers b = MakeBuffers(p, n, rng, special);
+        std::vector<const void*> in;
+        std::vector<void*> gen, ref;
+        for (auto& v : b.in) in.push_back(v.data());
+        for (auto& v : b.out_gen) gen.push_back(v.data());
+        for (auto& v : b.out_ref) ref.push_back(v.data());
+        std::vector<float> regs(p.code.size() * size_t(fz::kBlock));
+        fz::Evaluate(p, in.data(), ref.data(), 0, n, regs.data());
+        // Two chunks, as threads call it: [0, n/3) and [n/3, n).
+        entry(in.data(), gen.data(), 0, n / 3);
+        entry(in.data(), gen.data(), n / 3, n);
+        for (int o = 0; o < p.num_outputs; ++o) {
+          DataType t = p.OutputDtype(o);
+          size_t w = DataTypeSize(t);
+          for (int64_t i = 0; i < n; ++i) {
+            if (!SameValue(t, b.out_gen[size_t(o)].data() + size_t(i) * w, b.out_ref[size_t(o)].data() + size_t(i) * w)) {
+              ADD_FAILURE() << p.EntryName() << " output " << o << " element " << i << " of " << n << (special ? " (special values)" : "");
+              break;
+            }
+          }
+          ++compared;
+        }
+      }
+    }
+  }
+  std::printf("%d program outputs compared over 8 lengths x {random, special}\n", compared);
+}
+
+TEST(CpuCodegen, ModulesAreSelfContainedAndVectorized) {
+  fz::Program p;
+  p.code = {{fz::Op::kLoad, 0, int64_t(DataType::kF16), 0}, {fz::Op::kLoad, 1, int64_t(DataType::kF16), 0},
+            {fz::Op::kAdd, 0, 1, 0}, {fz::Op::kRelu, 2, 0, 0}, {fz::Op::kStore, 0, 3, int64_t(DataType::kF16)}};
+  auto decoded = fz::Decode(p.Encode(), {});
+  ASSERT_TRUE(decoded.ok());
+  for (const char* target : {"x86-64-v3", "x86-64-v4"}) {
+    auto ir = codegen::CpuModuleIr({*decoded, *decoded}, target);
+    ASSERT_TRUE(ir.ok()) << ir.status().ToString();
+    // The loop is vectorized (FP16 widened in vectors), one function per distinct program.
+    EXPECT_NE(ir->find("fpext <"), std::string::npos) << target << "\n" << *ir;
+    EXPECT_NE(ir->find("fptrunc <"), std::string::npos) << target;
+    EXPECT_EQ(ir->find("call void @llvm.mem"), std::string::npos) << target;
+    size_t defines = 0;
+    for (size_t at = ir->find("define "); at != std::string::npos; at = ir->find("define ", at + 1)) ++defines;
+    EXPECT_EQ(defines, 1u) << target;
+  }
+}
+
+TEST(CpuCodegen, DecodeRefusesMalformedPrograms) {
+  auto bad = [](std::vector<int64_t> code, std::vector<float> consts, const char* what) {
+    auto p = fz::Decode(code, consts);
+    EXPECT_FALSE(p.ok()) << what;
+    if (!p.ok()) {
+      EXPECT_NE(p.status().message().find("fused program"), std::string::npos) << p.status().message();
+    }
+  };
+  const int64_t f32 = int64_t(DataType::kF32);
+  bad({}, {}, "empty");
+  bad({0, 0, f32}, {}, "not a multiple of 4");
+  bad({0, 0, f32, 0, 99, 0, 0, 0}, {}, "unknown op");
+  bad({0, 0, f32, 0, 2, 0, 5, 0, 17, 0, 2, f32}, {}, "register used before definition");
+  bad({0, 0, f32, 0, 17, 0, 1, f32}, {}, "store of itself");
+  bad({0, 0, f32, 0, 1, 3, 0, 0, 17, 0, 1, f32}, {1.0f}, "constant out of range");
+  bad({0, 1, f32, 0, 17, 0, 0, f32}, {}, "input 0 never loaded");
+  bad({0, 0, f32, 0, 0, 0, f32, 0, 17, 0, 0, f32}, {}, "input loaded twice");
+  bad({0, 0, 7, 0, 17, 0, 0, f32}, {}, "integer dtype");
+  bad({0, 0, f32, 0, 17, 0, 0, f32, 17, 0, 0, f32}, {}, "output stored twice");
+  bad({0, 0, f32, 0, 16, 0, f32, 0, 17, 0, 1, f32}, {}, "round to f32");
+  bad({0, 0, f32, 2, 17, 0, 0, f32}, {}, "broadcast flag 2");
+  bad({0, 0, f32, 0}, {}, "no store");
+  EXPECT_TRUE(fz::Decode({0, 0, f32, 0, 17, 0, 0, f32}, {}).ok());
+}
+
+std::vector<uint8_t> SmallObject() {
+  fz::Program p;
+  p.code = {{fz::Op::kLoad, 0, int64_t(DataType::kF32), 0}, {fz::Op::kConst, 0, 0, 0}, {fz::Op::kMul, 0, 1, 0},
+            {fz::Op::kStore, 0, 2, int64_t(DataType::kF32)}};
+  p.consts = {3.0f};
+  auto decoded = fz::Decode(p.Encode(), p.consts);
+  EXPECT_TRUE(decoded.ok());
+  auto modules = codegen::GenerateCpuModules({*decoded});
+  EXPECT_TRUE(modules.ok());
+  return modules.ok() ? (*modules)[1].object : std::vector<uint8_t>{};  // x86-64-v3
+}
+
+TEST(ElfModule, LoadsGeneratedCodeAndRefusesDamagedObjects) {
+  std::vector<uint8_t> obj = SmallObject();
+  ASSERT_FALSE(obj.empty());
+  auto ok = rt::ElfModule::Load(obj.data(), obj.size());
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)->Find("no_such_function"), nullptr);
+  // Every truncation is refused, never a crash.
+  for (size_t n = 0; n < obj.size(); ++n) {
+    auto m = rt::ElfModule::Load(obj.data(), n);
+    if (m.ok()) ADD_FAILURE() << "a truncation to " << n << " bytes loaded";
+  }
+  // Random damage to the headers and tables (the code bytes themselves are not checked: the
+  // plan's hash covers them) is refused or loads, never crashes.
+  std::mt19937 rng(5);
+  const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(obj.data());
+  size_t tables = size_t(eh->e_shoff);
+  int refused = 0;
+  for (int k = 0; k < 3000; ++k) {
+    std::vector<uint8_t> bad = obj;
+    for (int j = 0; j < 1 + int(rng() % 4); ++j) {
+      size_t at = rng() % 2 ? rng() % 64 : tables + rng() % (bad.size() - tables);
+      bad[at] = uint8_t(rng());
+    }
+    auto m = rt::ElfModule::Load(bad.data(), bad.size());
+    refused += !m.ok();
+  }
+  EXPECT_GT(refused, 0);
+  std::printf("3000 damaged objects: %d refused, the rest loaded without a crash\n", refused);
+
+  auto refuse = [&](std::vector<uint8_t> bad, const char* want) {
+    auto m = rt::ElfModule::Load(bad.data(), bad.size());
+    ASSERT_FALSE(m.ok()) << want;
+    EXPECT_NE(m.status().message().find(want), std::string::npos) << m.status().message();
+  };
+  std::vector<uint8_t> other = obj;
+  reinterpret_cast<Elf64_Ehdr*>(other.data())->e_machine = EM_AARCH64;
+  refuse(other, "not an x86-64 relocatable object");
+  // A defined function turned into an import.
+  std::vector<uint8_t> imports = obj;
+  auto* h = reinterpret_cast<Elf64_Ehdr*>(imports.data());
+  auto* sh = reinterpret_cast<Elf64_Shdr*>(imports.data() + h->e_shoff);
+  for (int i = 0; i < h->e_shnum; ++i) {
+    if (sh[i].sh_type != SHT_SYMTAB) continue;
+    auto* syms = reinterpret_cast<Elf64_Sym*>(imports.data() + sh[i].sh_offset);
+    for (size_t k = 1; k < sh[i].sh_size / sizeof(Elf64_Sym); ++k)
+      if (ELF64_ST_TYPE(syms[k].st_info) == STT_FUNC) syms[k].st_shndx = SHN_UNDEF;
+  }
+  refuse(imports, "imports");
+  // A writable allocated section.
+  std::vector<uint8_t> writable = obj;
+  h = reinterpret_cast<Elf64_Ehdr*>(writable.data());
+  sh = reinterpret_cast<Elf64_Shdr*>(writable.data() + h->e_shoff);
+  for (int i = 0; i < h->e_shnum; ++i)
+    if (sh[i].sh_flags & SHF_EXECINSTR) sh[i].sh_flags |= SHF_WRITE;
+  refuse(writable, "writable");
+}
+
+}  // namespace
+}  // namespace precis
