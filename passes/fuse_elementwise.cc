@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <set>
 #include <unordered_map>
 
@@ -34,6 +35,34 @@ int64_t Numel(const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   return n;
+}
+
+// How a value of dims `v` broadcast to `out` is read as a fused load: element i of the output reads
+// element (i / inner) % count; {1, 1} for one element. nullopt when `v` keeps more than one
+// contiguous block of `out`'s dims (or does not broadcast to it).
+std::optional<std::pair<int64_t, int64_t>> Period(const std::vector<int64_t>& v, const std::vector<int64_t>& out) {
+  if (v.size() > out.size()) return std::nullopt;
+  std::vector<int64_t> padded(out.size() - v.size(), 1);
+  padded.insert(padded.end(), v.begin(), v.end());
+  int lo = -1, hi = -1, state = 0;  // 0: before the kept block, 1: in it, 2: after it
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (out[k] == 1) continue;
+    bool kept = padded[k] == out[k];
+    if (!kept && padded[k] != 1) return std::nullopt;
+    if (kept) {
+      if (state == 2) return std::nullopt;
+      state = 1;
+      if (lo < 0) lo = int(k);
+      hi = int(k);
+    } else if (state == 1) {
+      state = 2;
+    }
+  }
+  if (lo < 0) return std::make_pair(int64_t(1), int64_t(1));
+  int64_t inner = 1, count = 1;
+  for (size_t k = size_t(hi) + 1; k < out.size(); ++k) inner *= out[k];
+  for (int k = lo; k <= hi; ++k) count *= out[size_t(k)];
+  return std::make_pair(inner, count);
 }
 
 // The float value of a one-element float constant.
@@ -91,7 +120,7 @@ std::optional<std::vector<ir::Value*>> FusableInputs(const ir::Node& n) {
   }
   for (const ir::Value* v : data) {
     auto dims = StaticDims(v);
-    if (!dims || (*dims != *out && Numel(*dims) != 1)) return std::nullopt;
+    if (!dims || (*dims != *out && !Period(*dims, *out))) return std::nullopt;
   }
   return data;
 }
@@ -103,11 +132,11 @@ struct Group {
 
 class Builder {
  public:
-  // Adds the program for `nodes` (graph order); the last node's output is stored. Every value of
-  // more than one element in the group has the last node's dims (FusableInputs), so a load is a
-  // broadcast exactly when its value has one element and the output more.
+  // Adds the program for `nodes` (graph order); the last node's output is stored. Every node of
+  // the group writes the last node's dims or one element (groups grow only along such values), so
+  // each load broadcasts relative to the last node's output (Period).
   void Build(const std::vector<ir::Node*>& nodes) {
-    out_numel_ = Numel(*StaticDims(nodes.back()->outputs()[0]));
+    out_dims_ = *StaticDims(nodes.back()->outputs()[0]);
     for (ir::Node* n : nodes) {
       std::vector<int64_t> regs;
       const std::string& op = n->op_type();
@@ -164,8 +193,10 @@ class Builder {
     if (auto k = ScalarConstant(v)) {
       r = Emit({fz::Op::kConst, Const(*k), 0, 0});
     } else {
-      bool broadcast = Numel(*StaticDims(v)) == 1 && out_numel_ != 1;
-      r = Emit({fz::Op::kLoad, int64_t(inputs.size()), int64_t(ir::DTypeToOnnx(v->type().dtype())), broadcast ? 1 : 0});
+      std::vector<int64_t> dims = *StaticDims(v);
+      int64_t inner = 0, count = 0;
+      if (dims != out_dims_) std::tie(inner, count) = *Period(dims, out_dims_);
+      r = Emit({fz::Op::kLoad, int64_t(inputs.size()), int64_t(ir::DTypeToOnnx(v->type().dtype())), inner, count});
       inputs.push_back(v);
     }
     regs_[v] = r;
@@ -173,7 +204,7 @@ class Builder {
   }
 
   std::unordered_map<const ir::Value*, int64_t> regs_;
-  int64_t out_numel_ = 0;
+  std::vector<int64_t> out_dims_;
 };
 
 }  // namespace
@@ -206,6 +237,10 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph) {
       if (it == group_of.end() || it->second == g) continue;
       bool only_here = std::all_of(v->uses().begin(), v->uses().end(), [&](const ir::Use& u) { return u.node == n; });
       if (!only_here) continue;
+      // A producer writing a broadcast operand (fewer elements than `n` writes) stays outside: its
+      // values would be computed once per output element.
+      auto vd = StaticDims(v);
+      if (*vd != *StaticDims(n->outputs()[0]) && Numel(*vd) != 1) continue;
       Group merged{groups[it->second].nodes};
       merged.nodes.insert(merged.nodes.end(), groups[g].nodes.begin(), groups[g].nodes.end());
       if (external_inputs(merged) > kMaxGroupInputs || merged.nodes.size() * 3 > fz::kMaxInstructions) continue;

@@ -158,7 +158,16 @@ class Emitter {
     auto k = [&](int64_t index) { return F32(p.consts[size_t(index)]); };
     switch (in.op) {
       case fz::Op::kLoad: {
-        llvm::Value* index = in.c ? llvm::ConstantInt::get(b_.getInt64Ty(), 0) : i;
+        llvm::Value* index = i;
+        if (in.c) {
+          llvm::Type* i64 = b_.getInt64Ty();
+          if (in.d == 1) {
+            index = llvm::ConstantInt::get(i64, 0);
+          } else {
+            if (in.c > 1) index = b_.CreateUDiv(index, llvm::ConstantInt::get(i64, uint64_t(in.c)));
+            index = b_.CreateURem(index, llvm::ConstantInt::get(i64, uint64_t(in.d)));
+          }
+        }
         return Load(DataType(in.b), f->getArg(unsigned(in.a)), index);
       }
       case fz::Op::kConst: return k(in.a);

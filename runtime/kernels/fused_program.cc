@@ -71,8 +71,8 @@ float RoundTo(DataType dtype, float v) {
 
 std::vector<int64_t> Program::Encode() const {
   std::vector<int64_t> out;
-  out.reserve(code.size() * 4);
-  for (const Instr& in : code) out.insert(out.end(), {int64_t(in.op), in.a, in.b, in.c});
+  out.reserve(code.size() * kFields);
+  for (const Instr& in : code) out.insert(out.end(), {int64_t(in.op), in.a, in.b, in.c, in.d});
   return out;
 }
 
@@ -94,10 +94,15 @@ DataType Program::InputDtype(int i) const {
   return DataType::kUndefined;
 }
 
-bool Program::InputBroadcast(int i) const {
+const Instr* Program::InputLoad(int i) const {
   for (const Instr& in : code)
-    if (in.op == Op::kLoad && in.a == i) return in.c != 0;
-  return false;
+    if (in.op == Op::kLoad && in.a == i) return &in;
+  return nullptr;
+}
+
+bool Program::InputBroadcast(int i) const {
+  const Instr* in = InputLoad(i);
+  return in && in->c != 0;
 }
 
 DataType Program::OutputDtype(int o) const {
@@ -107,23 +112,27 @@ DataType Program::OutputDtype(int o) const {
 }
 
 StatusOr<Program> Decode(const std::vector<int64_t>& code, const std::vector<float>& consts) {
-  if (code.empty() || code.size() % 4) return InvalidArgument("fused program: code has " + std::to_string(code.size()) + " ints, not a multiple of 4");
-  if (code.size() / 4 > kMaxInstructions)
-    return InvalidArgument("fused program: " + std::to_string(code.size() / 4) + " instructions (at most " + std::to_string(kMaxInstructions) + ")");
+  if (code.empty() || code.size() % kFields)
+    return InvalidArgument("fused program: code has " + std::to_string(code.size()) + " ints, not a multiple of " + std::to_string(kFields));
+  if (code.size() / kFields > kMaxInstructions)
+    return InvalidArgument("fused program: " + std::to_string(code.size() / kFields) + " instructions (at most " + std::to_string(kMaxInstructions) + ")");
   Program p;
   p.consts = consts;
   std::vector<bool> loaded(kMaxOperands, false), stored(kMaxOperands, false);
   int max_in = -1, max_out = -1;
-  for (size_t r = 0; r < code.size() / 4; ++r) {
-    Instr in{Op(code[4 * r]), code[4 * r + 1], code[4 * r + 2], code[4 * r + 3]};
+  for (size_t r = 0; r < code.size() / kFields; ++r) {
+    const int64_t* f = code.data() + kFields * r;
+    Instr in{Op(f[0]), f[1], f[2], f[3], f[4]};
     std::string where = "fused program: instruction " + std::to_string(r) + " (" + OpName(in.op) + ")";
-    if (code[4 * r] < 0 || code[4 * r] >= kNumOps) return InvalidArgument("fused program: instruction " + std::to_string(r) + " has unknown op " + std::to_string(code[4 * r]));
+    if (f[0] < 0 || f[0] >= kNumOps) return InvalidArgument("fused program: instruction " + std::to_string(r) + " has unknown op " + std::to_string(f[0]));
     auto value = [&](int64_t reg) { return reg >= 0 && size_t(reg) < r && p.code[size_t(reg)].op != Op::kStore; };
     auto konst = [&](int64_t k) { return k >= 0 && size_t(k) < consts.size(); };
     switch (in.op) {
       case Op::kLoad:
         if (in.a < 0 || in.a >= int64_t(kMaxOperands) || loaded[size_t(in.a)]) return InvalidArgument(where + ": input " + std::to_string(in.a) + " out of range or loaded twice");
-        if (!FloatDtype(in.b) || (in.c != 0 && in.c != 1)) return InvalidArgument(where + ": bad dtype or broadcast flag");
+        if (!FloatDtype(in.b)) return InvalidArgument(where + ": bad dtype");
+        if (in.c == 0 ? in.d != 0 : in.c < 1 || in.c > kMaxPeriod || in.d < 1 || in.d > kMaxPeriod)
+          return InvalidArgument(where + ": bad broadcast (inner " + std::to_string(in.c) + ", count " + std::to_string(in.d) + ")");
         loaded[size_t(in.a)] = true;
         max_in = std::max(max_in, int(in.a));
         break;
@@ -180,7 +189,8 @@ StatusOr<Program> DecodeStep(const KernelArgs& args) {
   for (int i = 0; i < p->num_inputs; ++i) {
     const Tensor* t = args.in(size_t(i));
     if (!t || t->dtype != p->InputDtype(i)) return args.Error("input " + std::to_string(i) + " is missing or has another dtype than the program loads");
-    if (p->InputBroadcast(i) ? t->numel != 1 : t->dims != first->dims)
+    const Instr* load = p->InputLoad(i);
+    if (load->c ? t->numel != load->d : t->dims != first->dims)
       return args.Error("input " + std::to_string(i) + " has dims " + DimsToString(t->dims) + " (output " + DimsToString(first->dims) + ")");
   }
   return p;
@@ -195,7 +205,7 @@ void Evaluate(const Program& p, const void* const* inputs, void* const* outputs,
       const float* x = in.a >= 0 && size_t(in.a) < p.code.size() ? regs + size_t(in.a) * size_t(kBlock) : nullptr;
       switch (in.op) {
         case Op::kLoad:
-          for (int64_t i = 0; i < n; ++i) y[i] = LoadOne(DataType(in.b), inputs[in.a], in.c ? 0 : b0 + i);
+          for (int64_t i = 0; i < n; ++i) y[i] = LoadOne(DataType(in.b), inputs[in.a], in.c ? (b0 + i) / in.c % in.d : b0 + i);
           break;
         case Op::kConst:
           std::fill(y, y + n, p.consts[size_t(in.a)]);

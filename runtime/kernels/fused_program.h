@@ -1,13 +1,14 @@
 // A fused elementwise kernel's description (the `FusedElementwise` step; compiler pass
 // passes/fuse_elementwise.cc, reference kernel runtime/cpu/kernels/fused.cc, generated code
 // compiler/codegen/). One straight-line program runs per element of the output: every value is an
-// FP32 register; loads widen FP32/FP16/BF16 inputs (each the output's shape, or one element
-// broadcast to all); arithmetic is IEEE single precision in program order (no contraction, no
+// FP32 register; loads widen FP32/FP16/BF16 inputs (each the output's shape, or broadcast to it
+// periodically: element i of the output reads input element (i / inner) % count, which covers one
+// element, a per-channel vector and any one contiguous block of the output's dims); arithmetic is IEEE single precision in program order (no contraction, no
 // reassociation); Round stores a value through FP16 or BF16 and reads it back, so that a fused
 // chain rounds wherever the unfused steps stored 16 bits; Store rounds to the output's dtype
 // (round to nearest even). Register r is the value of instruction r.
 //
-// Encoding in the step: attribute `code` (ints, four per instruction: op, a, b, c), `consts`
+// Encoding in the step: attribute `code` (ints, five per instruction: op, a, b, c, d), `consts`
 // (floats), `entry` (string: the generated function, "fused_" + 16 hex digits of Hash()).
 #pragma once
 
@@ -22,7 +23,8 @@
 namespace precis::rt::fused {
 
 enum class Op : int64_t {
-  kLoad = 0,        // a: input index, b: input dtype (ONNX code), c: 1 = one element broadcast
+  kLoad = 0,        // a: input index, b: input dtype (ONNX code); c = d = 0: element i; else
+                    // c = inner >= 1, d = count >= 1: element (i / inner) % count
   kConst = 1,       // a: index into consts
   kAdd = 2,         // a, b: registers
   kSub = 3,
@@ -47,8 +49,10 @@ constexpr size_t kMaxOperands = 16;  // inputs and outputs each
 
 struct Instr {
   Op op = Op::kLoad;
-  int64_t a = 0, b = 0, c = 0;
+  int64_t a = 0, b = 0, c = 0, d = 0;
 };
+constexpr size_t kFields = 5;          // ints per encoded instruction
+constexpr int64_t kMaxPeriod = int64_t(1) << 40;  // bound on a load's inner and count
 
 struct Program {
   std::vector<Instr> code;
@@ -59,9 +63,11 @@ struct Program {
   // Content hash of the encoded program and its constants (names its generated function).
   uint64_t Hash() const;
   std::string EntryName() const;
-  // The dtype and broadcast flag of input i (from its Load), and output o's dtype.
+  // The dtype of input i (from its Load), whether it is broadcast, its load (Load instruction),
+  // and output o's dtype.
   DataType InputDtype(int i) const;
   bool InputBroadcast(int i) const;
+  const Instr* InputLoad(int i) const;
   DataType OutputDtype(int o) const;
 };
 
@@ -81,7 +87,7 @@ bool IsBinary(Op op);
 
 // Decodes a FusedElementwise step's program and checks its tensors against it: one tensor per
 // program input and output, the declared dtypes, every output of one element count N, every input
-// of N elements with the outputs' dims or, where broadcast, of one element; the `entry` attribute,
+// of N elements with the outputs' dims or, where broadcast, of `count` elements; the `entry` attribute,
 // when present, must name the program (a plan whose attributes were changed is refused).
 StatusOr<Program> DecodeStep(const KernelArgs& args);
 

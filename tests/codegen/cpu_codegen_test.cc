@@ -1,6 +1,6 @@
 // Generated x86 code for fused elementwise programs (compiler/codegen/cpu_codegen.h) against the
 // reference interpreter (runtime/kernels/fused_program.h), bit for bit: random programs over
-// every op and dtype, on random data and special values (NaN, +-inf, -0, denormals, FP16
+// every op, dtype and kind of load (full, one element, periodic), on random data and special values (NaN, +-inf, -0, denormals, FP16
 // overflow, rounding ties), for element counts around the vector widths; the object loader
 // (runtime/cpu/elf_module.h) on valid and damaged objects; program decoding on malformed code.
 #include <elf.h>
@@ -32,7 +32,12 @@ fz::Program RandomProgram(std::mt19937& rng) {
   static const float kConsts[] = {0.5f, -3.0f, 0.1f, 6.0f, 1e-30f, 65504.0f, -0.0f, 1.0f / 3.0f, 1e30f};
   for (int k = 0; k < 4; ++k) p.consts.push_back(kConsts[pick(9)]);
   int inputs = 1 + pick(4);
-  for (int i = 0; i < inputs; ++i) p.code.push_back({fz::Op::kLoad, i, int64_t(kDtypes[pick(3)]), pick(5) == 0 ? 1 : 0});
+  static const int64_t kInner[] = {1, 3, 7, 64}, kCount[] = {1, 2, 5, 16};
+  for (int i = 0; i < inputs; ++i) {
+    int mode = pick(6);  // 0-2 full, 3 one element, 4-5 periodic
+    int64_t inner = mode < 3 ? 0 : mode == 3 ? 1 : kInner[pick(4)], count = mode < 3 ? 0 : mode == 3 ? 1 : kCount[pick(4)];
+    p.code.push_back({fz::Op::kLoad, i, int64_t(kDtypes[pick(3)]), inner, count});
+  }
   int ops = 2 + pick(23);
   for (int k = 0; k < ops; ++k) {
     int64_t r = int64_t(p.code.size());
@@ -66,7 +71,7 @@ Buffers MakeBuffers(const fz::Program& p, int64_t n, std::mt19937& rng, bool spe
   Buffers b;
   for (int i = 0; i < p.num_inputs; ++i) {
     DataType t = p.InputDtype(i);
-    int64_t count = p.InputBroadcast(i) ? 1 : n;
+    int64_t count = p.InputBroadcast(i) ? p.InputLoad(i)->d : n;
     std::vector<uint8_t> bytes(size_t(count) * DataTypeSize(t));
     for (int64_t k = 0; k < count; ++k) {
       float v = SpecialOrRandom(rng, special);
@@ -123,7 +128,7 @@ TEST(CpuCodegen, RandomProgramsMatchTheInterpreterBitForBit) {
   if (!module) GTEST_SKIP() << why;
   int compared = 0;
   for (const fz::Program& p : programs) {
-    auto entry = reinterpret_cast<Entry>(module->Find(p.EntryName()));
+    auto entry = reinterpret_cast<Entry>(const_cast<void*>(module->Find(p.EntryName())));
     ASSERT_NE(entry, nullptr) << p.EntryName();
     for (int64_t n : {1, 7, 31, 32, 33, 64, 4096, 4099}) {
       for (bool special : {false, true}) {
@@ -183,20 +188,25 @@ TEST(CpuCodegen, DecodeRefusesMalformedPrograms) {
     }
   };
   const int64_t f32 = int64_t(DataType::kF32);
+  // Five ints per instruction: op, a, b, c, d.
   bad({}, {}, "empty");
-  bad({0, 0, f32}, {}, "not a multiple of 4");
-  bad({0, 0, f32, 0, 99, 0, 0, 0}, {}, "unknown op");
-  bad({0, 0, f32, 0, 2, 0, 5, 0, 17, 0, 2, f32}, {}, "register used before definition");
-  bad({0, 0, f32, 0, 17, 0, 1, f32}, {}, "store of itself");
-  bad({0, 0, f32, 0, 1, 3, 0, 0, 17, 0, 1, f32}, {1.0f}, "constant out of range");
-  bad({0, 1, f32, 0, 17, 0, 0, f32}, {}, "input 0 never loaded");
-  bad({0, 0, f32, 0, 0, 0, f32, 0, 17, 0, 0, f32}, {}, "input loaded twice");
-  bad({0, 0, 7, 0, 17, 0, 0, f32}, {}, "integer dtype");
-  bad({0, 0, f32, 0, 17, 0, 0, f32, 17, 0, 0, f32}, {}, "output stored twice");
-  bad({0, 0, f32, 0, 16, 0, f32, 0, 17, 0, 1, f32}, {}, "round to f32");
-  bad({0, 0, f32, 2, 17, 0, 0, f32}, {}, "broadcast flag 2");
-  bad({0, 0, f32, 0}, {}, "no store");
-  EXPECT_TRUE(fz::Decode({0, 0, f32, 0, 17, 0, 0, f32}, {}).ok());
+  bad({0, 0, f32, 0}, {}, "not a multiple of 5");
+  bad({0, 0, f32, 0, 0, 99, 0, 0, 0, 0}, {}, "unknown op");
+  bad({0, 0, f32, 0, 0, 2, 0, 5, 0, 0, 17, 0, 2, f32, 0}, {}, "register used before definition");
+  bad({0, 0, f32, 0, 0, 17, 0, 1, f32, 0}, {}, "store of itself");
+  bad({0, 0, f32, 0, 0, 1, 3, 0, 0, 0, 17, 0, 1, f32, 0}, {1.0f}, "constant out of range");
+  bad({0, 1, f32, 0, 0, 17, 0, 0, f32, 0}, {}, "input 0 never loaded");
+  bad({0, 0, f32, 0, 0, 0, 0, f32, 0, 0, 17, 0, 0, f32, 0}, {}, "input loaded twice");
+  bad({0, 0, 7, 0, 0, 17, 0, 0, f32, 0}, {}, "integer dtype");
+  bad({0, 0, f32, 0, 0, 17, 0, 0, f32, 0, 17, 0, 0, f32, 0}, {}, "output stored twice");
+  bad({0, 0, f32, 0, 0, 16, 0, f32, 0, 0, 17, 0, 1, f32, 0}, {}, "round to f32");
+  bad({0, 0, f32, 0, 2, 17, 0, 0, f32, 0}, {}, "count without inner");
+  bad({0, 0, f32, 2, 0, 17, 0, 0, f32, 0}, {}, "inner without count");
+  bad({0, 0, f32, -1, 4, 17, 0, 0, f32, 0}, {}, "negative inner");
+  bad({0, 0, f32, 1, int64_t(1) << 41, 17, 0, 0, f32, 0}, {}, "count too large");
+  bad({0, 0, f32, 0, 0}, {}, "no store");
+  EXPECT_TRUE(fz::Decode({0, 0, f32, 0, 0, 17, 0, 0, f32, 0}, {}).ok());
+  EXPECT_TRUE(fz::Decode({0, 0, f32, 4, 3, 17, 0, 0, f32, 0}, {}).ok());
 }
 
 std::vector<uint8_t> SmallObject() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates the committed seed corpora of plan_fuzz, state_fuzz and tensor_fuzz.
+"""Regenerates the committed seed corpora of plan_fuzz, state_fuzz, tensor_fuzz and elf_fuzz.
 
   .venv/bin/python tests/fuzz/make_seeds.py build/bin/precis [tests/fuzz]
 
@@ -11,6 +11,8 @@ Needs onnx and numpy (the project's .venv), flatc and a built `precis`. Writes:
                  flatc's JSON form), so that mutations land on what the loader reads.
   state_seeds/   state files (runtime/exec/state_file.h) of a few tensors each.
   tensor_seeds/  .npy (header versions 1-3, several dtypes), .npz and TensorProto .pb files.
+  elf_seeds/     the generated-code objects (x86-64-v3 and -v4) of a plan with fused elementwise
+                 kernels, cut out of the plan file.
 Regression inputs (names starting with "crash-": found by a fuzz target; "regress-": written by
 hand for a bug found by reading) are kept; everything else is rewritten.
 """
@@ -309,18 +311,40 @@ def make_tensor_seeds(out, tmp):
         write(name + ".pb", proto.SerializeToString())
 
 
+def make_elf_seeds(precis, out, tmp):
+    n = helper.make_node
+    m = model([n("Mul", ["x", "x"], ["a"]), n("Add", ["a", "b"], ["c"]), n("Relu", ["c"], ["r"]), n("Sqrt", ["r"], ["y"])],
+              [f32("x", [2, 8])], [f32("y", [2, 8])], [const("b", np.linspace(-1, 1, 8).astype(np.float32))])
+    path, plan = os.path.join(tmp, "fused.onnx"), os.path.join(tmp, "fused.plan")
+    onnx.save(m, path)
+    for precision in ("fp32", "fp16"):
+        subprocess.run([precis, "compile", path, "-o", plan, "--quiet", "--precision", precision], check=True)
+        data = open(plan, "rb").read()
+        at, k = data.find(b"\x7fELF"), 0
+        while at >= 0:
+            shoff, = struct.unpack_from("<Q", data, at + 0x28)
+            shentsize, shnum = struct.unpack_from("<HH", data, at + 0x3A)
+            size = shoff + shentsize * shnum
+            with open(os.path.join(out, "fused_%s_%d.o" % (precision, k)), "wb") as f:
+                f.write(data[at:at + size])
+            at, k = data.find(b"\x7fELF", at + size), k + 1
+        if k != 2:
+            sys.exit("expected two generated objects in %s, found %d" % (plan, k))
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
     precis = os.path.abspath(sys.argv[1])
     out = os.path.abspath(sys.argv[2] if len(sys.argv) == 3 else os.path.dirname(os.path.abspath(__file__)))
-    dirs = {kind: os.path.join(out, kind + "_seeds") for kind in ("plan", "state", "tensor")}
+    dirs = {kind: os.path.join(out, kind + "_seeds") for kind in ("plan", "state", "tensor", "elf")}
     for d in dirs.values():
         fresh_dir(d)
     with tempfile.TemporaryDirectory() as tmp:
         make_plan_seeds(precis, dirs["plan"], tmp)
         make_state_seeds(dirs["state"])
         make_tensor_seeds(dirs["tensor"], tmp)
+        make_elf_seeds(precis, dirs["elf"], tmp)
     for kind, d in dirs.items():
         files = os.listdir(d)
         print("%s: %d seeds, %d bytes" % (d, len(files), sum(os.path.getsize(os.path.join(d, f)) for f in files)))

@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets with clang in their own build tree and fuzzes each, for a bounded
 # time: the ONNX importer (seeded with the small models of Debian's libonnx-testdata), the IR text
 # parser, the plan loader and CPU kernels' Init (Session::FromBuffer, then every program run), the
-# state file parser and the CLI's tensor readers (seeded with tests/fuzz/*_seeds, regression
+# state file parser, the CLI's tensor readers and the loader of generated CPU code (seeded with
+# tests/fuzz/*_seeds, regression
 # inputs included). Prints one line per target (executions, exec/s, corpus) and exits non-zero on
 # any crash, sanitizer report, leak, timeout or out-of-memory, printing the artifact and how to
 # reproduce it.
@@ -10,7 +11,8 @@
 #   tests/fuzz/run_fuzz.sh [BUILD_DIR]     (default: build-fuzz in the repository root)
 #
 # Environment: seconds per target FUZZ_SECONDS (importer, default 45), TEXT_FUZZ_SECONDS (15),
-# PLAN_FUZZ_SECONDS (60), STATE_FUZZ_SECONDS (10), TENSOR_FUZZ_SECONDS (15); FUZZ_TARGETS (the
+# PLAN_FUZZ_SECONDS (60), STATE_FUZZ_SECONDS (10), TENSOR_FUZZ_SECONDS (15), ELF_FUZZ_SECONDS (15);
+# FUZZ_TARGETS (the
 # targets to build and run, default all); FUZZ_BUILD_JOBS (default 2); FUZZ_SEED, libFuzzer's
 # random seed (default 1: a CI gate explores the same inputs on every run, so a result does not
 # depend on luck; offline campaigns pass FUZZ_SEED=0 for a fresh seed each run). Exit code 77
@@ -26,8 +28,9 @@ text_seconds="${TEXT_FUZZ_SECONDS:-15}"
 plan_seconds="${PLAN_FUZZ_SECONDS:-60}"
 state_seconds="${STATE_FUZZ_SECONDS:-10}"
 tensor_seconds="${TENSOR_FUZZ_SECONDS:-15}"
+elf_seconds="${ELF_FUZZ_SECONDS:-15}"
 seed="${FUZZ_SEED:-1}"
-read -r -a targets <<<"${FUZZ_TARGETS:-importer_fuzz text_parser_fuzz plan_fuzz state_fuzz tensor_fuzz}"
+read -r -a targets <<<"${FUZZ_TARGETS:-importer_fuzz text_parser_fuzz plan_fuzz state_fuzz tensor_fuzz elf_fuzz}"
 fuzzes() { [[ " ${targets[*]} " == *" $1 "* ]]; }
 testdata=/usr/share/libonnx-testdata/data
 
@@ -121,4 +124,5 @@ fuzzes plan_fuzz && { fuzz plan_fuzz "$plan_seconds" "$root/tests/fuzz/plan_seed
   -dict="$root/tests/fuzz/plan.dict" || status=1; }
 fuzzes state_fuzz && { fuzz state_fuzz "$state_seconds" "$root/tests/fuzz/state_seeds" || status=1; }
 fuzzes tensor_fuzz && { fuzz tensor_fuzz "$tensor_seconds" "$root/tests/fuzz/tensor_seeds" || status=1; }
+fuzzes elf_fuzz && { fuzz elf_fuzz "$elf_seconds" "$root/tests/fuzz/elf_seeds" || status=1; }
 exit "$status"

@@ -4,7 +4,8 @@ usage: fused_elementwise_test.py PRECIS WORKDIR
 
 Models with chains of the fusable operators (Add, Sub, Mul, Div, Max, Min, Neg, Abs, Sqrt,
 Reciprocal, Relu, LeakyRelu, Clip, Cast between float types; scalar constants and a broadcast
-one-element input; a value read twice, which ends a group) are compiled with code generation
+one-element input; a value read twice, which ends a group; and a model with per-channel,
+last-axis and leading-axis broadcast operands) are compiled with code generation
 (the default) and with --no-codegen, in FP32, FP16 and BF16, for element counts 1, 2, 31, 32, 33,
 4096 and 4099 (not multiples of the vector width), and run on:
   - random normal data, and
@@ -68,6 +69,18 @@ def chain_model(path):
                                                helper.make_tensor_value_info("s", TensorProto.FLOAT, [1])],
                               [helper.make_tensor_value_info("out", TensorProto.FLOAT, dyn),
                                helper.make_tensor_value_info("mid2", TensorProto.FLOAT, dyn)], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def broadcast_model(path):
+    """Periodic broadcasts: y = (Relu(x + b) * w - r) / 2 with x [2,3,5], a per-channel b [3,1],
+    a last-axis w [5] and a leading-axis r [2,1,1]."""
+    n = helper.make_node
+    nodes = [n("Add", ["x", "b"], ["u"], name="bias"), n("Relu", ["u"], ["v"], name="relu"), n("Mul", ["v", "w"], ["m"], name="scale"),
+             n("Sub", ["m", "r"], ["d"], name="shift"), n("Div", ["d", "two"], ["y"], name="half")]
+    t = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    graph = helper.make_graph(nodes, "bcast", [t("x", [2, 3, 5]), t("b", [3, 1]), t("w", [5]), t("r", [2, 1, 1])], [t("y", [2, 3, 5])],
+                              [numpy_helper.from_array(np.array(2.0, np.float32), "two")])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
@@ -187,6 +200,37 @@ def main():
                         err = float(np.abs(g - w).max() / max(np.abs(w).max(), 1e-30))
                         check(err <= 1e-6, f"{case} {k}: differs from onnxruntime (rel {err:.3g})")
             print(f"{'ok:  ' if not failures else 'so far failing:'} {case}")
+    # Periodic broadcasts (per-channel, last-axis, leading-axis operands) in one fused kernel.
+    bmodel = os.path.join(work, "bcast.onnx")
+    broadcast_model(bmodel)
+    feeds = {"x": rng.standard_normal((2, 3, 5)).astype(np.float32), "b": rng.standard_normal((3, 1)).astype(np.float32),
+             "w": rng.standard_normal(5).astype(np.float32), "r": rng.standard_normal((2, 1, 1)).astype(np.float32)}
+    files = []
+    for name, v in feeds.items():
+        p = os.path.join(work, f"b_{name}.npy")
+        np.save(p, v)
+        files += ["--input", f"{name}={p}"]
+    with np.errstate(all="ignore"):
+        want = ((np.maximum(feeds["x"] + feeds["b"], np.float32(0)) * feeds["w"] - feeds["r"]) / np.float32(2)).astype(np.float32)
+    for precision in ("fp32", "fp16", "bf16"):
+        outs = {}
+        for mode, extra, run_extra in (("gen", [], []), ("nogen", ["--no-codegen"], []), ("ref", [], ["--reference"])):
+            plan = os.path.join(work, f"bcast_{precision}_{mode}.plan")
+            r = run([precis, "compile", bmodel, "-o", plan, "--precision", precision] + extra)
+            check(r.returncode == 0, f"bcast {precision} {mode}: compile failed: {r.stderr.strip()}")
+            if mode == "gen":
+                check("codegen    1 fused elementwise kernels (5 nodes)" in r.stdout, f"bcast {precision}: expected one kernel of 5 nodes: {r.stdout}")
+            d = os.path.join(work, f"bout_{mode}")
+            r = run([precis, "run", plan, "--output-dir", d] + files + run_extra)
+            check(r.returncode == 0, f"bcast {precision} {mode}: run failed: {r.stderr.strip()}")
+            if r.returncode == 0:
+                outs[mode] = np.load(os.path.join(d, "y.npy"))
+        if len(outs) == 3:
+            check(same_bits(outs["gen"], outs["nogen"]), f"bcast {precision}: generated code differs from the unfused plan")
+            check(same_bits(outs["gen"], outs["ref"]), f"bcast {precision}: generated code differs from the reference interpreter")
+            if precision == "fp32":
+                check(same_bits(outs["gen"], want), f"bcast fp32: differs from numpy float32 (max |diff| {np.abs(outs['gen'] - want).max():.3g})")
+        print(f"{'ok:  ' if not failures else 'so far failing:'} broadcast {precision}")
     print(f"{checks} checks, {len(failures)} failed")
     return 1 if failures else 0
 

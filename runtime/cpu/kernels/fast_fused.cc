@@ -21,7 +21,7 @@ class FusedGeneratedKernel : public Kernel {
     PRECIS_ASSIGN_OR_RETURN(fused::Program p, fused::DecodeStep(args));
     const void* f = ctx.code->Find(p.EntryName());
     if (!f) return Unimplemented(args.node + ": the generated code has no function " + p.EntryName());
-    entry_ = reinterpret_cast<Entry>(f);
+    entry_ = reinterpret_cast<Entry>(const_cast<void*>(f));
     cost_ = int64_t(p.code.size());
     return Status::Ok();
   }

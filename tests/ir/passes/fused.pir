@@ -1,16 +1,17 @@
 // Elementwise fusion (precis opt --passes fuse-elementwise): single-output groups grown along
-// values read by one node only. Program encoding (runtime/kernels/fused_program.h): four ints per
-// instruction (op, a, b, c); 0 load, 1 const, 2 add, 3 sub, 4 mul, 12 relu, 16 round, 17 store;
+// values read by one node only. Program encoding (runtime/kernels/fused_program.h): five ints per
+// instruction (op, a, b, c, d); 0 load (input, dtype, inner, count: element (i / inner) % count, or
+// element i when both are 0), 1 const, 2 add, 3 sub, 4 mul, 12 relu, 16 round, 17 store;
 // dtype 10 = f16, 1 = f32.
 
 // RUN: --passes infer,fuse-elementwise,dce
 // %d is read by two nodes (the Cast and the Neg): the chain mul..scale is one group ending there.
 // The scalar constant becomes a program constant, the one-element input %s is a broadcast load
-// (flag 1), and each f16 intermediate is rounded to f16 (op 16) as the unfused steps store it.
+// (inner 1, count 1), and each f16 intermediate is rounded to f16 (op 16) as the unfused steps store it.
 // The Cast to f32 and the Sub that reads it twice form the second group; the Neg stays alone.
 // CHECK-LABEL: graph "chain"
-// CHECK: %d: f16[2,3] = FusedElementwise(%x, %y, %s) {code = [0, 0, 10, 0, 1, 0, 0, 0, 4, 0, 1, 0, 16, 2, 10, 0, 0, 1, 10, 0, 2, 3, 4, 0, 16, 5, 10, 0, 12, 6, 0, 0, 16, 7, 10, 0, 0, 2, 10, 1, 4, 8, 9, 0, 17, 0, 10, 10], consts = [0.5], entry = "fused_{{[0-9a-f]+}}", nodes = ["mul", "add", "relu", "scale"]} name "fused:scale"
-// CHECK-NEXT: %f: f32[2,3] = FusedElementwise(%d) {code = [0, 0, 10, 0, 3, 0, 0, 0, 17, 0, 1, 1], {{.*}} nodes = ["up", "twice"]} name "fused:twice"
+// CHECK: %d: f16[2,3] = FusedElementwise(%x, %y, %s) {code = [0, 0, 10, 0, 0, 1, 0, 0, 0, 0, 4, 0, 1, 0, 0, 16, 2, 10, 0, 0, 0, 1, 10, 0, 0, 2, 3, 4, 0, 0, 16, 5, 10, 0, 0, 12, 6, 0, 0, 0, 16, 7, 10, 0, 0, 0, 2, 10, 1, 1, 4, 8, 9, 0, 0, 17, 0, 10, 10, 0], consts = [0.5], entry = "fused_{{[0-9a-f]+}}", nodes = ["mul", "add", "relu", "scale"]} name "fused:scale"
+// CHECK-NEXT: %f: f32[2,3] = FusedElementwise(%d) {code = [0, 0, 10, 0, 0, 3, 0, 0, 0, 0, 17, 0, 1, 1, 0], {{.*}} nodes = ["up", "twice"]} name "fused:twice"
 // CHECK-NEXT: %g: f16[2,3] = Neg(%d) name "branch"
 model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
 graph "chain" {
@@ -30,21 +31,41 @@ graph "chain" {
 }
 // -----
 // RUN: --passes infer,fuse-elementwise,dce
-// Not fused: a single node; inputs of other shapes (a per-channel bias broadcast); a value that is
-// a graph output (%t is kept, so the Relu after it stays a step of its own); integer tensors.
+// Periodic broadcasts: a per-channel bias [3,1] of a [2,3,4] output is read at (i / 4) % 3, a
+// last-axis vector [4] at i % 4 (inner 1), a [2,1,1] one at i / 12 (count 2).
+// CHECK-LABEL: graph "broadcast"
+// CHECK: %y: f32[2,3,4] = FusedElementwise(%x, %b, %w, %r) {code = [0, 0, 1, 0, 0, 0, 1, 1, 4, 3, 2, 0, 1, 0, 0, 12, 2, 0, 0, 0, 0, 2, 1, 1, 4, 4, 3, 4, 0, 0, 0, 3, 1, 12, 2, 3, 5, 6, 0, 0, 17, 0, 7, 1, 0]
+// CHECK-SAME: nodes = ["bias", "relu", "scale", "shift"]
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "broadcast" {
+  input %x: f32[2,3,4]
+  input %b: f32[3,1]
+  input %w: f32[4]
+  input %r: f32[2,1,1]
+  %u = Add(%x, %b) name "bias"
+  %v = Relu(%u) name "relu"
+  %m = Mul(%v, %w) name "scale"
+  %y = Sub(%m, %r) name "shift"
+  output %y
+}
+// -----
+// RUN: --passes infer,fuse-elementwise,dce
+// Not fused: a single node; an input keeping two blocks of the output's dims ([2,1,4] of a
+// [2,3,4] output); a value that is a graph output (%t is kept, so the Relu after it stays a step
+// of its own); integer tensors.
 // CHECK-LABEL: graph "unfused"
 // CHECK-NOT: FusedElementwise
-// CHECK: %u: f32[1,2,2] = Add(%x, %bias)
-// CHECK: %v: f32[1,2,2] = Relu(%u)
-// CHECK: %t: f32[1,2,2] = Neg(%x)
-// CHECK: %w: f32[1,2,2] = Relu(%t)
+// CHECK: %u: f32[2,3,4] = Add(%x, %bias)
+// CHECK: %v: f32[2,3,4] = Relu(%u)
+// CHECK: %t: f32[2,3,4] = Neg(%x)
+// CHECK: %w: f32[2,3,4] = Relu(%t)
 // CHECK: %k: i64[3] = Add(%i, %i)
 // CHECK: %m: i64[3] = Mul(%k, %i)
 model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
 graph "unfused" {
-  input %x: f32[1,2,2]
+  input %x: f32[2,3,4]
   input %i: i64[3]
-  const %bias: f32[1,2,1] = [1.0, 2.0]
+  input %bias: f32[2,1,4]
   %u = Add(%x, %bias) name "bias"
   %v = Relu(%u) name "r1"
   %t = Neg(%x) name "neg"
