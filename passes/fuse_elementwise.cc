@@ -90,7 +90,9 @@ const std::map<std::string, fz::Op>& BinaryOps() {
 }
 const std::map<std::string, fz::Op>& UnaryOps() {
   static const std::map<std::string, fz::Op> m = {{"Neg", fz::Op::kNeg}, {"Abs", fz::Op::kAbs}, {"Sqrt", fz::Op::kSqrt},
-                                                  {"Reciprocal", fz::Op::kReciprocal}, {"Relu", fz::Op::kRelu}};
+                                                  {"Reciprocal", fz::Op::kReciprocal}, {"Relu", fz::Op::kRelu},
+                                                  {"Exp", fz::Op::kExp},       {"Erf", fz::Op::kErf},
+                                                  {"Tanh", fz::Op::kTanh},     {"Sigmoid", fz::Op::kSigmoid}};
   return m;
 }
 
@@ -106,6 +108,10 @@ std::optional<std::vector<ir::Value*>> FusableInputs(const ir::Node& n) {
   std::vector<ir::Value*> data;
   if (BinaryOps().count(op)) {
     if (n.inputs().size() != 2) return std::nullopt;
+    data = n.inputs();
+  } else if (op == "Gelu") {
+    const ir::Attribute* a = n.FindAttribute("approximate");
+    if (n.inputs().size() != 1 || (a && (a->kind != ir::Attribute::Kind::kString || (a->s != "none" && a->s != "tanh")))) return std::nullopt;
     data = n.inputs();
   } else if (UnaryOps().count(op) || op == "LeakyRelu" || op == "Cast") {
     if (n.inputs().size() != 1) return std::nullopt;
@@ -147,6 +153,9 @@ class Builder {
         r = Emit({b->second, regs[0], regs[1], 0});
       } else if (auto u = UnaryOps().find(op); u != UnaryOps().end()) {
         r = Emit({u->second, regs[0], 0, 0});
+      } else if (op == "Gelu") {
+        const ir::Attribute* a = n->FindAttribute("approximate");
+        r = Emit({a && a->s == "tanh" ? fz::Op::kGeluTanh : fz::Op::kGeluErf, regs[0], 0, 0});
       } else if (op == "LeakyRelu") {
         const ir::Attribute* a = n->FindAttribute("alpha");
         r = Emit({fz::Op::kLeakyRelu, regs[0], Const(a && a->kind == ir::Attribute::Kind::kFloat ? a->f : 0.01f), 0});

@@ -1,6 +1,8 @@
 // Fused elementwise programs to x86-64 objects through LLVM 16 (see cpu_codegen.h).
 #include "compiler/codegen/cpu_codegen.h"
 
+#include "runtime/kernels/approx_math.h"
+
 #include <chrono>
 #include <map>
 #include <memory>
@@ -61,6 +63,32 @@ StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const std::stri
   if (!tm) return Internal("LLVM cannot make a target machine for " + cpu);
   return tm;
 }
+
+// approx_math.h's operation policy emitting LLVM IR: the transcendentals become the same IEEE
+// operations, in the same order, as the interpreter's float evaluation.
+struct LlvmOps {
+  using V = llvm::Value*;
+  using B = llvm::Value*;
+  using I = llvm::Value*;
+  llvm::IRBuilder<>& b;
+  V c(float f) { return llvm::ConstantFP::get(b.getFloatTy(), double(f)); }
+  V add(V x, V y) { return b.CreateFAdd(x, y); }
+  V sub(V x, V y) { return b.CreateFSub(x, y); }
+  V mul(V x, V y) { return b.CreateFMul(x, y); }
+  V div(V x, V y) { return b.CreateFDiv(x, y); }
+  V neg(V x) { return b.CreateFNeg(x); }
+  B lt(V x, V y) { return b.CreateFCmpOLT(x, y); }
+  B gt(V x, V y) { return b.CreateFCmpOGT(x, y); }
+  B isnan(V x) { return b.CreateFCmpUNO(x, x); }
+  V sel(B c, V x, V y) { return b.CreateSelect(c, x, y); }
+  I bits(V x) { return b.CreateBitCast(x, b.getInt32Ty()); }
+  V from_bits(I i) { return b.CreateBitCast(i, b.getFloatTy()); }
+  I ci(int32_t i) { return llvm::ConstantInt::get(b.getInt32Ty(), uint64_t(uint32_t(i))); }
+  I iadd(I x, I y) { return b.CreateAdd(x, y); }
+  I isub(I x, I y) { return b.CreateSub(x, y); }
+  I ashr(I x, int k) { return b.CreateAShr(x, uint64_t(k)); }
+  I shl(I x, int k) { return b.CreateShl(x, uint64_t(k)); }
+};
 
 class Emitter {
  public:
@@ -186,6 +214,12 @@ class Emitter {
       case fz::Op::kClipLow: return b_.CreateSelect(b_.CreateFCmpOLT(a, k(in.b)), k(in.b), a);
       case fz::Op::kClipHigh: return b_.CreateSelect(b_.CreateFCmpOGT(a, k(in.b)), k(in.b), a);
       case fz::Op::kRound: return Round(DataType(in.b), a);
+      case fz::Op::kExp: return rt::approx::Exp(ops_, a);
+      case fz::Op::kErf: return rt::approx::Erf(ops_, a);
+      case fz::Op::kTanh: return rt::approx::Tanh(ops_, a);
+      case fz::Op::kSigmoid: return rt::approx::Sigmoid(ops_, a);
+      case fz::Op::kGeluErf: return rt::approx::GeluErf(ops_, a);
+      case fz::Op::kGeluTanh: return rt::approx::GeluTanh(ops_, a);
       case fz::Op::kStore: {
         llvm::Value* base = f->getArg(unsigned(p.num_inputs + in.a));
         DataType dtype = DataType(in.c);
@@ -202,6 +236,7 @@ class Emitter {
   llvm::Module& mod_;
   std::string cpu_;
   llvm::IRBuilder<> b_;
+  LlvmOps ops_{b_};
 };
 
 // The programs (each entry once) as an optimized module for `tm`.

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "runtime/base/half.h"
+#include "runtime/kernels/approx_math.h"
 #include "runtime/base/hash.h"
 
 namespace precis::rt::fused {
@@ -35,15 +36,17 @@ void StoreOne(DataType dtype, void* base, int64_t i, float v) {
 
 const char* OpName(Op op) {
   static const char* const kNames[kNumOps] = {"load", "const", "add", "sub", "mul", "div", "max", "min", "neg", "abs",
-                                              "sqrt", "reciprocal", "relu", "leaky_relu", "clip_low", "clip_high", "round", "store"};
+                                              "sqrt", "reciprocal", "relu", "leaky_relu", "clip_low", "clip_high", "round", "store",
+                                              "exp", "erf", "tanh", "sigmoid", "gelu_erf", "gelu_tanh"};
   int64_t i = int64_t(op);
   return i >= 0 && i < kNumOps ? kNames[i] : "?";
 }
 
 bool IsBinary(Op op) { return op >= Op::kAdd && op <= Op::kMin; }
-bool IsUnary(Op op) { return (op >= Op::kNeg && op <= Op::kClipHigh) || op == Op::kRound; }
+bool IsUnary(Op op) { return (op >= Op::kNeg && op <= Op::kClipHigh) || op == Op::kRound || (op >= Op::kExp && op <= Op::kGeluTanh); }
 
 float Apply(Op op, float a, float b, float k) {
+  approx::FloatOps o;
   switch (op) {
     case Op::kAdd: return a + b;
     case Op::kSub: return a - b;
@@ -59,6 +62,12 @@ float Apply(Op op, float a, float b, float k) {
     case Op::kLeakyRelu: return a < 0 ? k * a : a;
     case Op::kClipLow: return a < k ? k : a;
     case Op::kClipHigh: return a > k ? k : a;
+    case Op::kExp: return approx::Exp(o, a);
+    case Op::kErf: return approx::Erf(o, a);
+    case Op::kTanh: return approx::Tanh(o, a);
+    case Op::kSigmoid: return approx::Sigmoid(o, a);
+    case Op::kGeluErf: return approx::GeluErf(o, a);
+    case Op::kGeluTanh: return approx::GeluTanh(o, a);
     default: return a;
   }
 }

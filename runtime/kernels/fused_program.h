@@ -42,8 +42,16 @@ enum class Op : int64_t {
   kClipHigh = 15,   // a > hi ? hi : a
   kRound = 16,      // a: register, b: dtype (FLOAT16 or BFLOAT16)
   kStore = 17,      // a: output index, b: register, c: output dtype
+  // Transcendentals (a: register): the approximations of runtime/kernels/approx_math.h, the CPU
+  // fast kernels' functions operation for operation.
+  kExp = 18,
+  kErf = 19,
+  kTanh = 20,
+  kSigmoid = 21,
+  kGeluErf = 22,    // 0.5 a (1 + erf(a / sqrt 2))
+  kGeluTanh = 23,   // 0.5 a (1 + tanh(sqrt(2 / pi) (a + 0.044715 a^3)))
 };
-constexpr int64_t kNumOps = 18;
+constexpr int64_t kNumOps = 24;
 constexpr size_t kMaxInstructions = 256;
 constexpr size_t kMaxOperands = 16;  // inputs and outputs each
 

@@ -5,7 +5,8 @@ usage: fused_elementwise_test.py PRECIS WORKDIR
 Models with chains of the fusable operators (Add, Sub, Mul, Div, Max, Min, Neg, Abs, Sqrt,
 Reciprocal, Relu, LeakyRelu, Clip, Cast between float types; scalar constants and a broadcast
 one-element input; a value read twice, which ends a group; and a model with per-channel,
-last-axis and leading-axis broadcast operands) are compiled with code generation
+last-axis and leading-axis broadcast operands; and one of Sigmoid, Tanh, Exp, Erf and Gelu in both
+forms, compared with float64) are compiled with code generation
 (the default) and with --no-codegen, in FP32, FP16 and BF16, for element counts 1, 2, 31, 32, 33,
 4096 and 4099 (not multiples of the vector width), and run on:
   - random normal data, and
@@ -82,6 +83,28 @@ def broadcast_model(path):
     graph = helper.make_graph(nodes, "bcast", [t("x", [2, 3, 5]), t("b", [3, 1]), t("w", [5]), t("r", [2, 1, 1])], [t("y", [2, 3, 5])],
                               [numpy_helper.from_array(np.array(2.0, np.float32), "two")])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def transcendental_model(path):
+    """out = Erf(Exp(Tanh(x * Sigmoid(x)))) + Gelu(x) (tanh form) + Gelu(x) (erf form), opset 20."""
+    n = helper.make_node
+    nodes = [n("Sigmoid", ["x"], ["s"], name="sigmoid"), n("Mul", ["x", "s"], ["silu"], name="silu"), n("Tanh", ["silu"], ["t"], name="tanh"),
+             n("Exp", ["t"], ["e"], name="exp"), n("Erf", ["e"], ["f"], name="erf"), n("Gelu", ["x"], ["g"], name="gelu_tanh", approximate="tanh"),
+             n("Gelu", ["x"], ["h"], name="gelu_erf"), n("Add", ["f", "g"], ["a"], name="add1"), n("Add", ["a", "h"], ["y"], name="add2")]
+    t = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [4, 257])
+    graph = helper.make_graph(nodes, "transc", [t("x")], [t("y")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]), path)
+
+
+def transcendental_reference(x):
+    import math
+    x = x.astype(np.float64)
+    erf = np.vectorize(math.erf)
+    s = 1 / (1 + np.exp(-x))
+    f = erf(np.exp(np.tanh(x * s)))
+    g = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    h = 0.5 * x * (1 + erf(x / math.sqrt(2)))
+    return f + g + h
 
 
 def numpy_reference(x, y, s):
@@ -231,6 +254,38 @@ def main():
             if precision == "fp32":
                 check(same_bits(outs["gen"], want), f"bcast fp32: differs from numpy float32 (max |diff| {np.abs(outs['gen'] - want).max():.3g})")
         print(f"{'ok:  ' if not failures else 'so far failing:'} broadcast {precision}")
+    # Transcendentals (the fast kernels' polynomials, approx_math.h): fused == unfused bit for bit,
+    # and within 4e-7 of float64 relative to max |y| (a few float ulps of the largest value).
+    tmodel = os.path.join(work, "transc.onnx")
+    transcendental_model(tmodel)
+    x = (rng.standard_normal((4, 257)) * 3).astype(np.float32)
+    x.flat[:6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40]
+    xp = os.path.join(work, "t_x.npy")
+    np.save(xp, x)
+    want = transcendental_reference(x)
+    for precision in ("fp32", "fp16", "bf16"):
+        outs = {}
+        for mode, extra, run_extra in (("gen", [], []), ("nogen", ["--no-codegen"], []), ("ref", [], ["--reference"])):
+            plan = os.path.join(work, f"transc_{precision}_{mode}.plan")
+            r = run([precis, "compile", tmodel, "-o", plan, "--precision", precision] + extra)
+            check(r.returncode == 0, f"transc {precision} {mode}: compile failed: {r.stderr.strip()}")
+            if mode == "gen":
+                m = re.search(r"codegen\s+(\d+) fused elementwise kernels \((\d+) nodes\)", r.stdout)
+                check(m is not None and int(m.group(2)) >= 6, f"transc {precision}: expected the chain fused: {r.stdout}")
+            d = os.path.join(work, f"tout_{mode}")
+            r = run([precis, "run", plan, "--output-dir", d, "--input", f"x={xp}"] + run_extra)
+            check(r.returncode == 0, f"transc {precision} {mode}: run failed: {r.stderr.strip()}")
+            if r.returncode == 0:
+                outs[mode] = np.load(os.path.join(d, "y.npy"))
+        if len(outs) == 3:
+            check(same_bits(outs["gen"], outs["nogen"]), f"transc {precision}: generated code differs from the unfused plan")
+            check(same_bits(outs["gen"], outs["ref"]), f"transc {precision}: generated code differs from the reference interpreter")
+            if precision == "fp32":
+                finite = np.isfinite(want)
+                err = float(np.abs(outs["gen"][finite] - want[finite]).max() / np.abs(want[finite]).max())
+                check(err <= 4e-7, f"transc fp32: {err:.3g} from float64 (relative to max |y|)")
+                check(bool((np.isnan(outs["gen"]) == np.isnan(want)).all()), "transc fp32: NaN positions differ from float64")
+        print(f"{'ok:  ' if not failures else 'so far failing:'} transcendentals {precision}")
     print(f"{checks} checks, {len(failures)} failed")
     return 1 if failures else 0
 
