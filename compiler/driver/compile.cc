@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "compiler/codegen/cpu_codegen.h"
+#include "compiler/ir/json_writer.h"
 #include "compiler/ir/verifier.h"
 #include "passes/pass_pipeline.h"
 #include "passes/pass_registry.h"
@@ -80,6 +81,37 @@ void NameUnnamedNodes(ir::Graph& graph) {
   }
 }
 
+// The report's "generated_kernels" section (docs/precision-report.md): the modules and, per fused
+// kernel, the nodes it replaced (the report's nodes are the graph before fusion).
+void AddGeneratedKernels(CompileResult& result) {
+  ir::JsonWriter w;
+  w.BeginObject();
+  w.Key("modules").BeginArray();
+  for (const auto& m : result.modules)
+    w.BeginObject().Key("target").String(m.target).Key("bytes").Int(int64_t(m.bytes)).EndObject();  // no times: plans are deterministic
+  w.EndArray();
+  w.Key("kernels").BeginArray();
+  for (const auto& g : result.fused) {
+    w.BeginObject().Key("node").String(g.node).Key("entry").String(g.entry).Key("replaced").BeginArray();
+    for (const std::string& n : g.replaced) w.String(n);
+    w.EndArray().EndObject();
+  }
+  w.EndArray().EndObject();
+  std::string& json = result.report.json;
+  size_t end = json.find_last_of('}');
+  if (end == std::string::npos) return;
+  json.insert(end, ",\"generated_kernels\":" + w.str());
+  std::string text = "\ngenerated kernels: " + std::to_string(result.fused.size()) + " fused elementwise";
+  for (const auto& m : result.modules) text += "; " + m.target + " " + std::to_string(m.bytes) + " bytes";
+  text += "\n";
+  for (const auto& g : result.fused) {
+    text += "  " + g.node + " (" + g.entry + "):";
+    for (const std::string& n : g.replaced) text += " " + n;
+    text += "\n";
+  }
+  result.report.text += text;
+}
+
 // Fuses elementwise chains (after the report, which describes the unfused nodes) and generates
 // their code into `emit`'s modules.
 Status GenerateCode(ir::Model& model, emit::EmitOptions& emit, CompileResult& result, PhaseTimer& timer) {
@@ -102,6 +134,9 @@ Status GenerateCode(ir::Model& model, emit::EmitOptions& emit, CompileResult& re
     result.modules.push_back({m.target, m.object.size(), m.ms});
     emit.modules.push_back({"fused." + m.target, m.target, std::move(m.object)});
   }
+  AddGeneratedKernels(result);
+  emit.report_json = result.report.json;
+  emit.report_text = result.report.text;
   timer.Mark("generate code");
   return Status::Ok();
 }

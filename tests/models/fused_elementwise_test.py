@@ -24,6 +24,7 @@ Checks, per case:
      (every op is one IEEE operation), and within 1e-6 relative of onnxruntime (a second,
      independent implementation; its Sqrt/Div are IEEE too, so this is exact in practice).
 """
+import json
 import os
 import re
 import subprocess
@@ -272,6 +273,16 @@ def main():
             if mode == "gen":
                 m = re.search(r"codegen\s+(\d+) fused elementwise kernels \((\d+) nodes\)", r.stdout)
                 check(m is not None and int(m.group(2)) >= 6, f"transc {precision}: expected the chain fused: {r.stdout}")
+                # Deterministic: a second compilation gives the same bytes (code included).
+                again = plan + ".again"
+                run([precis, "compile", tmodel, "-o", again, "--precision", precision, "--quiet"])
+                check(open(plan, "rb").read() == open(again, "rb").read(), f"transc {precision}: two compilations differ")
+                # The report lists the kernel and the nodes it replaced.
+                rep = run([precis, "report", plan, "--json"])
+                kernels = json.loads(rep.stdout).get("generated_kernels", {}).get("kernels", []) if rep.returncode == 0 else []
+                replaced = sorted(n for k in kernels for n in k["replaced"])
+                check(replaced == sorted(["sigmoid", "silu", "tanh", "exp", "erf", "gelu_tanh", "gelu_erf", "add1", "add2"]),
+                      f"transc {precision}: report lists {replaced}")
             d = os.path.join(work, f"tout_{mode}")
             r = run([precis, "run", plan, "--output-dir", d, "--input", f"x={xp}"] + run_extra)
             check(r.returncode == 0, f"transc {precision} {mode}: run failed: {r.stderr.strip()}")
