@@ -218,8 +218,10 @@ class Builder {
 
 }  // namespace
 
-std::vector<FusedGroup> FuseElementwise(ir::Graph& graph) {
+std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::string>& keep) {
   std::set<const ir::Value*> outputs(graph.outputs().begin(), graph.outputs().end());
+  for (const auto& v : graph.values())
+    if (keep.count(v->name())) outputs.insert(v.get());
   std::vector<Group> groups;
   std::unordered_map<const ir::Node*, size_t> group_of;
   std::unordered_map<const ir::Node*, std::vector<ir::Value*>> data_inputs;

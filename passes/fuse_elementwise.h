@@ -16,6 +16,7 @@
 // the nodes it replaced in its `nodes` attribute). Returns the fused groups.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct FusedGroup {
   std::vector<std::string> replaced;  // the names of the nodes it replaced, in order
 };
 
-std::vector<FusedGroup> FuseElementwise(ir::Graph& graph);
+// Values named in `keep` are never absorbed into a group (they stay tensors: program outputs and
+// state updates of training plans), as graph outputs.
+std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::string>& keep = {});
 
 }  // namespace precis::passes

@@ -83,7 +83,7 @@ void NameUnnamedNodes(ir::Graph& graph) {
 
 // The report's "generated_kernels" section (docs/precision-report.md): the modules and, per fused
 // kernel, the nodes it replaced (the report's nodes are the graph before fusion).
-void AddGeneratedKernels(CompileResult& result) {
+void AddGeneratedKernels(const GeneratedCode& result, std::string& json, std::string& report_text) {
   ir::JsonWriter w;
   w.BeginObject();
   w.Key("modules").BeginArray();
@@ -97,7 +97,6 @@ void AddGeneratedKernels(CompileResult& result) {
     w.EndArray().EndObject();
   }
   w.EndArray().EndObject();
-  std::string& json = result.report.json;
   size_t end = json.find_last_of('}');
   if (end == std::string::npos) return;
   json.insert(end, ",\"generated_kernels\":" + w.str());
@@ -109,39 +108,48 @@ void AddGeneratedKernels(CompileResult& result) {
     for (const std::string& n : g.replaced) text += " " + n;
     text += "\n";
   }
-  result.report.text += text;
+  report_text += text;
 }
 
 // Fuses elementwise chains (after the report, which describes the unfused nodes) and generates
 // their code into `emit`'s modules.
 Status GenerateCode(ir::Model& model, emit::EmitOptions& emit, CompileResult& result, PhaseTimer& timer) {
-  result.fused = passes::FuseElementwise(*model.graph);
-  Status verified = ir::Verify(model);
-  if (!verified.ok()) return verified.WithContext("internal error: the graph fails verification after elementwise fusion");
-  timer.Mark("fuse elementwise");
-  if (result.fused.empty()) return Status::Ok();
-  std::vector<rt::fused::Program> programs;
-  for (const auto& n : model.graph->nodes()) {
-    if (n->op_type() != "FusedElementwise") continue;
-    const ir::Attribute* code = n->FindAttribute("code");
-    const ir::Attribute* consts = n->FindAttribute("consts");
-    auto p = rt::fused::Decode(code ? code->ints : std::vector<int64_t>{}, consts ? consts->floats : std::vector<float>{});
-    if (!p.ok()) return p.status().WithContext("internal error: " + n->Describe());
-    programs.push_back(std::move(*p));
-  }
-  PRECIS_ASSIGN_OR_RETURN(std::vector<codegen::CpuModule> modules, codegen::GenerateCpuModules(programs));
-  for (codegen::CpuModule& m : modules) {
-    result.modules.push_back({m.target, m.object.size(), m.ms});
-    emit.modules.push_back({"fused." + m.target, m.target, std::move(m.object)});
-  }
-  AddGeneratedKernels(result);
-  emit.report_json = result.report.json;
-  emit.report_text = result.report.text;
-  timer.Mark("generate code");
+  GeneratedCode code;
+  PRECIS_RETURN_IF_ERROR(FuseAndGenerate(model, {model.graph.get()}, {}, emit, code));
+  result.fused = std::move(code.fused);
+  result.modules = std::move(code.modules);
+  timer.Mark("fuse elementwise and generate code");
   return Status::Ok();
 }
 
 }  // namespace
+
+Status FuseAndGenerate(const ir::Model& model, const std::vector<ir::Graph*>& graphs, const std::set<std::string>& keep, emit::EmitOptions& emit,
+                       GeneratedCode& out) {
+  std::vector<rt::fused::Program> programs;
+  for (ir::Graph* g : graphs) {
+    std::vector<passes::FusedGroup> fused = passes::FuseElementwise(*g, keep);
+    out.fused.insert(out.fused.end(), fused.begin(), fused.end());
+    for (const auto& n : g->nodes()) {
+      if (n->op_type() != "FusedElementwise") continue;
+      const ir::Attribute* code = n->FindAttribute("code");
+      const ir::Attribute* consts = n->FindAttribute("consts");
+      auto p = rt::fused::Decode(code ? code->ints : std::vector<int64_t>{}, consts ? consts->floats : std::vector<float>{});
+      if (!p.ok()) return p.status().WithContext("internal error: " + n->Describe());
+      programs.push_back(std::move(*p));
+    }
+  }
+  Status verified = ir::Verify(model);
+  if (!verified.ok()) return verified.WithContext("internal error: the graph fails verification after elementwise fusion");
+  if (programs.empty()) return Status::Ok();
+  PRECIS_ASSIGN_OR_RETURN(std::vector<codegen::CpuModule> modules, codegen::GenerateCpuModules(programs));
+  for (codegen::CpuModule& m : modules) {
+    out.modules.push_back({m.target, m.object.size(), m.ms});
+    emit.modules.push_back({"fused." + m.target, m.target, std::move(m.object)});
+  }
+  AddGeneratedKernels(out, emit.report_json, emit.report_text);
+  return Status::Ok();
+}
 
 Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& result) {
   result.nodes_before = model.graph->nodes().size();
@@ -224,7 +232,11 @@ StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options)
   timer.Mark("plan memory and report");
   emit.report_json = result.report.json;
   emit.report_text = result.report.text;
-  if (options.codegen && options.target == "cpu") PRECIS_RETURN_IF_ERROR(GenerateCode(model, emit, result, timer));
+  if (options.codegen && options.target == "cpu") {
+    PRECIS_RETURN_IF_ERROR(GenerateCode(model, emit, result, timer));
+    result.report.json = emit.report_json;
+    result.report.text = emit.report_text;
+  }
   PRECIS_ASSIGN_OR_RETURN(result.plan, emit::EmitPlan(model, emit));
   timer.Mark("emit");
   return result;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,24 @@
 #include "passes/pass.h"
 
 namespace precis::driver {
+
+struct GeneratedModule {
+  std::string target;
+  size_t bytes = 0;
+  double ms = 0;
+};
+
+struct GeneratedCode {
+  std::vector<passes::FusedGroup> fused;
+  std::vector<GeneratedModule> modules;
+};
+
+// Fuses the elementwise chains of `graphs` (passes/fuse_elementwise.h; values named in `keep` stay
+// materialized), generates their code into `emit.modules` (compiler/codegen/cpu_codegen.h), and
+// adds the "generated_kernels" section to `emit`'s report (JSON and text). Runs after the report
+// is built. Verifies `model` afterwards.
+Status FuseAndGenerate(const ir::Model& model, const std::vector<ir::Graph*>& graphs, const std::set<std::string>& keep, emit::EmitOptions& emit,
+                       GeneratedCode& out);
 
 struct CompileOptions {
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape NAME=1x3x224x224
@@ -63,12 +82,7 @@ struct CompileResult {
   std::vector<emit::LowRegion> low_regions;  // mixed precision: the regions that run in 16 bits
   std::vector<std::pair<std::string, double>> phase_ms;  // wall time of each pass and phase, in order
   std::vector<passes::FusedGroup> fused;  // generated kernels and the nodes each replaced
-  struct Module {
-    std::string target;
-    size_t bytes = 0;
-    double ms = 0;
-  };
-  std::vector<Module> modules;  // generated code images, per target
+  std::vector<GeneratedModule> modules;   // generated code images, per target
 };
 
 StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options);

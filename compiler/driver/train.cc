@@ -11,7 +11,9 @@
 #include <set>
 #include <unordered_set>
 
+#include "compiler/driver/compile.h"
 #include "compiler/driver/train_forward.h"
+#include "compiler/ir/verifier.h"
 #include "compiler/driver/lr_schedule.h"
 #include "compiler/ir/json_writer.h"
 #include "compiler/ir/text.h"
@@ -608,6 +610,23 @@ class TrainingAssembler {
     options.training_config = TrainingConfigJson(o_);
     options.report_json = result_.report_json;
     options.report_text = result_.report_text;
+    if (o_.codegen && o_.target == "cpu") {
+      std::set<std::string> keep;
+      for (const emit::ProgramSource& p : programs) {
+        keep.insert(p.outputs.begin(), p.outputs.end());
+        for (const auto& [from, state] : p.state_updates) keep.insert(from);
+        for (const auto& [node, value] : p.predicates) keep.insert(value);
+        for (const auto& [state, value] : p.update_predicates) keep.insert(value);
+      }
+      GeneratedCode code;
+      PRECIS_RETURN_IF_ERROR(FuseAndGenerate(model_, {&g_, eval_.graph.get()}, keep, options, code));
+      Status eval_ok = ir::Verify(eval_);
+      if (!eval_ok.ok()) return eval_ok.WithContext("internal error: the evaluation graph fails verification after elementwise fusion");
+      result_.fused_kernels = int(code.fused.size());
+      for (const auto& g : code.fused) result_.fused_nodes += int(g.replaced.size());
+      result_.report_json = options.report_json;
+      result_.report_text = options.report_text;
+    }
     PRECIS_ASSIGN_OR_RETURN(result_.plan, emit::EmitPrograms(model_, programs, options));
     return std::move(result_);
   }

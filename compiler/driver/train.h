@@ -63,6 +63,9 @@ struct TrainOptions {
   int64_t growth_interval = 2000;
   bool init_scale_given = false, growth_interval_given = false;
   double clip_grad_norm = 0;           // > 0: the gradients' total L2 norm (unscaled) is clipped to it
+  // CPU plans: fuse elementwise chains of both programs and generate their code (compile.h
+  // FuseAndGenerate; program outputs and state updates stay tensors); `--no-codegen`.
+  bool codegen = true;
   // The source model kept in the plan for precis export: given the names of the plan's state
   // tensors, the model's bytes, self-contained (the caller may leave out the initializers' data
   // that the state holds anyway; external data of the others inlined). Unset: no source model.
@@ -78,6 +81,7 @@ struct TrainPlan {
   std::vector<std::string> frozen;    // float initializers left constant
   std::vector<std::string> running_statistics;  // BatchNormalization running mean/var (state, not trained)
   int forward_nodes = 0, backward_nodes = 0, optimizer_nodes = 0;
+  int fused_kernels = 0, fused_nodes = 0;  // generated elementwise kernels and the nodes they replaced
   std::string loss_scaling;           // "none", "dynamic" or "static"
   // Mixed precision: the precision report of the training graph and the FP32 plan's arena.
   std::string report_json, report_text;

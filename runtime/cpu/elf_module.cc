@@ -48,6 +48,7 @@ StatusOr<std::unique_ptr<ElfModule>> ElfModule::Load(const uint8_t* data, size_t
     if (s.sh_type != SHT_NOBITS && s.sh_type != SHT_NULL && !InFile(size, s.sh_offset, s.sh_size)) return Bad("section " + std::to_string(i) + " lies outside the file");
     if (!(s.sh_flags & SHF_ALLOC)) continue;
     if (s.sh_flags & (SHF_WRITE | SHF_TLS) || s.sh_type == SHT_NOBITS) return Bad("section " + std::to_string(i) + " is writable, thread-local or zero-filled");
+    if (s.sh_type == SHT_NULL) return Bad("section " + std::to_string(i) + " is loaded but has no type");
     uint64_t align = s.sh_addralign ? s.sh_addralign : 1;
     if (align & (align - 1) || align > 4096) return Bad("section " + std::to_string(i) + " has alignment " + std::to_string(align));
     if (s.sh_size > (uint64_t(1) << 30) || total > (uint64_t(1) << 30)) return Bad("sections larger than 1 GiB");

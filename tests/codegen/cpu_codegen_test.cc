@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -364,6 +366,11 @@ TEST(ElfModule, LoadsGeneratedCodeAndRefusesDamagedObjects) {
   for (int i = 0; i < h->e_shnum; ++i)
     if (sh[i].sh_flags & SHF_EXECINSTR) sh[i].sh_flags |= SHF_WRITE;
   refuse(writable, "writable");
+  // elf_fuzz's first find: a loaded section of type SHT_NULL claiming 1 GiB beyond the file.
+  std::ifstream crash(std::string(PRECIS_SOURCE_DIR) + "/tests/fuzz/elf_seeds/crash-ce2f739369d5fc0389c9748510bce5e2f496d54d", std::ios::binary);
+  ASSERT_TRUE(crash.good());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(crash)), std::istreambuf_iterator<char>());
+  refuse(bytes, "no type");
 }
 
 }  // namespace

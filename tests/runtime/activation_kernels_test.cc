@@ -123,9 +123,13 @@ std::string ModelText(int opset, const std::vector<std::pair<std::string, Tensor
   return text + "}\n";
 }
 
+// Without code generation: these tests are about the operators' own kernels, which a fused
+// elementwise step would replace (tests/codegen and fused_elementwise_test.py cover fusion).
 StatusOr<driver::CompileResult> CompileText(const std::string& text) {
   PRECIS_ASSIGN_OR_RETURN(auto model, ir::ParseModel(text));
-  return driver::Compile(*model, driver::CompileOptions());
+  driver::CompileOptions options;
+  options.codegen = false;
+  return driver::Compile(*model, options);
 }
 
 // Compiles and runs; `inputs` are graph inputs (so nothing folds unless the body has constants).

@@ -109,6 +109,7 @@ std::vector<Output> RunNode(const std::string& node, const std::vector<Input>& i
   EXPECT_TRUE(model.ok()) << model.status().ToString() << "\n" << text;
   if (!model.ok()) return {};
   driver::CompileOptions options;
+  options.codegen = false;  // the operators' own kernels, not a fused step
   auto compiled = driver::Compile(**model, options);
   EXPECT_TRUE(compiled.ok()) << compiled.status().ToString() << "\n" << text;
   if (!compiled.ok()) return {};

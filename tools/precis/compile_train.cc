@@ -23,7 +23,8 @@ constexpr const char* kTrainUsage =
     "       [--ignore-index N] [--optimizer sgd|adamw] [--lr X] [--momentum X] [--nesterov] [--weight-decay X]\n"
     "       [--betas A,B] [--eps X] [--lr-schedule constant|cosine|step] [--warmup-steps N] [--freeze REGEX]\n"
     "       [--shape NAME=DIMS ...] [--precision fp32|fp16|bf16] [--loss-scale dynamic|none|VALUE] [--init-scale X]\n"
-    "       [--growth-interval N] [--clip-grad-norm X] [--report REPORT.json] [--device cpu|cuda] [--quiet] -o TRAIN.plan\n"
+    "       [--growth-interval N] [--clip-grad-norm X] [--report REPORT.json] [--device cpu|cuda] [--no-codegen] [--quiet]\n"
+    "       -o TRAIN.plan\n"
     "--device cuda: a plan for the CUDA backend (every step has a CUDA kernel; not yet run on a GPU).\n"
     "mixed precision (--precision fp16|bf16): 16-bit forward and backward products with FP32 accumulation, FP32 master\n"
     "  weights, optimizer and loss; weight gradients in FP32. Loss scaling as PyTorch's GradScaler: --loss-scale dynamic\n"
@@ -90,6 +91,7 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
     if (a == "--train") continue;
     if (a == "--quiet") quiet = true;
     else if (a == "--nesterov") o.nesterov = true;
+    else if (a == "--no-codegen") o.codegen = false;
     else if ((a == "-o" || a == "--output") && (v = value())) out = *v;
     else if (a == "--loss" && (v = value())) o.loss = *v;
     else if (a == "--label" && (v = value())) o.label = *v;
@@ -180,7 +182,9 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
     std::printf("  trains %zu weights", plan->weights.size());
     if (!plan->frozen.empty()) std::printf(", %zu frozen", plan->frozen.size());
     if (!plan->running_statistics.empty()) std::printf(", %zu BatchNorm running statistics", plan->running_statistics.size());
-    std::printf("; nodes: %d forward, %d backward, %d optimizer\n", plan->forward_nodes, plan->backward_nodes, plan->optimizer_nodes);
+    std::printf("; nodes: %d forward, %d backward, %d optimizer", plan->forward_nodes, plan->backward_nodes, plan->optimizer_nodes);
+    if (o.codegen && o.target == "cpu") std::printf("; codegen: %d fused elementwise kernels (%d nodes)", plan->fused_kernels, plan->fused_nodes);
+    std::printf("\n");
     std::printf("  programs train_step, eval_step; %zu steps, arena %s, file %s\n", plan->plan.steps, FormatBytes(plan->plan.arena_bytes).c_str(),
                 FormatBytes(plan->plan.bytes.size()).c_str());
     if (o.precision != "fp32")
