@@ -13,13 +13,10 @@ ratios against the --no-codegen plan and against onnxruntime (lower is better).
 import argparse
 import os
 import re
-import statistics
 import subprocess
 import tempfile
-import time
 
-import numpy as np
-import onnxruntime as ort
+from latency_bench import ort_median  # same folder: onnxruntime's median latency, same settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPES = {"resnet50": ("input", [3, 224, 224]), "mobilenet_v2": ("input", [3, 224, 224]), "vit_b_16": ("input", [3, 224, 224]),
@@ -33,23 +30,6 @@ def cpu_flags():
     flags = set(re.search(r"flags\s*:\s*(.*)", text).group(1).split())
     keep = [k for k in ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_tile") if k in flags]
     return f"{model.group(1) if model else '?'}; {' '.join(keep)}"
-
-
-def ort_median(path, name, shape, threads, iterations):
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    for _ in range(3):
-        sess.run(None, {name: x})
-    times = []
-    for _ in range(iterations):
-        t = time.perf_counter()
-        sess.run(None, {name: x})
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
 
 
 def compile_plan(precis, model, plan, shape_arg, precision, extra):

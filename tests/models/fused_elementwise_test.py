@@ -101,11 +101,12 @@ def transcendental_reference(x):
     import math
     x = x.astype(np.float64)
     erf = np.vectorize(math.erf)
-    s = 1 / (1 + np.exp(-x))
-    f = erf(np.exp(np.tanh(x * s)))
-    g = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
-    h = 0.5 * x * (1 + erf(x / math.sqrt(2)))
-    return f + g + h
+    with np.errstate(all="ignore"):  # the NaN and infinite inputs
+        s = 1 / (1 + np.exp(-x))
+        f = erf(np.exp(np.tanh(x * s)))
+        g = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+        h = 0.5 * x * (1 + erf(x / math.sqrt(2)))
+        return f + g + h
 
 
 def numpy_reference(x, y, s):
@@ -225,77 +226,74 @@ def main():
                         check(err <= 1e-6, f"{case} {k}: differs from onnxruntime (rel {err:.3g})")
             print(f"{'ok:  ' if not failures else 'so far failing:'} {case}")
     # Periodic broadcasts (per-channel, last-axis, leading-axis operands) in one fused kernel.
+    def three_modes(tag, model_path, precision, feeds, on_gen):
+        """Compiles with and without code generation, runs both plans and the generated plan with
+        --reference on `feeds`; checks the three give the same bits; returns output y (or None)."""
+        files = []
+        for name, v in feeds.items():
+            p = os.path.join(work, f"{tag}_{name}.npy")
+            np.save(p, v)
+            files += ["--input", f"{name}={p}"]
+        outs = {}
+        for mode, extra, run_extra in (("gen", [], []), ("nogen", ["--no-codegen"], []), ("ref", [], ["--reference"])):
+            plan = os.path.join(work, f"{tag}_{precision}_{mode}.plan")
+            r = run([precis, "compile", model_path, "-o", plan, "--precision", precision] + extra)
+            check(r.returncode == 0, f"{tag} {precision} {mode}: compile failed: {r.stderr.strip()}")
+            if mode == "gen":
+                on_gen(plan, r.stdout)
+            d = os.path.join(work, f"{tag}_out_{mode}")
+            r = run([precis, "run", plan, "--output-dir", d] + files + run_extra)
+            check(r.returncode == 0, f"{tag} {precision} {mode}: run failed: {r.stderr.strip()}")
+            if r.returncode == 0:
+                outs[mode] = np.load(os.path.join(d, "y.npy"))
+        if len(outs) < 3:
+            return None
+        check(same_bits(outs["gen"], outs["nogen"]), f"{tag} {precision}: generated code differs from the unfused plan")
+        check(same_bits(outs["gen"], outs["ref"]), f"{tag} {precision}: generated code differs from the reference interpreter")
+        return outs["gen"]
+
+    # Periodic broadcasts (per-channel, last-axis, leading-axis operands) in one fused kernel.
     bmodel = os.path.join(work, "bcast.onnx")
     broadcast_model(bmodel)
     feeds = {"x": rng.standard_normal((2, 3, 5)).astype(np.float32), "b": rng.standard_normal((3, 1)).astype(np.float32),
              "w": rng.standard_normal(5).astype(np.float32), "r": rng.standard_normal((2, 1, 1)).astype(np.float32)}
-    files = []
-    for name, v in feeds.items():
-        p = os.path.join(work, f"b_{name}.npy")
-        np.save(p, v)
-        files += ["--input", f"{name}={p}"]
     with np.errstate(all="ignore"):
         want = ((np.maximum(feeds["x"] + feeds["b"], np.float32(0)) * feeds["w"] - feeds["r"]) / np.float32(2)).astype(np.float32)
     for precision in ("fp32", "fp16", "bf16"):
-        outs = {}
-        for mode, extra, run_extra in (("gen", [], []), ("nogen", ["--no-codegen"], []), ("ref", [], ["--reference"])):
-            plan = os.path.join(work, f"bcast_{precision}_{mode}.plan")
-            r = run([precis, "compile", bmodel, "-o", plan, "--precision", precision] + extra)
-            check(r.returncode == 0, f"bcast {precision} {mode}: compile failed: {r.stderr.strip()}")
-            if mode == "gen":
-                check("codegen    1 fused elementwise kernels (5 nodes)" in r.stdout, f"bcast {precision}: expected one kernel of 5 nodes: {r.stdout}")
-            d = os.path.join(work, f"bout_{mode}")
-            r = run([precis, "run", plan, "--output-dir", d] + files + run_extra)
-            check(r.returncode == 0, f"bcast {precision} {mode}: run failed: {r.stderr.strip()}")
-            if r.returncode == 0:
-                outs[mode] = np.load(os.path.join(d, "y.npy"))
-        if len(outs) == 3:
-            check(same_bits(outs["gen"], outs["nogen"]), f"bcast {precision}: generated code differs from the unfused plan")
-            check(same_bits(outs["gen"], outs["ref"]), f"bcast {precision}: generated code differs from the reference interpreter")
-            if precision == "fp32":
-                check(same_bits(outs["gen"], want), f"bcast fp32: differs from numpy float32 (max |diff| {np.abs(outs['gen'] - want).max():.3g})")
+        def one_kernel(plan, stdout, precision=precision):
+            check("codegen    1 fused elementwise kernels (5 nodes)" in stdout, f"bcast {precision}: expected one kernel of 5 nodes: {stdout}")
+        y = three_modes("bcast", bmodel, precision, feeds, one_kernel)
+        if y is not None and precision == "fp32":
+            check(same_bits(y, want), f"bcast fp32: differs from numpy float32 (max |diff| {np.abs(y - want).max():.3g})")
         print(f"{'ok:  ' if not failures else 'so far failing:'} broadcast {precision}")
+
     # Transcendentals (the fast kernels' polynomials, approx_math.h): fused == unfused bit for bit,
     # and within 4e-7 of float64 relative to max |y| (a few float ulps of the largest value).
     tmodel = os.path.join(work, "transc.onnx")
     transcendental_model(tmodel)
     x = (rng.standard_normal((4, 257)) * 3).astype(np.float32)
     x.flat[:6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40]
-    xp = os.path.join(work, "t_x.npy")
-    np.save(xp, x)
     want = transcendental_reference(x)
     for precision in ("fp32", "fp16", "bf16"):
-        outs = {}
-        for mode, extra, run_extra in (("gen", [], []), ("nogen", ["--no-codegen"], []), ("ref", [], ["--reference"])):
-            plan = os.path.join(work, f"transc_{precision}_{mode}.plan")
-            r = run([precis, "compile", tmodel, "-o", plan, "--precision", precision] + extra)
-            check(r.returncode == 0, f"transc {precision} {mode}: compile failed: {r.stderr.strip()}")
-            if mode == "gen":
-                m = re.search(r"codegen\s+(\d+) fused elementwise kernels \((\d+) nodes\)", r.stdout)
-                check(m is not None and int(m.group(2)) >= 6, f"transc {precision}: expected the chain fused: {r.stdout}")
-                # Deterministic: a second compilation gives the same bytes (code included).
-                again = plan + ".again"
-                run([precis, "compile", tmodel, "-o", again, "--precision", precision, "--quiet"])
-                check(open(plan, "rb").read() == open(again, "rb").read(), f"transc {precision}: two compilations differ")
-                # The report lists the kernel and the nodes it replaced.
-                rep = run([precis, "report", plan, "--json"])
-                kernels = json.loads(rep.stdout).get("generated_kernels", {}).get("kernels", []) if rep.returncode == 0 else []
-                replaced = sorted(n for k in kernels for n in k["replaced"])
-                check(replaced == sorted(["sigmoid", "silu", "tanh", "exp", "erf", "gelu_tanh", "gelu_erf", "add1", "add2"]),
-                      f"transc {precision}: report lists {replaced}")
-            d = os.path.join(work, f"tout_{mode}")
-            r = run([precis, "run", plan, "--output-dir", d, "--input", f"x={xp}"] + run_extra)
-            check(r.returncode == 0, f"transc {precision} {mode}: run failed: {r.stderr.strip()}")
-            if r.returncode == 0:
-                outs[mode] = np.load(os.path.join(d, "y.npy"))
-        if len(outs) == 3:
-            check(same_bits(outs["gen"], outs["nogen"]), f"transc {precision}: generated code differs from the unfused plan")
-            check(same_bits(outs["gen"], outs["ref"]), f"transc {precision}: generated code differs from the reference interpreter")
-            if precision == "fp32":
-                finite = np.isfinite(want)
-                err = float(np.abs(outs["gen"][finite] - want[finite]).max() / np.abs(want[finite]).max())
-                check(err <= 4e-7, f"transc fp32: {err:.3g} from float64 (relative to max |y|)")
-                check(bool((np.isnan(outs["gen"]) == np.isnan(want)).all()), "transc fp32: NaN positions differ from float64")
+        def fused_and_reported(plan, stdout, precision=precision):
+            m = re.search(r"codegen\s+(\d+) fused elementwise kernels \((\d+) nodes\)", stdout)
+            check(m is not None and int(m.group(2)) >= 6, f"transc {precision}: expected the chain fused: {stdout}")
+            # Deterministic: a second compilation gives the same bytes (code included).
+            again = plan + ".again"
+            run([precis, "compile", tmodel, "-o", again, "--precision", precision, "--quiet"])
+            check(open(plan, "rb").read() == open(again, "rb").read(), f"transc {precision}: two compilations differ")
+            # The report lists the kernel and the nodes it replaced.
+            rep = run([precis, "report", plan, "--json"])
+            kernels = json.loads(rep.stdout).get("generated_kernels", {}).get("kernels", []) if rep.returncode == 0 else []
+            replaced = sorted(n for k in kernels for n in k["replaced"])
+            check(replaced == sorted(["sigmoid", "silu", "tanh", "exp", "erf", "gelu_tanh", "gelu_erf", "add1", "add2"]),
+                  f"transc {precision}: report lists {replaced}")
+        y = three_modes("transc", tmodel, precision, {"x": x}, fused_and_reported)
+        if y is not None and precision == "fp32":
+            finite = np.isfinite(want)
+            err = float(np.abs(y[finite] - want[finite]).max() / np.abs(want[finite]).max())
+            check(err <= 4e-7, f"transc fp32: {err:.3g} from float64 (relative to max |y|)")
+            check(bool((np.isnan(y) == np.isnan(want)).all()), "transc fp32: NaN positions differ from float64")
         print(f"{'ok:  ' if not failures else 'so far failing:'} transcendentals {precision}")
     print(f"{checks} checks, {len(failures)} failed")
     return 1 if failures else 0

@@ -222,6 +222,18 @@ def rel_l2(a, b):
     return float((a - b).norm() / max(float(b.norm()), 1e-30))
 
 
+def write_errors(path, grads, state, grads64, state64, zero):
+    """One line per tensor, "grad W ERR" or "state S ERR": rel L2 against the float64 step (weights
+    in `zero`, whose exact gradient is zero, and their momentum buffers left out)."""
+    with open(path, "w") as f:
+        for k in sorted(grads64):
+            if k not in zero:
+                f.write(f"grad {k} {rel_l2(grads[k], grads64[k]):.9g}\n")
+        for k in sorted(state64):
+            if not any(k == z or k == z + ".momentum_buffer" for z in zero):
+                f.write(f"state {k} {rel_l2(state[k], state64[k]):.9g}\n")
+
+
 def reference(name, out):
     torch.manual_seed(3)
     model, inputs, label = build(name)
@@ -262,21 +274,9 @@ def reference(name, out):
     # The mixed-precision reference point: PyTorch's CPU autocast to bfloat16 on the same step.
     _, grads_amp, state_amp, _ = step(model_amp, args, label, autocast=torch.bfloat16)
     zero = {k for k in grads64 if float(grads64[k].norm()) <= 1e-6 * grads64[k].numel() ** 0.5}
-    with open(os.path.join(d, "torch_bf16_errors.txt"), "w") as f:
-        for k in sorted(grads64):
-            if k not in zero:
-                f.write(f"grad {k} {rel_l2(grads_amp[k], grads64[k]):.9g}\n")
-        for k in sorted(state64):
-            if not any(k == z or k == z + ".momentum_buffer" for z in zero):
-                f.write(f"state {k} {rel_l2(state_amp[k], state64[k]):.9g}\n")
+    write_errors(os.path.join(d, "torch_bf16_errors.txt"), grads_amp, state_amp, grads64, state64, zero)
     _, grads_16, state_16, _ = step(emulate_fp16(model_fp16), args, label, loss_scale=FP16_LOSS_SCALE)
-    with open(os.path.join(d, "torch_fp16_errors.txt"), "w") as f:
-        for k in sorted(grads64):
-            if k not in zero:
-                f.write(f"grad {k} {rel_l2(grads_16[k], grads64[k]):.9g}\n")
-        for k in sorted(state64):
-            if not any(k == z or k == z + ".momentum_buffer" for z in zero):
-                f.write(f"state {k} {rel_l2(state_16[k], state64[k]):.9g}\n")
+    write_errors(os.path.join(d, "torch_fp16_errors.txt"), grads_16, state_16, grads64, state64, zero)
     print(f"{name}: loss {loss64.item():.6f}, {len(grads)} weights, torch FP32 vs float64 worst rel L2 {torch_err:.2g}")
 
 
