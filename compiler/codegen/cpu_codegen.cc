@@ -4,6 +4,7 @@
 #include "runtime/kernels/approx_math.h"
 
 #include <chrono>
+#include <numeric>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -130,23 +131,65 @@ class Emitter {
     f->addFnAttr("no-trapping-math", "true");
   }
 
+  // The element loop runs in segments of S elements (aligned to multiples of S) within which
+  // every periodic load reads either one element (inner > 1: S divides inner) or consecutive
+  // elements (inner == 1: S divides count), so the inner loop has only contiguous and invariant
+  // loads and vectorizes; the divisions happen once per segment. S is the gcd of those lengths;
+  // without periodic loads there is one segment.
+  static int64_t SegmentLength(const fz::Program& p) {
+    int64_t s = 0;
+    for (const fz::Instr& in : p.code) {
+      if (in.op != fz::Op::kLoad || in.c == 0 || in.d == 1) continue;
+      s = std::gcd(s, in.c > 1 ? in.c : in.d);
+    }
+    return s;
+  }
+
   void EmitBody(const fz::Program& p, llvm::Function* f) {
     llvm::Type* i64 = b_.getInt64Ty();
+    auto c64 = [&](int64_t v) { return llvm::ConstantInt::get(i64, uint64_t(v)); };
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
+    auto* outer = llvm::BasicBlock::Create(ctx_, "segment", f);
     auto* loop = llvm::BasicBlock::Create(ctx_, "loop", f);
+    auto* next_segment = llvm::BasicBlock::Create(ctx_, "next_segment", f);
     auto* done = llvm::BasicBlock::Create(ctx_, "done", f);
     llvm::Value* begin = f->getArg(unsigned(p.num_inputs + p.num_outputs));
     llvm::Value* end = f->getArg(unsigned(p.num_inputs + p.num_outputs + 1));
+    int64_t seg = SegmentLength(p);
     b_.SetInsertPoint(entry);
-    b_.CreateCondBr(b_.CreateICmpSLT(begin, end), loop, done);
+    b_.CreateCondBr(b_.CreateICmpSLT(begin, end), outer, done);
+
+    b_.SetInsertPoint(outer);
+    llvm::PHINode* s0 = b_.CreatePHI(i64, 2, "s0");
+    s0->addIncoming(begin, entry);
+    llvm::Value* s_end = end;
+    if (seg > 0) {
+      llvm::Value* boundary = b_.CreateMul(b_.CreateAdd(b_.CreateUDiv(s0, c64(seg)), c64(1)), c64(seg));
+      s_end = b_.CreateSelect(b_.CreateICmpSLT(boundary, end), boundary, end);
+    }
+    // Each periodic load's index at the segment's first element.
+    bases_.assign(p.code.size(), nullptr);
+    for (size_t r = 0; r < p.code.size(); ++r) {
+      const fz::Instr& in = p.code[r];
+      if (in.op != fz::Op::kLoad || in.c == 0) continue;
+      if (in.d == 1) bases_[r] = c64(0);
+      else bases_[r] = b_.CreateURem(in.c > 1 ? b_.CreateUDiv(s0, c64(in.c)) : s0, c64(in.d));
+    }
+    b_.CreateBr(loop);
+
     b_.SetInsertPoint(loop);
     llvm::PHINode* i = b_.CreatePHI(i64, 2, "i");
-    i->addIncoming(begin, entry);
+    i->addIncoming(s0, outer);
+    offset_ = b_.CreateSub(i, s0, "offset", true, true);
     std::vector<llvm::Value*> regs;
-    for (const fz::Instr& in : p.code) regs.push_back(Instruction(p, in, f, i, regs));
-    llvm::Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(i64, 1), "next", true, true);
+    for (size_t r = 0; r < p.code.size(); ++r) regs.push_back(Instruction(p, p.code[r], r, f, i, regs));
+    llvm::Value* next = b_.CreateAdd(i, c64(1), "next", true, true);
     i->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateCondBr(b_.CreateICmpSLT(next, end), loop, done);
+    b_.CreateCondBr(b_.CreateICmpSLT(next, s_end), loop, next_segment);
+
+    b_.SetInsertPoint(next_segment);
+    s0->addIncoming(s_end, next_segment);
+    b_.CreateCondBr(b_.CreateICmpSLT(s_end, end), outer, done);
     b_.SetInsertPoint(done);
     b_.CreateRetVoid();
   }
@@ -179,23 +222,18 @@ class Emitter {
     return v;
   }
 
-  llvm::Value* Instruction(const fz::Program& p, const fz::Instr& in, llvm::Function* f, llvm::Value* i, const std::vector<llvm::Value*>& regs) {
+  llvm::Value* Instruction(const fz::Program& p, const fz::Instr& in, size_t r, llvm::Function* f, llvm::Value* i,
+                           const std::vector<llvm::Value*>& regs) {
     llvm::Value* a = in.a >= 0 && size_t(in.a) < regs.size() ? regs[size_t(in.a)] : nullptr;
     llvm::Value* b = in.b >= 0 && size_t(in.b) < regs.size() ? regs[size_t(in.b)] : nullptr;
     llvm::Value* zero = F32(0);
     auto k = [&](int64_t index) { return F32(p.consts[size_t(index)]); };
     switch (in.op) {
       case fz::Op::kLoad: {
+        // Full: element i; periodic: the segment's base, plus the offset in the segment when
+        // consecutive (inner 1), else the same element for the whole segment.
         llvm::Value* index = i;
-        if (in.c) {
-          llvm::Type* i64 = b_.getInt64Ty();
-          if (in.d == 1) {
-            index = llvm::ConstantInt::get(i64, 0);
-          } else {
-            if (in.c > 1) index = b_.CreateUDiv(index, llvm::ConstantInt::get(i64, uint64_t(in.c)));
-            index = b_.CreateURem(index, llvm::ConstantInt::get(i64, uint64_t(in.d)));
-          }
-        }
+        if (in.c) index = in.c == 1 && in.d > 1 ? b_.CreateAdd(bases_[r], offset_) : bases_[r];
         return Load(DataType(in.b), f->getArg(unsigned(in.a)), index);
       }
       case fz::Op::kConst: return k(in.a);
@@ -237,6 +275,8 @@ class Emitter {
   std::string cpu_;
   llvm::IRBuilder<> b_;
   LlvmOps ops_{b_};
+  std::vector<llvm::Value*> bases_;  // per instruction: a periodic load's index at the segment start
+  llvm::Value* offset_ = nullptr;     // i - segment start
 };
 
 // The programs (each entry once) as an optimized module for `tm`.
