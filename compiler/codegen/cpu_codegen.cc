@@ -98,32 +98,63 @@ class Emitter {
   void Emit(const fz::Program& p) {
     llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
     llvm::Type* i64 = b_.getInt64Ty();
-    // The loop lives in a body function whose tensor pointers are noalias (the runtime never
-    // gives a fused step overlapping operands); the entry reads them from the two arrays.
-    std::vector<llvm::Type*> params(size_t(p.num_inputs + p.num_outputs), ptr);
-    params.push_back(i64);
-    params.push_back(i64);
-    auto* body_type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
-    auto* body = llvm::Function::Create(body_type, llvm::GlobalValue::InternalLinkage, p.EntryName() + ".body", mod_);
-    Attributes(body);
-    body->addFnAttr(llvm::Attribute::AlwaysInline);
-    for (int i = 0; i < p.num_inputs + p.num_outputs; ++i) body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
-    EmitBody(p, body);
+    llvm::Function* body = Body(p, false);
+    // Output 0 may take input 0's bytes (the plan runs the step in place): a second body reads
+    // input 0 through output 0's pointer, so that every pointer it has is still noalias.
+    llvm::Function* in_place = p.InPlaceOk() ? Body(p, true) : nullptr;
 
     auto* entry_type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64, i64}, false);
     auto* entry = llvm::Function::Create(entry_type, llvm::GlobalValue::ExternalLinkage, p.EntryName(), mod_);
     Attributes(entry);
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", entry));
-    std::vector<llvm::Value*> args;
-    for (int i = 0; i < p.num_inputs; ++i) args.push_back(b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, entry->getArg(0), uint64_t(i))));
-    for (int o = 0; o < p.num_outputs; ++o) args.push_back(b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, entry->getArg(1), uint64_t(o))));
-    args.push_back(entry->getArg(2));
-    args.push_back(entry->getArg(3));
-    b_.CreateCall(body, args);
-    b_.CreateRetVoid();
+    std::vector<llvm::Value*> ins, outs;
+    for (int i = 0; i < p.num_inputs; ++i) ins.push_back(b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, entry->getArg(0), uint64_t(i))));
+    for (int o = 0; o < p.num_outputs; ++o) outs.push_back(b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, entry->getArg(1), uint64_t(o))));
+    auto call = [&](llvm::Function* f, bool skip_input0) {
+      std::vector<llvm::Value*> args(ins.begin() + (skip_input0 ? 1 : 0), ins.end());
+      args.insert(args.end(), outs.begin(), outs.end());
+      args.push_back(entry->getArg(2));
+      args.push_back(entry->getArg(3));
+      b_.CreateCall(f, args);
+      b_.CreateRetVoid();
+    };
+    if (in_place) {
+      auto* same = llvm::BasicBlock::Create(ctx_, "in_place", entry);
+      auto* apart = llvm::BasicBlock::Create(ctx_, "apart", entry);
+      b_.CreateCondBr(b_.CreateICmpEQ(ins[0], outs[0]), same, apart);
+      b_.SetInsertPoint(same);
+      call(in_place, true);
+      b_.SetInsertPoint(apart);
+    }
+    call(body, false);
   }
 
  private:
+  // The loop over elements, its tensor pointers noalias (the runtime gives a fused step no
+  // overlapping operands but output 0 over input 0, which the in-place body serves).
+  llvm::Function* Body(const fz::Program& p, bool in_place) {
+    llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
+    llvm::Type* i64 = b_.getInt64Ty();
+    in_place_ = in_place;
+    num_inputs_ = p.num_inputs;
+    int pointers = p.num_inputs + p.num_outputs - (in_place ? 1 : 0);
+    std::vector<llvm::Type*> params(size_t(pointers), ptr);
+    params.push_back(i64);
+    params.push_back(i64);
+    auto* type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+    auto* body = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, p.EntryName() + (in_place ? ".in_place" : ".body"), mod_);
+    Attributes(body);
+    body->addFnAttr(llvm::Attribute::AlwaysInline);
+    for (int i = 0; i < pointers; ++i) body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
+    EmitBody(p, body);
+    return body;
+  }
+  llvm::Value* InputArg(llvm::Function* f, int64_t i) {
+    if (in_place_ && i == 0) return OutputArg(f, 0);
+    return f->getArg(unsigned(in_place_ ? i - 1 : i));
+  }
+  llvm::Value* OutputArg(llvm::Function* f, int64_t o) { return f->getArg(unsigned(num_inputs_ - (in_place_ ? 1 : 0) + o)); }
+
   void Attributes(llvm::Function* f) {
     f->addFnAttr(llvm::Attribute::NoUnwind);
     f->addFnAttr("target-cpu", cpu_);
@@ -153,8 +184,8 @@ class Emitter {
     auto* loop = llvm::BasicBlock::Create(ctx_, "loop", f);
     auto* next_segment = llvm::BasicBlock::Create(ctx_, "next_segment", f);
     auto* done = llvm::BasicBlock::Create(ctx_, "done", f);
-    llvm::Value* begin = f->getArg(unsigned(p.num_inputs + p.num_outputs));
-    llvm::Value* end = f->getArg(unsigned(p.num_inputs + p.num_outputs + 1));
+    llvm::Value* begin = f->getArg(unsigned(f->arg_size() - 2));
+    llvm::Value* end = f->getArg(unsigned(f->arg_size() - 1));
     int64_t seg = SegmentLength(p);
     b_.SetInsertPoint(entry);
     b_.CreateCondBr(b_.CreateICmpSLT(begin, end), outer, done);
@@ -234,7 +265,7 @@ class Emitter {
         // consecutive (inner 1), else the same element for the whole segment.
         llvm::Value* index = i;
         if (in.c) index = in.c == 1 && in.d > 1 ? b_.CreateAdd(bases_[r], offset_) : bases_[r];
-        return Load(DataType(in.b), f->getArg(unsigned(in.a)), index);
+        return Load(DataType(in.b), InputArg(f, in.a), index);
       }
       case fz::Op::kConst: return k(in.a);
       case fz::Op::kAdd: return b_.CreateFAdd(a, b);
@@ -259,7 +290,7 @@ class Emitter {
       case fz::Op::kGeluErf: return rt::approx::GeluErf(ops_, a);
       case fz::Op::kGeluTanh: return rt::approx::GeluTanh(ops_, a);
       case fz::Op::kStore: {
-        llvm::Value* base = f->getArg(unsigned(p.num_inputs + in.a));
+        llvm::Value* base = OutputArg(f, in.a);
         DataType dtype = DataType(in.c);
         if (dtype == DataType::kF16) b_.CreateStore(b_.CreateFPTrunc(b, b_.getHalfTy()), b_.CreateGEP(b_.getHalfTy(), base, i));
         else if (dtype == DataType::kBF16) b_.CreateStore(ToBf16(b), b_.CreateGEP(b_.getInt16Ty(), base, i));
@@ -276,6 +307,8 @@ class Emitter {
   llvm::IRBuilder<> b_;
   LlvmOps ops_{b_};
   std::vector<llvm::Value*> bases_;  // per instruction: a periodic load's index at the segment start
+  bool in_place_ = false;             // the body being emitted reads input 0 through output 0
+  int num_inputs_ = 0;
   llvm::Value* offset_ = nullptr;     // i - segment start
 };
 

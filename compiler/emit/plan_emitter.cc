@@ -242,7 +242,8 @@ class Emitter {
     if (auto pred = current_->predicates.find(n.name()); pred != current_->predicates.end()) {
       PRECIS_ASSIGN_OR_RETURN(s.predicate, Predicate(pred->second, n.Describe()));
     }
-    if (def->inplace_input >= 0 && size_t(def->inplace_input) < s.inputs.size() && !s.outputs.empty() && s.outputs[0] >= 0) {
+    if (def->inplace_input >= 0 && size_t(def->inplace_input) < s.inputs.size() && !s.outputs.empty() && s.outputs[0] >= 0 &&
+        (!def->inplace_ok || def->inplace_ok(n))) {
       int src = s.inputs[size_t(def->inplace_input)];
       if (src >= 0 && tensors_[size_t(src)].kind == Kind::kArena) inplace_of_[size_t(s.outputs[0])] = src;
     }

@@ -41,10 +41,20 @@ Status InferFused(InferContext& ctx) {
   return Status::Ok();
 }
 
+bool FusedInPlaceOk(const ir::Node& n) {
+  const ir::Attribute* code = n.FindAttribute("code");
+  const ir::Attribute* consts = n.FindAttribute("consts");
+  if (!code) return false;
+  auto program = rt::fused::Decode(code->ints, consts ? consts->floats : std::vector<float>{});
+  return program.ok() && program->InPlaceOk();
+}
+
 }  // namespace
 
 void RegisterFusedOps(OpRegistry& r) {
-  r.Register({"", "FusedElementwise", 1, INT_MAX, InferFused, false, -1, "", PrecisionClass::kUntouched});
+  OpDef def{"", "FusedElementwise", 1, INT_MAX, InferFused, false, 0, "", PrecisionClass::kUntouched};
+  def.inplace_ok = FusedInPlaceOk;
+  r.Register(def);
 }
 
 }  // namespace precis::ops

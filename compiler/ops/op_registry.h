@@ -89,6 +89,9 @@ struct OpDef {
   // Leading float outputs that take the node's run dtype; later float outputs keep the type
   // inference gives them (a training BatchNorm's FP32 batch statistics). -1: every output.
   int low_outputs = -1;
+  // When set, a node runs in place (inplace_input) only where this says so (FusedElementwise:
+  // its input 0 is read element for element with the output's element size).
+  bool (*inplace_ok)(const ir::Node& node) = nullptr;
 };
 
 class OpRegistry {

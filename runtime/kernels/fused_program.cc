@@ -114,6 +114,11 @@ bool Program::InputBroadcast(int i) const {
   return in && in->c != 0;
 }
 
+bool Program::InPlaceOk() const {
+  const Instr* in = InputLoad(0);
+  return in && in->c == 0 && num_outputs >= 1 && DataTypeSize(InputDtype(0)) == DataTypeSize(OutputDtype(0));
+}
+
 DataType Program::OutputDtype(int o) const {
   for (const Instr& in : code)
     if (in.op == Op::kStore && in.a == o) return DataType(in.c);
@@ -138,6 +143,7 @@ StatusOr<Program> Decode(const std::vector<int64_t>& code, const std::vector<flo
     auto konst = [&](int64_t k) { return k >= 0 && size_t(k) < consts.size(); };
     switch (in.op) {
       case Op::kLoad:
+        if (max_out >= 0) return InvalidArgument(where + ": a load after a store");
         if (in.a < 0 || in.a >= int64_t(kMaxOperands) || loaded[size_t(in.a)]) return InvalidArgument(where + ": input " + std::to_string(in.a) + " out of range or loaded twice");
         if (!FloatDtype(in.b)) return InvalidArgument(where + ": bad dtype");
         if (in.c == 0 ? in.d != 0 : in.c < 1 || in.c > kMaxPeriod || in.d < 1 || in.d > kMaxPeriod)
@@ -202,6 +208,8 @@ StatusOr<Program> DecodeStep(const KernelArgs& args) {
     if (load->c ? t->numel != load->d : t->dims != first->dims)
       return args.Error("input " + std::to_string(i) + " has dims " + DimsToString(t->dims) + " (output " + DimsToString(first->dims) + ")");
   }
+  if (args.in(0) && args.in(0)->data && args.in(0)->data == first->data && !p->InPlaceOk())
+    return args.Error("output 0 shares input 0's bytes, which this program reads broadcast or at another element size");
   return p;
 }
 

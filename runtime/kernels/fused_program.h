@@ -77,11 +77,15 @@ struct Program {
   bool InputBroadcast(int i) const;
   const Instr* InputLoad(int i) const;
   DataType OutputDtype(int o) const;
+  // Whether output 0 may take input 0's bytes: input 0 is read element for element (not
+  // broadcast) and has the output's element size. (Every load precedes every store, Decode.)
+  bool InPlaceOk() const;
 };
 
 // Checks and decodes `code`/`consts`: known ops, registers defined before use and not a Store,
 // loads, consts and stores in range, dtypes FP32/FP16/BF16, inputs 0..n-1 each loaded exactly once
-// and outputs 0..m-1 each stored exactly once (n, m <= kMaxOperands). Errors say what is wrong.
+// and outputs 0..m-1 each stored exactly once (n, m <= kMaxOperands), no load after a store.
+// Errors say what is wrong.
 StatusOr<Program> Decode(const std::vector<int64_t>& code, const std::vector<float>& consts);
 
 // The operation of one arithmetic instruction on FP32 values (also the definition the code
@@ -96,7 +100,8 @@ bool IsBinary(Op op);
 // Decodes a FusedElementwise step's program and checks its tensors against it: one tensor per
 // program input and output, the declared dtypes, every output of one element count N, every input
 // of N elements with the outputs' dims or, where broadcast, of `count` elements; the `entry` attribute,
-// when present, must name the program (a plan whose attributes were changed is refused).
+// when present, must name the program (a plan whose attributes were changed is refused); output 0
+// may share input 0's bytes only where InPlaceOk().
 StatusOr<Program> DecodeStep(const KernelArgs& args);
 
 // The reference evaluation of elements [begin, end): inputs[i] and outputs[o] point at the

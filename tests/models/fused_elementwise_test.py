@@ -20,7 +20,8 @@ Checks, per case:
   2. generated code == --no-codegen plan, bit for bit (NaN positions equal): fusion keeps every
      rounding the unfused plan makes, and the generated arithmetic is IEEE without contraction;
   3. generated code == the reference interpreter (`--reference`), bit for bit;
-  4. FP32 plans on random data == numpy float32 evaluating the same ops one by one, bit for bit
+  4. the plan's arena is no larger than the unfused plan's (fused steps run in place);
+  5. FP32 plans on random data == numpy float32 evaluating the same ops one by one, bit for bit
      (every op is one IEEE operation), and within 1e-6 relative of onnxruntime (a second,
      independent implementation; its Sqrt/Div are IEEE too, so this is exact in practice).
 """
@@ -138,6 +139,12 @@ def special_values(n, rng):
     return rng.choice(sp, n).astype(np.float32)
 
 
+def arena_bytes(stdout):
+    """The planned arena of `precis compile`'s output ("arena 64.3 KiB ...")."""
+    m = re.search(r"arena\s+([\d.]+) (B|KiB|MiB|GiB)", stdout)
+    return float(m.group(1)) * {"B": 1, "KiB": 1024, "MiB": 2 ** 20, "GiB": 2 ** 30}[m.group(2)] if m else float("nan")
+
+
 def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
@@ -169,7 +176,7 @@ def main():
         for n in SIZES:
             case = f"{precision} n={n}"
             shapes = ["--shape", f"x={n}", "--shape", f"y={n}"]
-            plans = {}
+            plans, arenas = {}, {}
             for mode, extra in (("gen", []), ("nogen", ["--no-codegen"])):
                 plan = os.path.join(work, f"{precision}_{n}_{mode}.plan")
                 r = run([precis, "compile", model, "-o", plan, "--precision", precision] + shapes + extra)
@@ -177,6 +184,7 @@ def main():
                 if r.returncode:
                     continue
                 plans[mode] = plan
+                arenas[mode] = arena_bytes(r.stdout)
                 if mode == "gen":
                     m = re.search(r"codegen\s+(\d+) fused elementwise kernels \((\d+) nodes\)", r.stdout)
                     if n == 1:
@@ -185,6 +193,8 @@ def main():
                         check(m is not None and int(m.group(1)) >= 2, f"{case}: expected at least 2 fused kernels, compile said: {m.group(0) if m else r.stdout}")
             if len(plans) < 2:
                 continue
+            # Fused steps run in place where the unfused ones did: never more arena.
+            check(arenas["gen"] <= arenas["nogen"], f"{case}: arena {arenas['gen']} with code generation, {arenas['nogen']} without")
             r = run([precis, "bench", plans["gen"], "--iterations", "1", "--warmup", "0", "--profile"])
             used = re.findall(r"FusedElementwise \(fast\) \[x86-64-v[34]\]", r.stdout)
             if n > 1:
@@ -225,6 +235,24 @@ def main():
                         err = float(np.abs(g - w).max() / max(np.abs(w).max(), 1e-30))
                         check(err <= 1e-6, f"{case} {k}: differs from onnxruntime (rel {err:.3g})")
             print(f"{'ok:  ' if not failures else 'so far failing:'} {case}")
+    # In place: a fused step between two softmaxes takes its input's bytes, as the unfused Mul and
+    # Add would (without that, the plan needs one more buffer).
+    n = helper.make_node
+    t = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [64, 256])
+    ip_model = os.path.join(work, "in_place.onnx")
+    onnx.save(helper.make_model(helper.make_graph(
+        [n("Softmax", ["x"], ["s"]), n("Mul", ["s", "two"], ["m"]), n("Add", ["m", "one"], ["a"]), n("Softmax", ["a"], ["y"])], "ip", [t("x")],
+        [t("y")], [numpy_helper.from_array(np.array(2.0, np.float32), "two"), numpy_helper.from_array(np.array(1.0, np.float32), "one")]),
+        opset_imports=[helper.make_opsetid("", 13)]), ip_model)
+    ip = {}
+    for mode, extra in (("gen", []), ("nogen", ["--no-codegen"])):
+        r = run([precis, "compile", ip_model, "-o", os.path.join(work, f"ip_{mode}.plan")] + extra)
+        check(r.returncode == 0, f"in place {mode}: compile failed: {r.stderr.strip()}")
+        ip[mode] = (arena_bytes(r.stdout), r.stdout)
+    check("codegen    1 fused" in ip["gen"][1] and ip["gen"][0] <= ip["nogen"][0],
+          f"in place: arena {ip['gen'][0]} fused, {ip['nogen'][0]} unfused: {ip['gen'][1]}")
+    print(f"{'ok:  ' if not failures else 'so far failing:'} in place")
+
     # Periodic broadcasts (per-channel, last-axis, leading-axis operands) in one fused kernel.
     def three_modes(tag, model_path, precision, feeds, on_gen):
         """Compiles with and without code generation, runs both plans and the generated plan with
@@ -251,6 +279,24 @@ def main():
         check(same_bits(outs["gen"], outs["nogen"]), f"{tag} {precision}: generated code differs from the unfused plan")
         check(same_bits(outs["gen"], outs["ref"]), f"{tag} {precision}: generated code differs from the reference interpreter")
         return outs["gen"]
+
+    # In place: a fused step between two softmaxes takes its input's bytes, as the unfused Mul and
+    # Add would (without that, the plan needs one more buffer).
+    n = helper.make_node
+    t = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [64, 256])
+    ip_model = os.path.join(work, "in_place.onnx")
+    onnx.save(helper.make_model(helper.make_graph(
+        [n("Softmax", ["x"], ["s"]), n("Mul", ["s", "two"], ["m"]), n("Add", ["m", "one"], ["a"]), n("Softmax", ["a"], ["y"])], "ip", [t("x")],
+        [t("y")], [numpy_helper.from_array(np.array(2.0, np.float32), "two"), numpy_helper.from_array(np.array(1.0, np.float32), "one")]),
+        opset_imports=[helper.make_opsetid("", 13)]), ip_model)
+    ip = {}
+    for mode, extra in (("gen", []), ("nogen", ["--no-codegen"])):
+        r = run([precis, "compile", ip_model, "-o", os.path.join(work, f"ip_{mode}.plan")] + extra)
+        check(r.returncode == 0, f"in place {mode}: compile failed: {r.stderr.strip()}")
+        ip[mode] = (arena_bytes(r.stdout), r.stdout)
+    check("codegen    1 fused" in ip["gen"][1] and ip["gen"][0] <= ip["nogen"][0],
+          f"in place: arena {ip['gen'][0]} fused, {ip['nogen'][0]} unfused: {ip['gen'][1]}")
+    print(f"{'ok:  ' if not failures else 'so far failing:'} in place")
 
     # Periodic broadcasts (per-channel, last-axis, leading-axis operands) in one fused kernel.
     bmodel = os.path.join(work, "bcast.onnx")
