@@ -85,7 +85,8 @@ std::optional<float> ScalarConstant(const ir::Value* v) {
 
 const std::map<std::string, fz::Op>& BinaryOps() {
   static const std::map<std::string, fz::Op> m = {{"Add", fz::Op::kAdd}, {"Sub", fz::Op::kSub}, {"Mul", fz::Op::kMul},
-                                                  {"Div", fz::Op::kDiv}, {"Max", fz::Op::kMax}, {"Min", fz::Op::kMin}};
+                                                  {"Div", fz::Op::kDiv}, {"Max", fz::Op::kMax}, {"Min", fz::Op::kMin},
+                                                  {"PRelu", fz::Op::kPRelu}};
   return m;
 }
 const std::map<std::string, fz::Op>& UnaryOps() {
@@ -113,7 +114,7 @@ std::optional<std::vector<ir::Value*>> FusableInputs(const ir::Node& n) {
     const ir::Attribute* a = n.FindAttribute("approximate");
     if (n.inputs().size() != 1 || (a && (a->kind != ir::Attribute::Kind::kString || (a->s != "none" && a->s != "tanh")))) return std::nullopt;
     data = n.inputs();
-  } else if (UnaryOps().count(op) || op == "LeakyRelu" || op == "Cast") {
+  } else if (UnaryOps().count(op) || op == "LeakyRelu" || op == "Cast" || op == "HardSigmoid" || op == "HardSwish") {
     if (n.inputs().size() != 1) return std::nullopt;
     data = n.inputs();
   } else if (op == "Clip") {
@@ -156,6 +157,18 @@ class Builder {
       } else if (op == "Gelu") {
         const ir::Attribute* a = n->FindAttribute("approximate");
         r = Emit({a && a->s == "tanh" ? fz::Op::kGeluTanh : fz::Op::kGeluErf, regs[0], 0, 0});
+      } else if (op == "HardSigmoid" || op == "HardSwish") {
+        // The kernels' formulas (activation.cc): clamp(alpha * x + beta, 0, 1), and
+        // x * clamp(x / 6 + 0.5, 0, 1).
+        auto attr = [&](const char* name, float fallback) {
+          const ir::Attribute* a = n->FindAttribute(name);
+          return a && a->kind == ir::Attribute::Kind::kFloat ? a->f : fallback;
+        };
+        if (op == "HardSigmoid") r = Emit({fz::Op::kMul, Emit({fz::Op::kConst, Const(attr("alpha", 0.2f)), 0, 0}), regs[0], 0});
+        else r = Emit({fz::Op::kDiv, regs[0], Emit({fz::Op::kConst, Const(6.0f), 0, 0}), 0});
+        r = Emit({fz::Op::kAdd, r, Emit({fz::Op::kConst, Const(op == "HardSigmoid" ? attr("beta", 0.5f) : 0.5f), 0, 0}), 0});
+        r = Emit({fz::Op::kClipHigh, Emit({fz::Op::kClipLow, r, Const(0.0f), 0}), Const(1.0f), 0});
+        if (op == "HardSwish") r = Emit({fz::Op::kMul, regs[0], r, 0});
       } else if (op == "LeakyRelu") {
         const ir::Attribute* a = n->FindAttribute("alpha");
         r = Emit({fz::Op::kLeakyRelu, regs[0], Const(a && a->kind == ir::Attribute::Kind::kFloat ? a->f : 0.01f), 0});

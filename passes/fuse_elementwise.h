@@ -3,11 +3,13 @@
 // the chain per element in FP32 registers, so that the intermediate tensors are never written.
 //
 // Fusable: Add, Sub, Mul, Div, two-input Max/Min, Neg, Abs, Sqrt, Reciprocal, Relu, LeakyRelu,
+// PRelu, HardSigmoid, HardSwish, Exp, Erf, Tanh, Sigmoid, Gelu,
 // Clip (constant scalar bounds) and Cast between FP32, FP16 and BF16, on FP32/FP16/BF16 tensors of
-// static shape where every input has the output's dims or is one element (broadcast). A node joins
-// the group of a fusable producer when it alone reads that producer's output and that output is
-// not a graph output (so every group has one output, its last node's, and fusing cannot make a
-// cycle). Groups of two or more nodes are fused, up to 8 distinct inputs. Scalar float constants
+// static shape where every input has the output's dims or broadcasts to them keeping one contiguous
+// block of dims (read periodically: scalars, per-channel and last-axis vectors). A node joins
+// the group of a fusable producer when it alone reads that producer's output, that output has the
+// node's dims (or one element) and is not a graph output (so every group has one output, its last
+// node's, and fusing cannot make a cycle). Groups of two or more nodes are fused, up to 8 distinct inputs. Scalar float constants
 // become program constants. Numerics are the unfused plan's: each fused node's result is rounded
 // to its own 16-bit dtype where the unfused step would have stored 16 bits (Round), so a fused
 // plan gives the same bits as the unfused one.

@@ -289,6 +289,7 @@ class Emitter {
       case fz::Op::kSigmoid: return rt::approx::Sigmoid(ops_, a);
       case fz::Op::kGeluErf: return rt::approx::GeluErf(ops_, a);
       case fz::Op::kGeluTanh: return rt::approx::GeluTanh(ops_, a);
+      case fz::Op::kPRelu: return b_.CreateSelect(b_.CreateFCmpOLT(a, zero), b_.CreateFMul(b, a), a);
       case fz::Op::kStore: {
         llvm::Value* base = OutputArg(f, in.a);
         DataType dtype = DataType(in.c);

@@ -37,12 +37,12 @@ void StoreOne(DataType dtype, void* base, int64_t i, float v) {
 const char* OpName(Op op) {
   static const char* const kNames[kNumOps] = {"load", "const", "add", "sub", "mul", "div", "max", "min", "neg", "abs",
                                               "sqrt", "reciprocal", "relu", "leaky_relu", "clip_low", "clip_high", "round", "store",
-                                              "exp", "erf", "tanh", "sigmoid", "gelu_erf", "gelu_tanh"};
+                                              "exp", "erf", "tanh", "sigmoid", "gelu_erf", "gelu_tanh", "prelu"};
   int64_t i = int64_t(op);
   return i >= 0 && i < kNumOps ? kNames[i] : "?";
 }
 
-bool IsBinary(Op op) { return op >= Op::kAdd && op <= Op::kMin; }
+bool IsBinary(Op op) { return (op >= Op::kAdd && op <= Op::kMin) || op == Op::kPRelu; }
 bool IsUnary(Op op) { return (op >= Op::kNeg && op <= Op::kClipHigh) || op == Op::kRound || (op >= Op::kExp && op <= Op::kGeluTanh); }
 
 float Apply(Op op, float a, float b, float k) {
@@ -68,6 +68,7 @@ float Apply(Op op, float a, float b, float k) {
     case Op::kSigmoid: return approx::Sigmoid(o, a);
     case Op::kGeluErf: return approx::GeluErf(o, a);
     case Op::kGeluTanh: return approx::GeluTanh(o, a);
+    case Op::kPRelu: return a < 0 ? b * a : a;
     default: return a;
   }
 }

@@ -50,8 +50,9 @@ enum class Op : int64_t {
   kSigmoid = 21,
   kGeluErf = 22,    // 0.5 a (1 + erf(a / sqrt 2))
   kGeluTanh = 23,   // 0.5 a (1 + tanh(sqrt(2 / pi) (a + 0.044715 a^3)))
+  kPRelu = 24,      // a, b: registers; a < 0 ? b * a : a (the PRelu kernel, b the slope)
 };
-constexpr int64_t kNumOps = 24;
+constexpr int64_t kNumOps = 25;
 constexpr size_t kMaxInstructions = 256;
 constexpr size_t kMaxOperands = 16;  // inputs and outputs each
 

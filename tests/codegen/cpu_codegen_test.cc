@@ -46,7 +46,7 @@ fz::Program RandomProgram(std::mt19937& rng) {
   for (int k = 0; k < ops; ++k) {
     int64_t r = int64_t(p.code.size());
     int64_t a = pick(int(r)), b = pick(int(r));
-    int v = 2 + pick(21);  // kAdd .. kRound, then kExp .. kGeluTanh (kStore skipped)
+    int v = 2 + pick(22);  // kAdd .. kRound, then kExp .. kPRelu (kStore skipped)
     fz::Op op = fz::Op(v >= 17 ? v + 1 : v);
     if (op == fz::Op::kRound) p.code.push_back({op, a, int64_t(pick(2) ? DataType::kF16 : DataType::kBF16), 0});
     else if (op == fz::Op::kLeakyRelu || op == fz::Op::kClipLow || op == fz::Op::kClipHigh) p.code.push_back({op, a, pick(4), 0});

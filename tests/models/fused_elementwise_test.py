@@ -5,8 +5,9 @@ usage: fused_elementwise_test.py PRECIS WORKDIR
 Models with chains of the fusable operators (Add, Sub, Mul, Div, Max, Min, Neg, Abs, Sqrt,
 Reciprocal, Relu, LeakyRelu, Clip, Cast between float types; scalar constants and a broadcast
 one-element input; a value read twice, which ends a group; and a model with per-channel,
-last-axis and leading-axis broadcast operands; and one of Sigmoid, Tanh, Exp, Erf and Gelu in both
-forms, compared with float64) are compiled with code generation
+last-axis and leading-axis broadcast operands; one of PRelu (per-channel slope), HardSwish and
+HardSigmoid against onnxruntime; and one of Sigmoid, Tanh, Exp, Erf and Gelu in both forms,
+compared with float64) are compiled with code generation
 (the default) and with --no-codegen, in FP32, FP16 and BF16, for element counts 1, 2, 31, 32, 33,
 4096 and 4099 (not multiples of the vector width), and run on:
   - random normal data, and
@@ -85,6 +86,16 @@ def broadcast_model(path):
     graph = helper.make_graph(nodes, "bcast", [t("x", [2, 3, 5]), t("b", [3, 1]), t("w", [5]), t("r", [2, 1, 1])], [t("y", [2, 3, 5])],
                               [numpy_helper.from_array(np.array(2.0, np.float32), "two")])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def mobile_model(path):
+    """y = HardSwish(p) * HardSigmoid(HardSwish(p)) with p = PRelu(x, per-channel slope)."""
+    n = helper.make_node
+    nodes = [n("PRelu", ["x", "slope"], ["p"], name="prelu"), n("HardSwish", ["p"], ["h"], name="hswish"),
+             n("HardSigmoid", ["h"], ["g"], name="hsigmoid", alpha=0.25, beta=0.4), n("Mul", ["h", "g"], ["y"], name="gate")]
+    t = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    graph = helper.make_graph(nodes, "mobile", [t("x", [2, 3, 4, 4]), t("slope", [3, 1, 1])], [t("y", [2, 3, 4, 4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), path)
 
 
 def transcendental_model(path):
@@ -312,6 +323,21 @@ def main():
         if y is not None and precision == "fp32":
             check(same_bits(y, want), f"bcast fp32: differs from numpy float32 (max |diff| {np.abs(y - want).max():.3g})")
         print(f"{'ok:  ' if not failures else 'so far failing:'} broadcast {precision}")
+
+    # PRelu with a per-channel slope, HardSwish and HardSigmoid (MobileNetV3's activations).
+    mmodel = os.path.join(work, "mobile.onnx")
+    mobile_model(mmodel)
+    feeds = {"x": (rng.standard_normal((2, 3, 4, 4)) * 4).astype(np.float32), "slope": rng.uniform(0, 0.5, (3, 1, 1)).astype(np.float32)}
+    want = ort.InferenceSession(mmodel, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    for precision in ("fp32", "fp16", "bf16"):
+        def all_fused(plan, stdout, precision=precision):
+            # h is read twice (HardSigmoid and the gate): two kernels of two nodes.
+            check("codegen    2 fused elementwise kernels (4 nodes)" in stdout, f"mobile {precision}: expected two kernels of 4 nodes: {stdout}")
+        y = three_modes("mobile", mmodel, precision, feeds, all_fused)
+        if y is not None and precision == "fp32":
+            err = float(np.abs(y - want).max() / np.abs(want).max())
+            check(err <= 1e-6, f"mobile fp32: {err:.3g} from onnxruntime (relative to max |y|)")
+        print(f"{'ok:  ' if not failures else 'so far failing:'} prelu/hardswish/hardsigmoid {precision}")
 
     # Transcendentals (the fast kernels' polynomials, approx_math.h): fused == unfused bit for bit,
     # and within 4e-7 of float64 relative to max |y| (a few float ulps of the largest value).
