@@ -70,7 +70,8 @@ class CpuBackend final : public Backend {
 // The plan's generated code for the best x86-64 level this CPU runs (plan.fbs Module, kind Elf).
 // A module that fails to load is a corrupt plan. None is loaded for reference-kernel sessions,
 // or with PRECIS_CPU_CODEGEN=0 in the environment (A/B benchmarks): fused steps then run the
-// reference kernel, and Fallbacks() says so.
+// reference kernel, and Fallbacks() says so. PRECIS_CPU_CODEGEN=x86-64-v3 (or -v4) restricts the
+// choice to that target (tests run the AVX2 code on AVX-512 machines).
 Status CpuBackend::LoadGeneratedCode() {
   const plan::Plan* p = plan_->view->meta;
   if (!p->modules() || p->modules()->size() == 0) return Status::Ok();
@@ -80,8 +81,10 @@ Status CpuBackend::LoadGeneratedCode() {
     return Status::Ok();
   }
   const CpuFeatures& f = HostCpuFeatures();
+  const char* only = std::getenv("PRECIS_CPU_CODEGEN");
   for (const char* target : {"x86-64-v4", "x86-64-v3"}) {
     if (std::strcmp(target, "x86-64-v4") == 0 ? !f.x86_64_v4 : !f.x86_64_v3) continue;
+    if (only && *only && std::strcmp(only, target) != 0) continue;
     for (const plan::Module* m : *p->modules()) {
       if (m->kind() != plan::ModuleKind_Elf || !m->target() || m->target()->str() != target || !m->code()) continue;
       auto loaded = ElfModule::Load(m->code()->data(), m->code()->size());
@@ -92,7 +95,8 @@ Status CpuBackend::LoadGeneratedCode() {
       return Status::Ok();
     }
   }
-  no_code_ = "this CPU runs none of the plan's generated code targets";
+  no_code_ = only && *only ? std::string("PRECIS_CPU_CODEGEN=") + only + " names no target of the plan that this CPU runs"
+                           : "this CPU runs none of the plan's generated code targets";
   return Status::Ok();
 }
 

@@ -20,7 +20,8 @@ Checks, per case:
      stay unfused), and the checks below hold all the same;
   2. generated code == --no-codegen plan, bit for bit (NaN positions equal): fusion keeps every
      rounding the unfused plan makes, and the generated arithmetic is IEEE without contraction;
-  3. generated code == the reference interpreter (`--reference`), bit for bit;
+  3. generated code == the reference interpreter (`--reference`), bit for bit, and the x86-64-v3
+     objects (PRECIS_CPU_CODEGEN=x86-64-v3) == the x86-64-v4 ones;
   4. the plan's arena is no larger than the unfused plan's (fused steps run in place);
   5. FP32 plans on random data == numpy float32 evaluating the same ops one by one, bit for bit
      (every op is one IEEE operation), and within 1e-6 relative of onnxruntime (a second,
@@ -224,15 +225,18 @@ def main():
                     np.save(p, v)
                     files += ["--input", f"{name}={p}"]
                 outs = {}
-                for mode, plan, extra in (("gen", plans["gen"], []), ("nogen", plans["nogen"], []), ("ref", plans["gen"], ["--reference"])):
+                for mode, plan, extra in (("gen", plans["gen"], []), ("nogen", plans["nogen"], []), ("ref", plans["gen"], ["--reference"]),
+                                          ("v3", plans["gen"], [])):
                     d = os.path.join(work, f"out_{mode}")
-                    r = run([precis, "run", plan, "--output-dir", d] + files + extra)
+                    env = dict(os.environ, PRECIS_CPU_CODEGEN="x86-64-v3") if mode == "v3" else None
+                    r = run([precis, "run", plan, "--output-dir", d] + files + extra, env=env)
                     check(r.returncode == 0, f"{case} {data} {mode}: run failed: {r.stderr.strip()}")
                     if r.returncode == 0:
                         outs[mode] = {k: np.load(os.path.join(d, k + ".npy")) for k in ("out", "mid2")}
-                if len(outs) < 3:
+                if len(outs) < 4:
                     continue
                 for k in ("out", "mid2"):
+                    check(same_bits(outs["gen"][k], outs["v3"][k]), f"{case} {data} {k}: the x86-64-v3 code differs from the x86-64-v4 code")
                     check(same_bits(outs["gen"][k], outs["nogen"][k]), f"{case} {data} {k}: generated code differs from the unfused plan")
                     check(same_bits(outs["gen"][k], outs["ref"][k]), f"{case} {data} {k}: generated code differs from the reference interpreter")
                 if precision == "fp32" and data == "random":
@@ -285,8 +289,16 @@ def main():
             check(r.returncode == 0, f"{tag} {precision} {mode}: run failed: {r.stderr.strip()}")
             if r.returncode == 0:
                 outs[mode] = np.load(os.path.join(d, "y.npy"))
-        if len(outs) < 3:
+        # The AVX2 objects too (an AVX-512 machine runs both; the session picks v4 by default).
+        d = os.path.join(work, f"{tag}_out_v3")
+        r = run([precis, "run", os.path.join(work, f"{tag}_{precision}_gen.plan"), "--output-dir", d] + files,
+                env=dict(os.environ, PRECIS_CPU_CODEGEN="x86-64-v3"))
+        check(r.returncode == 0, f"{tag} {precision} v3: run failed: {r.stderr.strip()}")
+        if r.returncode == 0:
+            outs["v3"] = np.load(os.path.join(d, "y.npy"))
+        if len(outs) < 4:
             return None
+        check(same_bits(outs["gen"], outs["v3"]), f"{tag} {precision}: the x86-64-v3 code differs from the x86-64-v4 code")
         check(same_bits(outs["gen"], outs["nogen"]), f"{tag} {precision}: generated code differs from the unfused plan")
         check(same_bits(outs["gen"], outs["ref"]), f"{tag} {precision}: generated code differs from the reference interpreter")
         return outs["gen"]

@@ -60,6 +60,29 @@ TEST(CpuFeatures, DecodesBf16) {
   EXPECT_FALSE(none.avx2 || none.avx512_state || none.native_bf16());
 }
 
+TEST(CpuFeatures, DecodesMicroarchitectureLevels) {
+  constexpr uint32_t kFma = 1u << 12, kMovbe = 1u << 22, kBmi1 = 1u << 3, kBmi2 = 1u << 8, kLzcnt = 1u << 5;
+  constexpr uint32_t kAvx512 = (1u << 16) | (1u << 17) | (1u << 28) | (1u << 30) | (1u << 31);
+  CpuidWords w = Words(0, 0, kXcr0Avx);
+  w.leaf1_ecx |= kFma | kMovbe;
+  w.leaf7_ebx |= kBmi1 | kBmi2;
+  w.ext1_ecx = kLzcnt;
+  CpuFeatures haswell = DecodeCpuFeatures(w);
+  EXPECT_TRUE(haswell.x86_64_v3);
+  EXPECT_FALSE(haswell.x86_64_v4);
+  w.leaf7_ebx |= kAvx512;
+  EXPECT_FALSE(DecodeCpuFeatures(w).x86_64_v4) << "AVX-512 without the OS saving the ZMM state";
+  w.xcr0 = kXcr0Avx512;
+  EXPECT_TRUE(DecodeCpuFeatures(w).x86_64_v4);
+  CpuidWords no_fma = w, no_lzcnt = w;
+  no_fma.leaf1_ecx &= ~kFma;
+  no_lzcnt.ext1_ecx = 0;
+  for (const CpuidWords& missing : {no_fma, no_lzcnt}) {
+    EXPECT_FALSE(DecodeCpuFeatures(missing).x86_64_v3);
+    EXPECT_FALSE(DecodeCpuFeatures(missing).x86_64_v4);
+  }
+}
+
 TEST(CpuFeatures, EnvironmentOverride) {
   CpuFeatures native = DecodeCpuFeatures(Words(0, kAvx512Bf16, kXcr0Avx512));
   CpuFeatures avx2 = DecodeCpuFeatures(Words(0, 0, kXcr0Avx));
@@ -91,8 +114,16 @@ TEST(CpuFeatures, HostAgreesWithProcCpuinfo) {
   if (flags.count("amx_bf16")) {
     EXPECT_TRUE(host.amx_bf16);
   }
+  // The microarchitecture levels of generated code (the kernel lists lzcnt as "abm").
+  bool v3 = flags.count("avx2") && flags.count("fma") && flags.count("f16c") && flags.count("bmi1") && flags.count("bmi2") &&
+            flags.count("abm") && flags.count("movbe");
+  bool v4 = v3 && flags.count("avx512f") && flags.count("avx512bw") && flags.count("avx512cd") && flags.count("avx512dq") &&
+            flags.count("avx512vl");
+  EXPECT_EQ(host.x86_64_v3, v3);
+  EXPECT_EQ(host.x86_64_v4, v4);
   std::cout << "host: avx2 " << host.avx2 << ", f16c " << host.f16c << ", AVX-512 state " << host.avx512_state << ", AVX512_BF16 "
-            << host.avx512_bf16 << ", AMX-BF16 " << host.amx_bf16 << ", native BF16 " << host.native_bf16() << "\n";
+            << host.avx512_bf16 << ", AMX-BF16 " << host.amx_bf16 << ", native BF16 " << host.native_bf16() << ", x86-64-v3 " << host.x86_64_v3
+            << ", x86-64-v4 " << host.x86_64_v4 << "\n";
 }
 
 }  // namespace
