@@ -206,6 +206,58 @@ graph "split" {
   EXPECT_NE(session.status().ToString().find("outputs 'a' and 'b' overlap"), std::string::npos) << session.status().ToString();
 }
 
+// FusedElementwise steps (generated code): a changed program no longer matches its function and is
+// refused; an output over a broadcast input 0 is refused (only element-for-element input 0 may be
+// overwritten in place); a broadcast input of the wrong size is refused.
+TEST(HostilePlan, FusedStepsThatDoNotMatchTheirProgram) {
+  auto model = ir::ParseModel(R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "fused" {
+  input %x: f32[2,4]
+  input %b: f32[4]
+  %s = Softmax(%x) {axis = 1}
+  %a = Add(%b, %s)
+  %m = Mul(%a, %a)
+  %y = Softmax(%m) {axis = 1}
+  output %y
+}
+)");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto compiled = driver::Compile(**model, driver::CompileOptions{});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  const std::vector<uint8_t>& bytes = compiled->plan.bytes;
+  auto refused = [&](const Edit& edit, const std::string& message) {
+    std::vector<uint8_t> b = RewritePlan(bytes, edit);
+    auto session = Session::FromBuffer(b.data(), b.size());
+    ASSERT_FALSE(session.ok()) << "expected: " << message;
+    EXPECT_NE(session.status().ToString().find(message), std::string::npos) << session.status().ToString();
+  };
+  auto attr = [](plan::PlanT& p, const char* name) -> plan::AttrT& {
+    for (auto& a : StepOf(p, "FusedElementwise").attrs)
+      if (a->name == name) return *a;
+    ADD_FAILURE() << "no attribute " << name;
+    return *StepOf(p, "FusedElementwise").attrs[0];
+  };
+  auto session = Session::FromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  // A program changed after compilation (an Add turned into a Sub) names another function.
+  refused([&](plan::PlanT& p, auto&) {
+    auto& code = attr(p, "code").ints;
+    for (size_t k = 0; k < code.size(); k += 5)
+      if (code[k] == 2) code[k] = 3;
+  }, "does not name this program");
+  // Input 0 is the broadcast bias (b comes first in the Add): the output may not take its bytes.
+  refused([&](plan::PlanT& p, auto&) {
+    auto& step = StepOf(p, "FusedElementwise");
+    p.tensors[size_t(step.outputs[0])]->offset = p.tensors[size_t(step.inputs[0])]->offset;
+  }, "overlaps");
+  // A broadcast input whose element count is not the program's period.
+  refused([&](plan::PlanT& p, auto&) {
+    auto& step = StepOf(p, "FusedElementwise");
+    step.inputs[0] = step.inputs[1];
+  }, "has dims");
+}
+
 // `precis run` on hostile plans: exit 1 (not a signal), one line naming the problem.
 TEST(HostilePlan, PrecisRunRefusesThem) {
   std::string dir = ::testing::TempDir() + "/hostile_plans";
