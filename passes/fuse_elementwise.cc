@@ -135,14 +135,19 @@ std::optional<std::vector<ir::Value*>> FusableInputs(const ir::Node& n) {
 struct Group {
   std::vector<ir::Node*> nodes;  // in graph order once finished
   bool alive = true;
+  // Values the plan must keep (graph outputs, program outputs, state updates) computed inside the
+  // group: extra outputs of the fused node (outputs 1, 2...).
+  std::vector<ir::Value*> extra_outputs;
 };
+constexpr size_t kMaxExtraOutputs = 7;
 
 class Builder {
  public:
-  // Adds the program for `nodes` (graph order); the last node's output is stored. Every node of
-  // the group writes the last node's dims or one element (groups grow only along such values), so
-  // each load broadcasts relative to the last node's output (Period).
-  void Build(const std::vector<ir::Node*>& nodes) {
+  // Adds the program for `nodes` (graph order); the last node's output is stored as output 0 and
+  // each of `extra` (outputs of other members) as output 1, 2... after it. Every node of the group
+  // writes the last node's dims or one element (groups grow only along such values), so each load
+  // broadcasts relative to the last node's output (Period).
+  void Build(const std::vector<ir::Node*>& nodes, const std::vector<ir::Value*>& extra) {
     out_dims_ = *StaticDims(nodes.back()->outputs()[0]);
     for (ir::Node* n : nodes) {
       std::vector<int64_t> regs;
@@ -186,13 +191,18 @@ class Builder {
       }
       ir::DType t = n->outputs()[0]->type().dtype();
       if (n == nodes.back()) {
-        Emit({fz::Op::kStore, 0, r, int64_t(ir::DTypeToOnnx(t))});
-      } else if (t != ir::DType::kF32) {
-        r = Emit({fz::Op::kRound, r, int64_t(ir::DTypeToOnnx(t)), 0});
+        stores.push_back({fz::Op::kStore, 0, r, int64_t(ir::DTypeToOnnx(t))});
+      } else {
+        // Stores go last (every load precedes every store); the store rounds by itself.
+        if (auto e = std::find(extra.begin(), extra.end(), n->outputs()[0]); e != extra.end())
+          stores.push_back({fz::Op::kStore, 1 + (e - extra.begin()), r, int64_t(ir::DTypeToOnnx(t))});
+        if (t != ir::DType::kF32) r = Emit({fz::Op::kRound, r, int64_t(ir::DTypeToOnnx(t)), 0});
       }
       regs_[n->outputs()[0]] = r;
     }
+    for (const fz::Instr& st : stores) Emit(st);
   }
+  std::vector<fz::Instr> stores;
 
   fz::Program program;
   std::vector<ir::Value*> inputs;
@@ -253,10 +263,13 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
     if (!data) continue;
     data_inputs[n] = *data;
     size_t g = groups.size();
-    groups.push_back(Group{{n}});
+    groups.push_back(Group{{n}, true, {}});
     group_of[n] = g;
     for (ir::Value* v : *data) {
-      if (v->kind() != ir::Value::Kind::kNodeOutput || outputs.count(v)) continue;
+      if (v->kind() != ir::Value::Kind::kNodeOutput) continue;
+      // A value the plan keeps joins only as an extra output of the group, with the group's dims.
+      bool kept = outputs.count(v) > 0;
+      if (kept && (*StaticDims(v) != *StaticDims(n->outputs()[0]) || groups[g].extra_outputs.size() >= kMaxExtraOutputs)) continue;
       auto it = group_of.find(v->producer());
       if (it == group_of.end() || it->second == g) continue;
       bool only_here = std::all_of(v->uses().begin(), v->uses().end(), [&](const ir::Use& u) { return u.node == n; });
@@ -265,14 +278,21 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
       // values would be computed once per output element.
       auto vd = StaticDims(v);
       if (*vd != *StaticDims(n->outputs()[0]) && Numel(*vd) != 1) continue;
-      Group merged{groups[it->second].nodes};
+      Group merged{groups[it->second].nodes, true, {}};
       merged.nodes.insert(merged.nodes.end(), groups[g].nodes.begin(), groups[g].nodes.end());
-      if (external_inputs(merged) > kMaxGroupInputs || merged.nodes.size() * 3 > fz::kMaxInstructions) continue;
+      merged.extra_outputs = groups[it->second].extra_outputs;
+      merged.extra_outputs.insert(merged.extra_outputs.end(), groups[g].extra_outputs.begin(), groups[g].extra_outputs.end());
+      if (kept) merged.extra_outputs.push_back(v);
+      if (external_inputs(merged) > kMaxGroupInputs || merged.nodes.size() * 3 > fz::kMaxInstructions ||
+          merged.extra_outputs.size() > kMaxExtraOutputs)
+        continue;
       size_t from = it->second;
       for (ir::Node* m : groups[from].nodes) group_of[m] = g;
       groups[g].nodes = std::move(merged.nodes);
+      groups[g].extra_outputs = std::move(merged.extra_outputs);
       groups[from].alive = false;
       groups[from].nodes.clear();
+      groups[from].extra_outputs.clear();
     }
   }
 
@@ -291,7 +311,7 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
     if (Numel(*StaticDims(last->outputs()[0])) == 1) continue;
     std::sort(g.nodes.begin(), g.nodes.end(), [](const ir::Node* a, const ir::Node* b) { return a->index() < b->index(); });
     Builder b;
-    b.Build(g.nodes);
+    b.Build(g.nodes, g.extra_outputs);
     ir::Node* root = g.nodes.back();
     ir::Value* out = root->outputs()[0];
     FusedGroup info;
@@ -315,7 +335,12 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
     attrs[3].kind = ir::Attribute::Kind::kStrings;
     attrs[3].strings = info.replaced;
     graph.SetNodeOutput(root, 0, graph.NewValue(name + ":replaced"));
-    ir::Node* f = graph.AddNode("", "FusedElementwise", name, b.inputs, {out}, std::move(attrs));
+    std::vector<ir::Value*> fused_outputs = {out};
+    for (ir::Value* e : g.extra_outputs) {
+      graph.SetNodeOutput(e->producer(), e->output_index(), graph.NewValue(e->name() + ":replaced"));
+      fused_outputs.push_back(e);
+    }
+    ir::Node* f = graph.AddNode("", "FusedElementwise", name, b.inputs, fused_outputs, std::move(attrs));
     f->mutable_precision().accumulate = ir::DType::kF32;
     f->mutable_precision().reason = "fused";
     f->mutable_precision().evidence = "fuses " + std::to_string(g.nodes.size()) + " elementwise nodes";

@@ -50,15 +50,14 @@ graph "broadcast" {
 }
 // -----
 // RUN: --passes infer,fuse-elementwise,dce
-// Not fused: a single node; an input keeping two blocks of the output's dims ([2,1,4] of a
-// [2,3,4] output); a value that is a graph output (%t is kept, so the Relu after it stays a step
-// of its own); integer tensors.
+// Not fused: an input keeping two blocks of the output's dims ([2,1,4] of a [2,3,4] output);
+// integer tensors. A value that is a graph output (%t) joins the group of its only reader as a
+// second output, stored after output 0 (op 17 with output index 1).
 // CHECK-LABEL: graph "unfused"
-// CHECK-NOT: FusedElementwise
 // CHECK: %u: f32[2,3,4] = Add(%x, %bias)
 // CHECK: %v: f32[2,3,4] = Relu(%u)
-// CHECK: %t: f32[2,3,4] = Neg(%x)
-// CHECK: %w: f32[2,3,4] = Relu(%t)
+// CHECK: %w: f32[2,3,4], %t: f32[2,3,4] = FusedElementwise(%x) {code = [0, 0, 1, 0, 0, 8, 0, 0, 0, 0, 12, 1, 0, 0, 0, 17, 1, 1, 1, 0, 17, 0, 2, 1, 0]
+// CHECK-SAME: nodes = ["neg", "r2"]
 // CHECK: %k: i64[3] = Add(%i, %i)
 // CHECK: %m: i64[3] = Mul(%k, %i)
 model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
