@@ -2,9 +2,9 @@
 // policy, so that every place computing them performs the same IEEE operations in the same
 // order: FloatOps (below) evaluates them on floats (the fused-kernel interpreter,
 // runtime/kernels/fused_program.cc), and the code generator instantiates them with a policy that
-// emits LLVM IR (compiler/codegen/cpu_codegen.cc). They are, operation for operation, the
-// functions of the CPU fast kernels (runtime/cpu/kernels/fast_math.h, whose comment states the
-// accuracy); tests check that the three agree bit for bit on every FP16 and BF16 value.
+// emits LLVM IR (compiler/codegen/cpu_codegen.cc), and the CPU fast kernels evaluate them too
+// (runtime/cpu/kernels/fast_math.h, whose comment states the accuracy); tests check that generated
+// code and the float evaluation agree bit for bit on every FP16 and BF16 value.
 //
 // A policy O provides value types O::V (float), O::B (bool), O::I (int32) and:
 //   V c(float); V add(V, V), sub, mul, div; V neg(V); B lt(V, V), gt(V, V); B isnan(V);
@@ -15,10 +15,17 @@
 #include <bit>
 #include <cstdint>
 
+// Always inlined: the fast kernels' loops vectorize only when the whole function is in them.
+#if defined(__GNUC__) || defined(__clang__)
+#define PRECIS_APPROX_INLINE inline __attribute__((always_inline))
+#else
+#define PRECIS_APPROX_INLINE inline
+#endif
+
 namespace precis::rt::approx {
 
 template <class O>
-typename O::V Exp(O& o, typename O::V hi, typename O::V lo) {
+PRECIS_APPROX_INLINE typename O::V Exp(O& o, typename O::V hi, typename O::V lo) {
   using V = typename O::V;
   V x = o.sel(o.gt(hi, o.c(-104.0f)), hi, o.c(-104.0f));
   x = o.sel(o.lt(x, o.c(89.0f)), x, o.c(89.0f));
@@ -41,12 +48,12 @@ typename O::V Exp(O& o, typename O::V hi, typename O::V lo) {
 }
 
 template <class O>
-typename O::V Exp(O& o, typename O::V x) {
+PRECIS_APPROX_INLINE typename O::V Exp(O& o, typename O::V x) {
   return Exp(o, x, o.c(0.0f));
 }
 
 template <class O>
-typename O::V Erf(O& o, typename O::V x) {
+PRECIS_APPROX_INLINE typename O::V Erf(O& o, typename O::V x) {
   using V = typename O::V;
   V t = o.sel(o.lt(x, o.c(0.0f)), o.neg(x), x), s = o.mul(x, x);
   V q = o.c(-6.013395613990724e-4f);
@@ -73,7 +80,7 @@ typename O::V Erf(O& o, typename O::V x) {
 }
 
 template <class O>
-typename O::V Tanh(O& o, typename O::V x) {
+PRECIS_APPROX_INLINE typename O::V Tanh(O& o, typename O::V x) {
   using V = typename O::V;
   V t = o.sel(o.lt(x, o.c(0.0f)), o.neg(x), x), s = o.mul(x, x);
   V q = o.c(2.299918094649911e-3f);
@@ -90,7 +97,7 @@ typename O::V Tanh(O& o, typename O::V x) {
 }
 
 template <class O>
-typename O::V Sigmoid(O& o, typename O::V x) {
+PRECIS_APPROX_INLINE typename O::V Sigmoid(O& o, typename O::V x) {
   using V = typename O::V;
   V e = Exp(o, o.sel(o.lt(x, o.c(0.0f)), x, o.neg(x)));
   V inv = o.div(o.c(1.0f), o.add(o.c(1.0f), e));
@@ -98,12 +105,12 @@ typename O::V Sigmoid(O& o, typename O::V x) {
 }
 
 template <class O>
-typename O::V GeluErf(O& o, typename O::V v) {
+PRECIS_APPROX_INLINE typename O::V GeluErf(O& o, typename O::V v) {
   return o.mul(o.mul(o.c(0.5f), v), o.add(o.c(1.0f), Erf(o, o.mul(v, o.c(0.7071067811865476f)))));
 }
 
 template <class O>
-typename O::V GeluTanh(O& o, typename O::V v) {
+PRECIS_APPROX_INLINE typename O::V GeluTanh(O& o, typename O::V v) {
   auto cube = o.mul(o.mul(o.mul(o.c(0.044715f), v), v), v);
   return o.mul(o.mul(o.c(0.5f), v), o.add(o.c(1.0f), Tanh(o, o.mul(o.c(0.7978845608028654f), o.add(v, cube)))));
 }

@@ -39,17 +39,13 @@ PRECIS_CLONES void SigmoidArray(const float* x, float* y, int64_t n) {
 }
 
 PRECIS_CLONES void GeluErfArray(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    float v = x[i];
-    y[i] = 0.5f * v * (1.0f + ErfApprox(v * 0.7071067811865476f));
-  }
+  approx::FloatOps o;
+  for (int64_t i = 0; i < n; ++i) y[i] = approx::GeluErf(o, x[i]);
 }
 
 PRECIS_CLONES void GeluTanhArray(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    float v = x[i];
-    y[i] = 0.5f * v * (1.0f + TanhApprox(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-  }
+  approx::FloatOps o;
+  for (int64_t i = 0; i < n; ++i) y[i] = approx::GeluTanh(o, x[i]);
 }
 
 PRECIS_CLONES float RowMax(const float* x, int64_t n, bool* any_nan) {

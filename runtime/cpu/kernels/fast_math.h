@@ -16,83 +16,31 @@
 // Results do not depend on the vector width: each element sees the same IEEE operations.
 #pragma once
 
-#include <bit>
 #include <cstdint>
+
+#include "runtime/kernels/approx_math.h"
 
 namespace precis::rt::fast {
 
+// The approximations themselves live in runtime/kernels/approx_math.h, written once over an
+// operation policy so that the fused-kernel interpreter and the code generator compute them with
+// the same IEEE operations in the same order; here they are evaluated on floats.
 // exp(hi + lo), |lo| tiny against |hi| (lo carries the rounding error of a subtraction).
 inline float ExpApprox(float hi, float lo = 0.0f) {
-  // Clamp without the NaN (comparisons with NaN are false): NaN is restored at the end.
-  float x = hi > -104.0f ? hi : -104.0f;
-  x = x < 89.0f ? x : 89.0f;
-  // n = round(x / ln2) by the 1.5 * 2^23 trick; the low mantissa bits of `shifted` hold n.
-  const float kShift = 12582912.0f;
-  float shifted = x * 1.44269504088896341f + kShift;
-  float n = shifted - kShift;
-  int32_t ni = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kShift);
-  // r = x - n ln2 in two steps (0.693359375 has 9 significant bits, so n * it is exact).
-  float r = (x - n * 0.693359375f) - n * -2.12194440e-4f + lo;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  // 2^n as two normal powers of two (n in [-150, 129]), so that tiny results underflow
-  // gradually and large ones overflow to infinity.
-  int32_t n1 = ni >> 1, n2 = ni - n1;
-  float y = p * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
-  return hi != hi ? hi : y;
+  approx::FloatOps o;
+  return approx::Exp(o, hi, lo);
 }
-
 inline float ErfApprox(float x) {
-  float t = x < 0 ? -x : x, s = x * x;
-  // Small: erf(x) / x - 1 = P(x^2).
-  float q = -6.013395613990724e-4f;
-  q = q * s + 4.998001269996166e-3f;
-  q = q * s + -2.6770232245326042e-2f;
-  q = q * s + 1.1281926929950714e-1f;
-  q = q * s + -3.761250674724579e-1f;
-  q = q * s + 1.2837915122509003e-1f;
-  float small = x + x * q;
-  // Large: log(erfc(t)) = P(t).
-  float r = 1.6306565839840914e-6f;
-  r = r * t + -4.589370291796513e-5f;
-  r = r * t + 5.951123312115669e-4f;
-  r = r * t + -4.750201478600502e-3f;
-  r = r * t + 2.639024518430233e-2f;
-  r = r * t + -1.1001826077699661e-1f;
-  r = r * t + -6.318997144699097e-1f;
-  r = r * t + -1.1301857233047485f;
-  r = r * t + 3.0721063376404345e-4f;
-  float big = 1.0f - ExpApprox(r < 0.0f ? r : 0.0f);
-  big = t < 3.925f ? big : 1.0f;
-  big = x < 0 ? -big : big;
-  float y = t < 0.921875f ? small : big;
-  return x != x ? x : y;
+  approx::FloatOps o;
+  return approx::Erf(o, x);
 }
-
 inline float TanhApprox(float x) {
-  float t = x < 0 ? -x : x, s = x * x;
-  float q = 2.299918094649911e-3f;
-  q = q * s + -8.351053111255169e-3f;
-  q = q * s + 2.1771403029561043e-2f;
-  q = q * s + -5.3959619253873825e-2f;
-  q = q * s + 1.3333305716514587e-1f;
-  q = q * s + -3.333333432674408e-1f;
-  float small = x + x * s * q;
-  float big = 1.0f - 2.0f / (ExpApprox(2.0f * t) + 1.0f);
-  big = x < 0 ? -big : big;
-  float y = t < 0.625f ? small : big;
-  return x != x ? x : y;
+  approx::FloatOps o;
+  return approx::Tanh(o, x);
 }
-
 inline float SigmoidApprox(float x) {
-  float e = ExpApprox(x < 0 ? x : -x);  // exp(-|x|) <= 1: never overflows
-  float inv = 1.0f / (1.0f + e);
-  return x < 0 ? e * inv : inv;
+  approx::FloatOps o;
+  return approx::Sigmoid(o, x);
 }
 
 // Array routines (fast_math.cc), each compiled for AVX2 and for the baseline ISA; y may equal x.
