@@ -1,5 +1,6 @@
 // FuseElementwise (see fuse_elementwise.h): find the fusable nodes, grow single-output groups
-// along single-use values, and replace each group of two or more by one FusedElementwise node.
+// along single-use values, and replace each group of two or more (or one node with FP16/BF16
+// tensors) by one FusedElementwise node.
 #include "passes/fuse_elementwise.h"
 
 #include <algorithm>
@@ -303,8 +304,16 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
   std::vector<FusedGroup> fused;
   std::set<std::string> names;
   for (const auto& up : graph.nodes()) names.insert(up->name());
+  // A lone node is fused only where it reads or writes FP16/BF16: the fast kernels convert 16-bit
+  // data with scalar loads, generated code converts in vectors; lone FP32 nodes gain nothing.
+  auto sixteen_bit = [](const ir::Node* n) {
+    auto half = [](const ir::Value* v) {
+      return v && v->type().is_tensor() && (v->type().dtype() == ir::DType::kF16 || v->type().dtype() == ir::DType::kBF16);
+    };
+    return std::any_of(n->inputs().begin(), n->inputs().end(), half) || std::any_of(n->outputs().begin(), n->outputs().end(), half);
+  };
   for (Group& g : groups) {
-    if (!g.alive || g.nodes.size() < 2) continue;
+    if (!g.alive || g.nodes.empty() || (g.nodes.size() < 2 && !sixteen_bit(g.nodes[0]))) continue;
     // One-element results (scalar arithmetic, mostly folded already) stay unfused: the fused
     // step's dims come from its full-size inputs.
     const ir::Node* last = *std::max_element(g.nodes.begin(), g.nodes.end(), [](const ir::Node* a, const ir::Node* b) { return a->index() < b->index(); });
@@ -343,7 +352,7 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
     ir::Node* f = graph.AddNode("", "FusedElementwise", name, b.inputs, fused_outputs, std::move(attrs));
     f->mutable_precision().accumulate = ir::DType::kF32;
     f->mutable_precision().reason = "fused";
-    f->mutable_precision().evidence = "fuses " + std::to_string(g.nodes.size()) + " elementwise nodes";
+    f->mutable_precision().evidence = "fuses " + std::to_string(g.nodes.size()) + (g.nodes.size() == 1 ? " elementwise node" : " elementwise nodes");
     root_to_fused[root] = f;
     for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) removal.push_back(*it);
     fused.push_back(std::move(info));

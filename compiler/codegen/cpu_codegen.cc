@@ -15,6 +15,7 @@
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -67,12 +68,16 @@ StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const std::stri
 
 // approx_math.h's operation policy emitting LLVM IR: the transcendentals become the same IEEE
 // operations, in the same order, as the interpreter's float evaluation.
+// `f` and `i` are the float and int32 types of the code being emitted: scalars, or vectors of the
+// vector body's lanes (constants become splats).
 struct LlvmOps {
   using V = llvm::Value*;
   using B = llvm::Value*;
   using I = llvm::Value*;
   llvm::IRBuilder<>& b;
-  V c(float f) { return llvm::ConstantFP::get(b.getFloatTy(), double(f)); }
+  llvm::Type* f;
+  llvm::Type* i;
+  V c(float v) { return llvm::ConstantFP::get(f, double(v)); }
   V add(V x, V y) { return b.CreateFAdd(x, y); }
   V sub(V x, V y) { return b.CreateFSub(x, y); }
   V mul(V x, V y) { return b.CreateFMul(x, y); }
@@ -82,9 +87,9 @@ struct LlvmOps {
   B gt(V x, V y) { return b.CreateFCmpOGT(x, y); }
   B isnan(V x) { return b.CreateFCmpUNO(x, x); }
   V sel(B c, V x, V y) { return b.CreateSelect(c, x, y); }
-  I bits(V x) { return b.CreateBitCast(x, b.getInt32Ty()); }
-  V from_bits(I i) { return b.CreateBitCast(i, b.getFloatTy()); }
-  I ci(int32_t i) { return llvm::ConstantInt::get(b.getInt32Ty(), uint64_t(uint32_t(i))); }
+  I bits(V x) { return b.CreateBitCast(x, i); }
+  V from_bits(I x) { return b.CreateBitCast(x, f); }
+  I ci(int32_t v) { return llvm::ConstantInt::get(i, uint64_t(uint32_t(v))); }
   I iadd(I x, I y) { return b.CreateAdd(x, y); }
   I isub(I x, I y) { return b.CreateSub(x, y); }
   I ashr(I x, int k) { return b.CreateAShr(x, uint64_t(k)); }
@@ -93,7 +98,9 @@ struct LlvmOps {
 
 class Emitter {
  public:
-  Emitter(llvm::LLVMContext& ctx, llvm::Module& mod, const std::string& cpu) : ctx_(ctx), mod_(mod), cpu_(cpu), b_(ctx) {}
+  // `lanes`: the vector body's width (16 floats for x86-64-v4, 8 for x86-64-v3).
+  Emitter(llvm::LLVMContext& ctx, llvm::Module& mod, const std::string& cpu, unsigned lanes)
+      : ctx_(ctx), mod_(mod), cpu_(cpu), lanes_(lanes), b_(ctx) {}
 
   void Emit(const fz::Program& p) {
     llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
@@ -164,9 +171,16 @@ class Emitter {
 
   // The element loop runs in segments of S elements (aligned to multiples of S) within which
   // every periodic load reads either one element (inner > 1: S divides inner) or consecutive
-  // elements (inner == 1: S divides count), so the inner loop has only contiguous and invariant
-  // loads and vectorizes; the divisions happen once per segment. S is the gcd of those lengths;
-  // without periodic loads there is one segment.
+  // elements (inner == 1: S divides count), so the inner loops have only contiguous and invariant
+  // loads; the divisions happen once per segment. S is the gcd of those lengths; without periodic
+  // loads there is one segment.
+  //
+  // Within a segment a vector body computes `lanes_` elements per iteration and a scalar loop the
+  // rest. The vector body is emitted here rather than left to LLVM's loop vectorizer: before
+  // vectorizing, InstCombine turns fptrunc(op(fpext a, fpext b)) into the op on `half` (exact,
+  // so legal), and x86 without AVX512-FP16 has no vector half arithmetic, so such loops became
+  // one scalar conversion per element. Here FP16 rounding in vectors is the x86 conversion
+  // intrinsic (vcvtps2ph), which InstCombine leaves alone.
   static int64_t SegmentLength(const fz::Program& p) {
     int64_t s = 0;
     for (const fz::Instr& in : p.code) {
@@ -190,6 +204,8 @@ class Emitter {
     b_.SetInsertPoint(entry);
     b_.CreateCondBr(b_.CreateICmpSLT(begin, end), outer, done);
 
+    auto* vector_loop = llvm::BasicBlock::Create(ctx_, "vector.body", f, loop);
+    auto* tail = llvm::BasicBlock::Create(ctx_, "tail", f, loop);
     b_.SetInsertPoint(outer);
     llvm::PHINode* s0 = b_.CreatePHI(i64, 2, "s0");
     s0->addIncoming(begin, entry);
@@ -206,17 +222,40 @@ class Emitter {
       if (in.d == 1) bases_[r] = c64(0);
       else bases_[r] = b_.CreateURem(in.c > 1 ? b_.CreateUDiv(s0, c64(in.c)) : s0, c64(in.d));
     }
-    b_.CreateBr(loop);
+    llvm::Value* lanes = c64(int64_t(lanes_));
+    llvm::BasicBlock* segment_end = b_.GetInsertBlock();
+    b_.CreateCondBr(b_.CreateICmpSLE(b_.CreateAdd(s0, lanes, "", true, true), s_end), vector_loop, tail);
+
+    // Vector body: elements [v, v + lanes) while they lie in the segment.
+    b_.SetInsertPoint(vector_loop);
+    llvm::PHINode* v = b_.CreatePHI(i64, 2, "v");
+    v->addIncoming(s0, segment_end);
+    width_ = lanes_;
+    offset_ = b_.CreateSub(v, s0, "offset", true, true);
+    std::vector<llvm::Value*> regs;
+    for (size_t r = 0; r < p.code.size(); ++r) regs.push_back(Instruction(p, p.code[r], r, f, v, regs));
+    llvm::Value* v_next = b_.CreateAdd(v, lanes, "v.next", true, true);
+    v->addIncoming(v_next, b_.GetInsertBlock());
+    llvm::BasicBlock* vector_end = b_.GetInsertBlock();
+    NotVectorized(b_.CreateCondBr(b_.CreateICmpSLE(b_.CreateAdd(v_next, lanes, "", true, true), s_end), vector_loop, tail));
+
+    // The rest of the segment, one element at a time.
+    b_.SetInsertPoint(tail);
+    llvm::PHINode* start = b_.CreatePHI(i64, 2, "start");
+    start->addIncoming(s0, segment_end);
+    start->addIncoming(v_next, vector_end);
+    b_.CreateCondBr(b_.CreateICmpSLT(start, s_end), loop, next_segment);
 
     b_.SetInsertPoint(loop);
     llvm::PHINode* i = b_.CreatePHI(i64, 2, "i");
-    i->addIncoming(s0, outer);
+    i->addIncoming(start, tail);
+    width_ = 0;
     offset_ = b_.CreateSub(i, s0, "offset", true, true);
-    std::vector<llvm::Value*> regs;
+    regs.clear();
     for (size_t r = 0; r < p.code.size(); ++r) regs.push_back(Instruction(p, p.code[r], r, f, i, regs));
     llvm::Value* next = b_.CreateAdd(i, c64(1), "next", true, true);
     i->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateCondBr(b_.CreateICmpSLT(next, s_end), loop, next_segment);
+    NotVectorized(b_.CreateCondBr(b_.CreateICmpSLT(next, s_end), loop, next_segment));
 
     b_.SetInsertPoint(next_segment);
     s0->addIncoming(s_end, next_segment);
@@ -225,31 +264,63 @@ class Emitter {
     b_.CreateRetVoid();
   }
 
-  llvm::Value* F32(float v) { return llvm::ConstantFP::get(b_.getFloatTy(), double(v)); }
+  // Marks a loop's back edge: LLVM's loop vectorizer leaves it alone (the vector body is ours).
+  void NotVectorized(llvm::BranchInst* back_edge) {
+    llvm::Metadata* off[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"), llvm::ConstantAsMetadata::get(b_.getFalse())};
+    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, off)};
+    llvm::MDNode* loop = llvm::MDNode::getDistinct(ctx_, ops);
+    loop->replaceOperandWith(0, loop);
+    back_edge->setMetadata(llvm::LLVMContext::MD_loop, loop);
+  }
 
-  llvm::Value* Load(DataType dtype, llvm::Value* base, llvm::Value* index) {
-    if (dtype == DataType::kF16) return b_.CreateFPExt(b_.CreateLoad(b_.getHalfTy(), b_.CreateGEP(b_.getHalfTy(), base, index)), b_.getFloatTy());
-    if (dtype == DataType::kBF16) {
-      llvm::Value* h = b_.CreateLoad(b_.getInt16Ty(), b_.CreateGEP(b_.getInt16Ty(), base, index));
-      return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(h, b_.getInt32Ty()), 16), b_.getFloatTy());
-    }
-    return b_.CreateLoad(b_.getFloatTy(), b_.CreateGEP(b_.getFloatTy(), base, index));
+  // `t`, or a vector of it in the vector body.
+  llvm::Type* Lanes(llvm::Type* t) const { return width_ ? llvm::FixedVectorType::get(t, width_) : t; }
+  llvm::Value* F32(float v) { return llvm::ConstantFP::get(Lanes(b_.getFloatTy()), double(v)); }
+
+  // Element `index` (the vector body: elements index.. of the lanes; `splat`: one element for
+  // every lane) widened to FP32. Vector accesses keep the element's alignment.
+  llvm::Value* Load(DataType dtype, llvm::Value* base, llvm::Value* index, bool splat) {
+    unsigned lanes = width_;
+    if (splat) width_ = 0;
+    llvm::Type* elem = dtype == DataType::kF16 ? b_.getHalfTy() : dtype == DataType::kBF16 ? b_.getInt16Ty() : b_.getFloatTy();
+    llvm::Value* raw = b_.CreateAlignedLoad(Lanes(elem), b_.CreateGEP(elem, base, index), llvm::Align(dtype == DataType::kF32 ? 4 : 2));
+    llvm::Value* v = raw;
+    if (dtype == DataType::kF16) v = b_.CreateFPExt(raw, Lanes(b_.getFloatTy()));
+    else if (dtype == DataType::kBF16) v = b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(raw, Lanes(b_.getInt32Ty())), 16), Lanes(b_.getFloatTy()));
+    width_ = lanes;
+    return splat && width_ ? b_.CreateVectorSplat(width_, v) : v;
   }
 
   // float -> bf16 bits, round to nearest even; NaN -> quiet NaN keeping the sign and top payload.
   llvm::Value* ToBf16(llvm::Value* v) {
-    llvm::Type* i32 = b_.getInt32Ty();
+    llvm::Type* i32 = Lanes(b_.getInt32Ty());
     llvm::Value* u = b_.CreateBitCast(v, i32);
     llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(u, 16), llvm::ConstantInt::get(i32, 1));
     llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(b_.CreateAdd(u, llvm::ConstantInt::get(i32, 0x7fff)), lsb), 16);
     llvm::Value* nan = b_.CreateOr(b_.CreateLShr(u, 16), llvm::ConstantInt::get(i32, 0x40));
     llvm::Value* is_nan = b_.CreateFCmpUNO(v, v);
-    return b_.CreateTrunc(b_.CreateSelect(is_nan, nan, rounded), b_.getInt16Ty());
+    return b_.CreateTrunc(b_.CreateSelect(is_nan, nan, rounded), Lanes(b_.getInt16Ty()));
+  }
+
+  // float -> fp16 bits, round to nearest even (the F16C conversion, as fptrunc): in the vector
+  // body the x86 intrinsic, so that no arithmetic is narrowed to vector `half` (EmitBody).
+  llvm::Value* ToF16(llvm::Value* v) {
+    if (!width_) return b_.CreateBitCast(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getInt16Ty());
+    llvm::Value* rne = b_.getInt32(0);  // imm8 = 0: round to nearest even, not MXCSR's mode
+    if (width_ == 16) {
+      llvm::Function* cvt = llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_avx512_mask_vcvtps2ph_512);
+      return b_.CreateCall(cvt, {v, rne, llvm::Constant::getNullValue(Lanes(b_.getInt16Ty())), b_.getInt16(0xffff)});
+    }
+    llvm::Function* cvt = llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_vcvtps2ph_256);
+    return b_.CreateCall(cvt, {v, rne});
   }
 
   llvm::Value* Round(DataType dtype, llvm::Value* v) {
-    if (dtype == DataType::kF16) return b_.CreateFPExt(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getFloatTy());
-    if (dtype == DataType::kBF16) return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(ToBf16(v), b_.getInt32Ty()), 16), b_.getFloatTy());
+    if (dtype == DataType::kF16) {
+      if (!width_) return b_.CreateFPExt(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getFloatTy());
+      return b_.CreateFPExt(b_.CreateBitCast(ToF16(v), Lanes(b_.getHalfTy())), Lanes(b_.getFloatTy()));
+    }
+    if (dtype == DataType::kBF16) return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(ToBf16(v), Lanes(b_.getInt32Ty())), 16), Lanes(b_.getFloatTy()));
     return v;
   }
 
@@ -258,14 +329,16 @@ class Emitter {
     llvm::Value* a = in.a >= 0 && size_t(in.a) < regs.size() ? regs[size_t(in.a)] : nullptr;
     llvm::Value* b = in.b >= 0 && size_t(in.b) < regs.size() ? regs[size_t(in.b)] : nullptr;
     llvm::Value* zero = F32(0);
+    LlvmOps ops{b_, Lanes(b_.getFloatTy()), Lanes(b_.getInt32Ty())};
     auto k = [&](int64_t index) { return F32(p.consts[size_t(index)]); };
     switch (in.op) {
       case fz::Op::kLoad: {
         // Full: element i; periodic: the segment's base, plus the offset in the segment when
         // consecutive (inner 1), else the same element for the whole segment.
         llvm::Value* index = i;
-        if (in.c) index = in.c == 1 && in.d > 1 ? b_.CreateAdd(bases_[r], offset_) : bases_[r];
-        return Load(DataType(in.b), InputArg(f, in.a), index);
+        bool consecutive = in.c == 0 || (in.c == 1 && in.d > 1);
+        if (in.c) index = consecutive ? b_.CreateAdd(bases_[r], offset_) : bases_[r];
+        return Load(DataType(in.b), InputArg(f, in.a), index, !consecutive);
       }
       case fz::Op::kConst: return k(in.a);
       case fz::Op::kAdd: return b_.CreateFAdd(a, b);
@@ -283,19 +356,19 @@ class Emitter {
       case fz::Op::kClipLow: return b_.CreateSelect(b_.CreateFCmpOLT(a, k(in.b)), k(in.b), a);
       case fz::Op::kClipHigh: return b_.CreateSelect(b_.CreateFCmpOGT(a, k(in.b)), k(in.b), a);
       case fz::Op::kRound: return Round(DataType(in.b), a);
-      case fz::Op::kExp: return rt::approx::Exp(ops_, a);
-      case fz::Op::kErf: return rt::approx::Erf(ops_, a);
-      case fz::Op::kTanh: return rt::approx::Tanh(ops_, a);
-      case fz::Op::kSigmoid: return rt::approx::Sigmoid(ops_, a);
-      case fz::Op::kGeluErf: return rt::approx::GeluErf(ops_, a);
-      case fz::Op::kGeluTanh: return rt::approx::GeluTanh(ops_, a);
+      case fz::Op::kExp: return rt::approx::Exp(ops, a);
+      case fz::Op::kErf: return rt::approx::Erf(ops, a);
+      case fz::Op::kTanh: return rt::approx::Tanh(ops, a);
+      case fz::Op::kSigmoid: return rt::approx::Sigmoid(ops, a);
+      case fz::Op::kGeluErf: return rt::approx::GeluErf(ops, a);
+      case fz::Op::kGeluTanh: return rt::approx::GeluTanh(ops, a);
       case fz::Op::kPRelu: return b_.CreateSelect(b_.CreateFCmpOLT(a, zero), b_.CreateFMul(b, a), a);
       case fz::Op::kStore: {
         llvm::Value* base = OutputArg(f, in.a);
         DataType dtype = DataType(in.c);
-        if (dtype == DataType::kF16) b_.CreateStore(b_.CreateFPTrunc(b, b_.getHalfTy()), b_.CreateGEP(b_.getHalfTy(), base, i));
-        else if (dtype == DataType::kBF16) b_.CreateStore(ToBf16(b), b_.CreateGEP(b_.getInt16Ty(), base, i));
-        else b_.CreateStore(b, b_.CreateGEP(b_.getFloatTy(), base, i));
+        if (dtype == DataType::kF16) b_.CreateAlignedStore(ToF16(b), b_.CreateGEP(b_.getInt16Ty(), base, i), llvm::Align(2));
+        else if (dtype == DataType::kBF16) b_.CreateAlignedStore(ToBf16(b), b_.CreateGEP(b_.getInt16Ty(), base, i), llvm::Align(2));
+        else b_.CreateAlignedStore(b, b_.CreateGEP(b_.getFloatTy(), base, i), llvm::Align(4));
         return b;
       }
     }
@@ -305,8 +378,9 @@ class Emitter {
   llvm::LLVMContext& ctx_;
   llvm::Module& mod_;
   std::string cpu_;
+  unsigned lanes_;
   llvm::IRBuilder<> b_;
-  LlvmOps ops_{b_};
+  unsigned width_ = 0;                // lanes of the code being emitted (0: scalar)
   std::vector<llvm::Value*> bases_;  // per instruction: a periodic load's index at the segment start
   bool in_place_ = false;             // the body being emitted reads input 0 through output 0
   int num_inputs_ = 0;
@@ -319,7 +393,7 @@ StatusOr<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx, llvm
   auto mod = std::make_unique<llvm::Module>("precis_fused", ctx);
   mod->setTargetTriple(kTriple);
   mod->setDataLayout(tm.createDataLayout());
-  Emitter emitter(ctx, *mod, cpu);
+  Emitter emitter(ctx, *mod, cpu, cpu == "x86-64-v4" ? 16 : 8);
   std::set<std::string> done;
   for (const fz::Program& p : programs)
     if (done.insert(p.EntryName()).second) emitter.Emit(p);

@@ -13,7 +13,8 @@
 // - kFp32ComputeKernels are oneDNN's: they take FP32 (and BF16 operands on CPUs with AVX512_BF16
 //   or AMX-BF16, see runtime/cpu/kernels/dnnl_kernel.h), so their 16-bit steps are marked widened;
 //   where the CPU has native BF16, the backend still runs a BF16 step on the native kernel (FP32
-//   accumulation either way).
+//   accumulation either way), and MatMul/Gemm steps with constant 16-bit weights run on a kernel
+//   that widens the weights block by block (no FP32 copy of the weights; same arithmetic).
 #pragma once
 
 #include <algorithm>

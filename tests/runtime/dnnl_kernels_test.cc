@@ -46,6 +46,7 @@ Buffer Nans(std::vector<int64_t> dims) {
 // Fills an output with NaNs of its type (f32 or bf16), so that elements left unwritten show.
 void Poison(Tensor& y) {
   if (y.dtype == DataType::kBF16) std::fill(y.As<uint16_t>(), y.As<uint16_t>() + y.numel, uint16_t(0x7fc0));
+  else if (y.dtype == DataType::kF16) std::fill(y.As<uint16_t>(), y.As<uint16_t>() + y.numel, uint16_t(0x7e00));
   else std::fill(y.As<float>(), y.As<float>() + y.numel, kNaN);
 }
 
@@ -543,13 +544,13 @@ TypedBuffer RandomTyped(DataType dtype, std::vector<int64_t> dims, uint32_t seed
   TypedBuffer b;
   b.wide = Random(std::move(dims), seed, constant);
   b.t = b.wide.t;
-  if (dtype == DataType::kBF16) {
+  if (dtype == DataType::kBF16 || dtype == DataType::kF16) {
     b.bits.resize(b.wide.data.size());
     for (size_t i = 0; i < b.bits.size(); ++i) {
-      b.bits[i] = FloatToBf16(b.wide.data[i]);
-      b.wide.data[i] = Bf16ToFloat(b.bits[i]);
+      b.bits[i] = dtype == DataType::kF16 ? FloatToHalf(b.wide.data[i]) : FloatToBf16(b.wide.data[i]);
+      b.wide.data[i] = dtype == DataType::kF16 ? HalfToFloat(b.bits[i]) : Bf16ToFloat(b.bits[i]);
     }
-    b.t.dtype = DataType::kBF16;
+    b.t.dtype = dtype;
     b.t.bytes = b.bits.size() * sizeof(uint16_t);
     b.t.data = reinterpret_cast<uint8_t*>(b.bits.data());
   }
@@ -558,16 +559,18 @@ TypedBuffer RandomTyped(DataType dtype, std::vector<int64_t> dims, uint32_t seed
 
 // The output's values as f32 (BF16 widened exactly).
 std::vector<float> Values(const TypedBuffer& y) {
-  if (y.t.dtype != DataType::kBF16) return y.wide.data;
+  if (y.t.dtype != DataType::kBF16 && y.t.dtype != DataType::kF16) return y.wide.data;
   std::vector<float> v(y.bits.size());
-  for (size_t i = 0; i < v.size(); ++i) v[i] = Bf16ToFloat(y.bits[i]);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = y.t.dtype == DataType::kF16 ? HalfToFloat(y.bits[i]) : Bf16ToFloat(y.bits[i]);
   return v;
 }
 
 // Runs the fast kernel on a BF16 step: as it is when `native` (it must take the step) or else
 // expecting Unimplemented; then widened to f32 (it must take the step). Both against `e`.
+// `blocked`: without native BF16 the fast kernel takes the step anyway, widening its constant
+// weights block by block (see "16-bit weights in blocks" below), with the f32 tolerance.
 void CheckBf16Step(const std::string& name, const std::vector<TypedBuffer*>& inputs, TypedBuffer* y, Attributes a, const Expected& e,
-                   bool native) {
+                   bool native, bool blocked = false) {
   KernelFactory fast = KernelRegistry::Cpu().FindFast(name);
   ASSERT_NE(fast, nullptr) << name << " has no fast kernel";
   std::vector<Tensor*> tensors;
@@ -579,6 +582,10 @@ void CheckBf16Step(const std::string& name, const std::vector<TypedBuffer*>& inp
       ASSERT_TRUE(s.ok()) << name << ": the native BF16 kernel must take this step: " << s.ToString();
       ExpectClose(Values(*y), e, name + " native bf16, " + std::to_string(threads) + " threads", 0x1p-8, 0.0, out_rel);
     }
+  } else if (blocked) {
+    Status s = RunKernelOn(fast(), tensors, &y->t, a);
+    ASSERT_TRUE(s.ok()) << name << ": constant BF16 weights must run in blocks here: " << s.ToString();
+    ExpectClose(Values(*y), e, name + " bf16 weights in blocks", 1e-5, 1e-6, out_rel);
   } else {
     // Declined by the CPU check itself (its message), not only because oneDNN has no BF16
     // implementation on this CPU: on AVX-512 CPUs without BF16 oneDNN may emulate it.
@@ -611,23 +618,25 @@ void CheckBf16Cases(bool native) {
     TypedBuffer a = RandomTyped(kB, c.a, 21), b = RandomTyped(kB, c.b, 22, c.b_constant), y = RandomTyped(c.out, c.y, 0);
     AttrList attrs;
     SCOPED_TRACE("BF16 MatMul, output " + TypeName(c.out) + ", b_constant " + std::to_string(c.b_constant));
-    CheckBf16Step("MatMul", {&a, &b}, &y, attrs.Finish(), MatMulLoop(a.wide, c.a, b.wide, c.b), native);
+    CheckBf16Step("MatMul", {&a, &b}, &y, attrs.Finish(), MatMulLoop(a.wide, c.a, b.wide, c.b), native, c.b_constant);
   }
 
   struct Bf16GemmCase {
     GemmCase g;
     DataType c_type, out;
     bool b_constant;
-    bool takes;  // whether a native kernel takes it
+    bool takes;    // whether a native kernel takes it
+    bool blocked;  // whether the 16-bit-weights form takes it without native BF16
   };
   const int64_t M = 9, K = 37, N = 21;
   for (const Bf16GemmCase& c : std::vector<Bf16GemmCase>{
-           {{false, true, 1.0f, 1.0f, {N}}, kB, kB, true, true},         // bias (per column)
-           {{false, true, 1.0f, 1.0f, {1, N}}, kF, kF, false, true},     // f32 bias
-           {{false, false, 1.0f, 1.0f, {M, 1}}, kB, kB, true, true},     // C per row
-           {{false, false, 0.5f, -0.25f, {M, N}}, kB, kF, false, true},  // C widened into Y, sum post-op
+           {{false, true, 1.0f, 1.0f, {N}}, kB, kB, true, true, true},         // bias (per column)
+           {{false, true, 1.0f, 1.0f, {1, N}}, kF, kF, false, true, false},    // f32 bias
+           {{false, true, 1.0f, 1.0f, {1, N}}, kF, kF, true, true, true},      // f32 bias, constant weights
+           {{false, false, 1.0f, 1.0f, {M, 1}}, kB, kB, true, true, false},    // C per row
+           {{false, false, 0.5f, -0.25f, {M, N}}, kB, kF, false, true, false},  // C widened into Y, sum post-op
            // f32 C into a BF16 Y through the sum post-op would round C first: declined everywhere.
-           {{false, false, 0.5f, -0.25f, {M, N}}, kF, kB, false, false}}) {
+           {{false, false, 0.5f, -0.25f, {M, N}}, kF, kB, false, false, false}}) {
     const GemmCase& g = c.g;
     TypedBuffer a = RandomTyped(kB, {M, K}, 23), b = RandomTyped(kB, g.trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 24, c.b_constant),
                 cb = RandomTyped(c.c_type, g.c_dims, 25), y = RandomTyped(c.out, {M, N}, 0);
@@ -635,7 +644,7 @@ void CheckBf16Cases(bool native) {
     SCOPED_TRACE("BF16 Gemm, C " + TypeName(c.c_type) + " rank " + std::to_string(g.c_dims.size()) + ", output " + TypeName(c.out) +
                  ", alpha " + std::to_string(g.alpha) + ", beta " + std::to_string(g.beta));
     CheckBf16Step("Gemm", {&a, &b, &cb}, &y, GemmAttrs(attrs, g).Finish(), GemmLoop(g, M, K, N, a.wide, b.wide, cb.wide),
-                  native && c.takes);
+                  native && c.takes, c.blocked);
   }
 
   struct Bf16ConvCase {
@@ -657,6 +666,93 @@ void CheckBf16Cases(bool native) {
     std::vector<TypedBuffer*> inputs = {&x, &w};
     if (c.c.bias) inputs.push_back(&b);
     CheckBf16Step("Conv", inputs, &y, ConvAttrs(attrs, c.c).Finish(), ConvLoop(c.c, x.wide, w.wide, b.wide), native);
+  }
+}
+
+// ---- 16-bit weights in blocks ----
+//
+// FP16 constant weights (and BF16 ones without native BF16) are never copied to FP32 at load:
+// MatMul and Gemm (Y = A x B + per-column C) widen one block of columns of B at a time into the
+// step's scratch and run the FP32 matmul on it. Shapes give several blocks and a narrower last
+// one (K = 2100: blocks of 64 columns). Tolerance: the f32 one (exact widening, f32
+// accumulation; reductions of 2100 terms stay far below 1e-5 * sum|terms|), plus the rounding of
+// a 16-bit output, 2^-11 * |exact| for FP16.
+TEST(DnnlHalfWeights, MatMulAndGemmRunInBlocks) {
+  constexpr DataType kH = DataType::kF16, kF = DataType::kF32;
+  const int64_t K = 2100, N = 150;
+  struct Case {
+    std::vector<int64_t> a;
+    DataType a_type, out;
+  };
+  for (const Case& c : std::vector<Case>{{{5, K}, kH, kH}, {{2, 3, K}, kF, kF}, {{K}, kH, kF}, {{1, 4, K}, kF, kH}}) {
+    std::vector<int64_t> yd(c.a.begin(), c.a.end() - 1);
+    yd.push_back(N);
+    TypedBuffer a = RandomTyped(c.a_type, c.a, 31), b = RandomTyped(kH, {K, N}, 32, true), y = RandomTyped(c.out, yd, 0);
+    AttrList attrs;
+    Attributes at = attrs.Finish();
+    SCOPED_TRACE("FP16 weights MatMul, A " + std::string(DataTypeName(c.a_type)) + " rank " + std::to_string(c.a.size()) + ", output " +
+                 DataTypeName(c.out));
+    KernelFactory fast = KernelRegistry::Cpu().FindFast("MatMul");
+    for (int threads : {1, 2}) {
+      Status s = RunKernelOn(fast(), {&a.t, &b.t}, &y.t, at, threads);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      std::vector<int64_t> pa = c.a;
+      if (pa.size() == 1) pa.insert(pa.begin(), 1);
+      ExpectClose(Values(y), MatMulLoop(a.wide, pa, b.wide, {K, N}), "MatMul fp16 weights", 1e-5, 1e-6, c.out == kH ? 0x1p-11 : 0.0);
+    }
+  }
+  // The scratch holds a block of weights (64 columns here), not all of them.
+  {
+    const int64_t wide = 640;
+    TypedBuffer a = RandomTyped(kF, {5, K}, 31), b = RandomTyped(kH, {K, wide}, 32, true), y = RandomTyped(kF, {5, wide}, 0);
+    KernelArgs args;
+    args.inputs = {&a.t, &b.t};
+    args.outputs = {&y.t};
+    args.node = "test";
+    CpuContext ctx;
+    ctx.threads = 2;
+    std::unique_ptr<Kernel> k = KernelRegistry::Cpu().FindFast("MatMul")();
+    ASSERT_TRUE(k->Init(args, ctx).ok());
+    EXPECT_LT(k->ScratchBytes(), size_t(K * wide * 4) / 4) << "a full FP32 copy of the weights in the scratch";
+  }
+  const int64_t M = 9;
+  struct GemmHalfCase {
+    GemmCase g;
+    DataType c_type, out;
+    bool blocked;  // else declined (the session widens the step)
+  };
+  for (const GemmHalfCase& c : std::vector<GemmHalfCase>{
+           {{false, true, 1.0f, 1.0f, {N}}, kH, kH, true},       // Linear: B [N, K], FP16 bias
+           {{false, false, 1.0f, 1.0f, {1, N}}, kF, kF, true},   // f32 bias, B [K, N]
+           {{false, true, 1.0f, 0.0f, {N}}, kH, kH, true},       // beta 0: no C
+           {{false, true, 1.0f, 1.0f, {1, N}}, kH, kF, true},    // C [1, N] (not constant below)
+           {{false, true, 1.0f, 1.0f, {-1}}, kH, kF, true},      // no C
+           {{false, true, 0.5f, 1.0f, {N}}, kH, kH, false},      // alpha: declined
+           {{true, true, 1.0f, 1.0f, {N}}, kH, kH, false},       // transA: declined
+           {{false, true, 1.0f, 1.0f, {M, N}}, kH, kH, false}}) {  // full C: declined
+    const GemmCase& g = c.g;
+    TypedBuffer a = RandomTyped(kH, g.trans_a ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, 33),
+                b = RandomTyped(kH, g.trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 34, true),
+                cb = RandomTyped(c.c_type, HasC(g) ? g.c_dims : std::vector<int64_t>{}, 35, g.c_dims.size() != 2), y = RandomTyped(c.out, {M, N}, 0);
+    AttrList attrs;
+    Attributes at = GemmAttrs(attrs, g).Finish();
+    SCOPED_TRACE("FP16 weights Gemm transA=" + std::to_string(g.trans_a) + " transB=" + std::to_string(g.trans_b) + " alpha " +
+                 std::to_string(g.alpha) + " beta " + std::to_string(g.beta) + " C rank " + std::to_string(g.c_dims.size()));
+    std::vector<Tensor*> inputs = {&a.t, &b.t};
+    if (HasC(g)) inputs.push_back(&cb.t);
+    KernelFactory fast = KernelRegistry::Cpu().FindFast("Gemm");
+    Expected e = GemmLoop(g, M, K, N, a.wide, b.wide, cb.wide);
+    double out_rel = c.out == kH ? 0x1p-11 : 0.0;
+    Status s = RunKernelOn(fast(), inputs, &y.t, at);
+    if (!c.blocked) {
+      EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.ToString();
+    } else {
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      ExpectClose(Values(y), e, "Gemm fp16 weights", 1e-5, 1e-6, out_rel);
+    }
+    s = RunKernelOn(std::make_unique<WidenKernel>(fast()), inputs, &y.t, at);
+    ASSERT_TRUE(s.ok()) << "widened: " << s.ToString();
+    ExpectClose(Values(y), e, "Gemm fp16 widened", 1e-5, 1e-6, out_rel);
   }
 }
 

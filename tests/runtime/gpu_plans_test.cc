@@ -354,12 +354,14 @@ TEST(GpuPlans, MixedDtypeStepsRunWidenedOnReferenceKernels) {
 // tables); the CPU backend widens only marked steps. The FP16 Gemm writing FP32 for the Softmax:
 // widened on the CPU (oneDNN's matmul takes FP32 operands), not on CUDA (cuBLASLt writes FP32
 // from FP16 operands); the Softmax runs on FP32 as it is. With the Gemm's mark cleared, the plan
-// is refused at load with a message naming the missing mark (nothing is widened silently).
+// is refused at load with a message naming the missing mark (nothing is widened silently). The
+// Gemm has alpha 0.5: with alpha 1 the CPU's kernel for constant 16-bit weights (which widens the
+// weights block by block inside the step) would take it as it is, mark or not.
 TEST(GpuPlans, OnlyMarkedStepsRunWidened) {
   std::vector<double> w = RandomValues(8 * 6, 31, 0.5), bias = RandomValues(6, 32);
   std::string text = std::string(kHeader) + "graph \"mixed\" {\n  input %x: f32[4,8]\n  const %w: f32[6,8] = " + Values(w) +
                      "\n  const %b: f32[6] = " + Values(bias) +
-                     "\n  %h = Gemm(%x, %w, %b) {transB = 1} name \"gemm\"\n  %y = Softmax(%h) {axis = 1} name \"softmax\"\n  output %y\n}\n";
+                     "\n  %h = Gemm(%x, %w, %b) {transB = 1, alpha = 0.5} name \"gemm\"\n  %y = Softmax(%h) {axis = 1} name \"softmax\"\n  output %y\n}\n";
   Compiled out = CompileAndRun(text, "fp16", "cpu", {4, 8}, RandomValues(32, 33));
   std::vector<uint8_t> bytes = out.result.plan.bytes;
   auto view = plan::ValidatePlan(bytes.data(), bytes.size());

@@ -13,11 +13,14 @@
 // Types: a step runs here in f32, or, on CPUs with native BF16 (AVX512_BF16 or AMX-BF16, see
 // runtime/base/cpu_features.h), with BF16 operands, f32 accumulation (oneDNN's only kind for
 // bf16) and BF16 or F32 bias and outputs as the step says (CheckDnnlTypes). Elsewhere BF16 steps
-// are declined and the session runs them widened to FP32; FP16 steps always run widened.
+// are declined and the session runs them widened to FP32; FP16 steps run widened too, except
+// MatMul/Gemm with constant 16-bit weights, which widen one block of weights at a time through
+// host steps between the primitives (dnnl_matmul.cc) rather than copying them to FP32 at load.
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <functional>
 #include <initializer_list>
 #include <utility>
 #include <vector>
@@ -66,15 +69,25 @@ class DnnlKernel : public Kernel {
   // Primitive attributes with a user scratchpad (the step's scratch); add post-ops to it.
   static dnnl::primitive_attr Attr();
 
-  dnnl::memory Input(size_t i, const md& desc);
-  dnnl::memory Output(size_t i, const md& desc);
+  // Input/output `i` from `byte_offset` on (e.g. a block of columns).
+  dnnl::memory Input(size_t i, const md& desc, size_t byte_offset = 0);
+  dnnl::memory Output(size_t i, const md& desc, size_t byte_offset = 0);
   dnnl::memory Temporary(const md& desc);  // lives in the step's scratch during a run
+  // Another view of (part of) a temporary: `desc` over its bytes from `byte_offset` on.
+  dnnl::memory TemporaryView(const md& desc, const dnnl::memory& temporary, size_t byte_offset);
   // Input `i` (layout `given`) in the layout `wanted`: the input itself when they are equal;
   // a reorder into a persistent buffer now when the input is constant; else a reorder into a
   // temporary appended to the run (call it where that reorder belongs in execution order).
   dnnl::memory Arrange(const KernelArgs& args, size_t i, const md& given, const md& wanted);
   // Appends a primitive; `scratchpad` is its primitive descriptor's scratchpad_desc().
   void Append(const dnnl::primitive& p, const std::vector<std::pair<int, dnnl::memory>>& args, const md& scratchpad);
+  // Appends work of ours between primitives (e.g. converting a block of 16-bit weights into a
+  // temporary): called with the run's tensors and the step's scratch (temporaries at the offsets
+  // TemporaryOffset gave). It must not allocate.
+  using HostStep = std::function<void(const KernelArgs& args, uint8_t* scratch, int threads)>;
+  void AppendHost(HostStep step);
+  // The byte offset in the step's scratch of a temporary made by Temporary (for host steps).
+  size_t TemporaryOffset(const dnnl::memory& temporary) const;
   void AppendReorder(const dnnl::memory& from, const dnnl::memory& to);
 
  private:
@@ -84,12 +97,14 @@ class DnnlKernel : public Kernel {
     Source source;
     size_t index;  // input/output index, or byte offset into the temporaries
     void* bound = nullptr;
+    size_t offset = 0;  // inputs and outputs: bytes from the tensor's start
   };
   struct Call {
-    dnnl::primitive primitive;
+    dnnl::primitive primitive;  // or, when empty, `host`
     std::vector<dnnl_exec_arg_t> args;
+    HostStep host;
   };
-  dnnl::memory Bind(const md& desc, Source source, size_t index);
+  dnnl::memory Bind(const md& desc, Source source, size_t index, size_t offset = 0);
 
   dnnl::stream stream_;
   std::vector<Binding> bindings_;

@@ -80,14 +80,14 @@ dnnl::primitive_attr DnnlKernel::Attr() {
   return attr;
 }
 
-dnnl::memory DnnlKernel::Bind(const md& desc, Source source, size_t index) {
+dnnl::memory DnnlKernel::Bind(const md& desc, Source source, size_t index, size_t offset) {
   dnnl::memory m(desc, Engine(), DNNL_MEMORY_NONE);
-  bindings_.push_back({m, source, index});
+  bindings_.push_back({m, source, index, nullptr, offset});
   return m;
 }
 
-dnnl::memory DnnlKernel::Input(size_t i, const md& desc) { return Bind(desc, Source::kInput, i); }
-dnnl::memory DnnlKernel::Output(size_t i, const md& desc) { return Bind(desc, Source::kOutput, i); }
+dnnl::memory DnnlKernel::Input(size_t i, const md& desc, size_t byte_offset) { return Bind(desc, Source::kInput, i, byte_offset); }
+dnnl::memory DnnlKernel::Output(size_t i, const md& desc, size_t byte_offset) { return Bind(desc, Source::kOutput, i, byte_offset); }
 
 dnnl::memory DnnlKernel::Temporary(const md& desc) {
   dnnl::memory m = Bind(desc, Source::kTemporary, temporary_bytes_);
@@ -113,13 +113,25 @@ dnnl::memory DnnlKernel::Arrange(const KernelArgs& args, size_t i, const md& giv
 }
 
 void DnnlKernel::Append(const dnnl::primitive& p, const std::vector<std::pair<int, dnnl::memory>>& args, const md& scratchpad) {
-  Call call{p, {}};
+  Call call{p, {}, nullptr};
   for (const auto& [arg, m] : args) call.args.push_back({arg, m.get()});
   if (scratchpad.get_size() > 0) {
     call.args.push_back({DNNL_ARG_SCRATCHPAD, Bind(scratchpad, Source::kScratchpad, 0).get()});
     scratchpad_bytes_ = std::max(scratchpad_bytes_, AlignUp(scratchpad.get_size()));
   }
   calls_.push_back(std::move(call));
+}
+
+void DnnlKernel::AppendHost(HostStep step) { calls_.push_back(Call{dnnl::primitive(), {}, std::move(step)}); }
+
+dnnl::memory DnnlKernel::TemporaryView(const md& desc, const dnnl::memory& temporary, size_t byte_offset) {
+  return Bind(desc, Source::kTemporary, TemporaryOffset(temporary) + byte_offset);
+}
+
+size_t DnnlKernel::TemporaryOffset(const dnnl::memory& temporary) const {
+  for (const Binding& b : bindings_)
+    if (b.source == Source::kTemporary && b.memory.get() == temporary.get()) return b.index;
+  return 0;
 }
 
 void DnnlKernel::AppendReorder(const dnnl::memory& from, const dnnl::memory& to) {
@@ -148,8 +160,8 @@ Status DnnlKernel::Run(const KernelArgs& args, CpuContext& ctx) {
   for (Binding& b : bindings_) {
     void* ptr = nullptr;
     switch (b.source) {
-      case Source::kInput: ptr = args.in(b.index)->data; break;
-      case Source::kOutput: ptr = args.out(b.index)->data; break;
+      case Source::kInput: ptr = args.in(b.index)->data + b.offset; break;
+      case Source::kOutput: ptr = args.out(b.index)->data + b.offset; break;
       case Source::kTemporary: ptr = ctx.scratch + b.index; break;
       case Source::kScratchpad: ptr = ctx.scratch + temporary_bytes_; break;
     }
@@ -159,9 +171,16 @@ Status DnnlKernel::Run(const KernelArgs& args, CpuContext& ctx) {
   }
   BeforeExecute(args);
   ForeignCallScope in_onednn;
-  for (const Call& c : calls_)
+  for (const Call& c : calls_) {
+    if (c.host) {
+      // The primitives before it have finished (CPU streams run in order; waiting is cheap).
+      if (dnnl_stream_wait(stream_.get()) != dnnl_success) return args.Error("oneDNN: stream wait failed");
+      c.host(args, ctx.scratch, ctx.threads);
+      continue;
+    }
     if (dnnl_primitive_execute(c.primitive.get(), stream_.get(), int(c.args.size()), c.args.data()) != dnnl_success)
       return args.Error("oneDNN: primitive execution failed");
+  }
   if (dnnl_stream_wait(stream_.get()) != dnnl_success) return args.Error("oneDNN: stream wait failed");
   return Status::Ok();
 }

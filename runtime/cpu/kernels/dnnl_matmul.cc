@@ -6,20 +6,148 @@
 // onto the bias (alpha = beta = 1, C broadcastable) or, in general, onto a sum post-op with
 // scale beta after broadcasting C into Y (a copy loop, no allocation). Constant B is reordered
 // once into the layout oneDNN prefers.
+//
+// 16-bit constant weights that oneDNN cannot take as they are (FP16 always; BF16 on CPUs without
+// native BF16) are not copied to FP32 at load: the step runs in column blocks of B (HalfWeights
+// below), each block widened into the step's scratch just before its FP32 matmul, so the plan's
+// 16-bit weights are the only copy. A 16-bit A is widened per run, a 16-bit Y written through an
+// FP32 block and rounded once. Accumulation is FP32 as in the widened form; the sums are oneDNN's
+// over the whole of K either way.
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
+#include "runtime/base/cpu_features.h"
 #include "runtime/base/half_array.h"
+#include "runtime/cpu/kernels/convert_blocks.h"
 #include "runtime/cpu/kernels/dnnl_kernel.h"
 
 namespace precis::rt {
 namespace {
 
-class DnnlMatMulKernel : public DnnlKernel {
+bool IsHalf(DataType t) { return t == DataType::kF16 || t == DataType::kBF16; }
+
+// Bytes of FP32 weights per block: about half of a core's L2, so a block stays cached while the
+// matmul packs it.
+constexpr int64_t kBlockBytes = 512 * 1024;
+
+class DnnlGemmLikeKernel : public DnnlKernel {
+ protected:
+  // Whether B is 16-bit constant weights that oneDNN would otherwise need an FP32 copy of.
+  static bool HalfWeights(const Tensor* b) {
+    if (!b || !b->is_constant || b->rank() != 2 || b->numel == 0) return false;
+    return b->dtype == DataType::kF16 || (b->dtype == DataType::kBF16 && !NativeBf16Enabled());
+  }
+
+  // Y[M, N] = A[M, K] x B (+ bias[N]) with B the constant 16-bit input 1 ([K, N], or [N, K] when
+  // trans_b), A input 0 and Y output 0 (FP32 or 16-bit, row-major), `bias` input 2 (FP32 or
+  // constant 16-bit, N elements) or null.
+  Status SetupHalfWeights(const KernelArgs& args, int64_t M, int64_t K, int64_t N, bool trans_b, const Tensor* bias) {
+    const Tensor &a = *args.in(0), &b = *args.in(1), &y = *args.out(0);
+    auto float_or_half = [](DataType t) { return t == DataType::kF32 || IsHalf(t); };
+    if (!float_or_half(a.dtype) || !float_or_half(y.dtype)) return Unimplemented("oneDNN MatMul with 16-bit weights: A and Y FP32, FP16 or BF16");
+    if (bias && !float_or_half(bias->dtype)) return Unimplemented("oneDNN Gemm with 16-bit weights: C FP32, FP16 or BF16");
+    const DataType wt = b.dtype, at = a.dtype, yt = y.dtype;
+    const int64_t nb = std::min(N, std::max<int64_t>(64, kBlockBytes / (4 * K) / 64 * 64));
+
+    dnnl::memory src;
+    if (at == DataType::kF32) {
+      src = Input(0, Plain({M, K}));
+    } else {
+      src = Temporary(Plain({M, K}));
+      size_t at_src = TemporaryOffset(src);
+      AppendHost([=](const KernelArgs& r, uint8_t* scratch, int threads) {
+        WidenBlock(at, r.in(0)->data, K, reinterpret_cast<float*>(scratch + at_src), M, K, threads);
+      });
+    }
+    // A 16-bit C (N values): widened once when constant, else at every run into a temporary.
+    dnnl::memory bias_wide;
+    if (bias && IsHalf(bias->dtype) && bias->is_constant) {
+      bias_.resize(size_t(N));
+      const uint16_t* c = reinterpret_cast<const uint16_t*>(bias->data);
+      if (bias->dtype == DataType::kF16) HalfToFloatArray(c, bias_.data(), size_t(N));
+      else Bf16ToFloatArray(c, bias_.data(), size_t(N));
+    } else if (bias && IsHalf(bias->dtype)) {
+      bias_wide = Temporary(Plain({1, N}));
+      const size_t at_c = TemporaryOffset(bias_wide);
+      const DataType ct = bias->dtype;
+      AppendHost([=](const KernelArgs& r, uint8_t* scratch, int threads) {
+        WidenBlock(ct, r.in(2)->data, N, reinterpret_cast<float*>(scratch + at_c), 1, N, threads);
+      });
+    }
+    // The weights of one block (the widest; a narrower last block uses the same bytes) and, for a
+    // 16-bit Y, its output.
+    const md wei_full = trans_b ? Strided({K, nb}, {1, K}) : Plain({K, nb});
+    dnnl::memory wei_block = Temporary(wei_full), out_block = yt == DataType::kF32 ? dnnl::memory() : Temporary(Plain({M, nb}));
+
+    // One primitive per block width (all blocks but perhaps the last share one).
+    struct Width {
+      dnnl::matmul primitive;
+      dnnl::matmul::primitive_desc pd;
+      dnnl::memory weights, out;  // the block temporaries
+    };
+    std::vector<std::pair<int64_t, Width>> widths;
+    auto width = [&](int64_t w) -> Width& {
+      for (auto& [have, wd] : widths)
+        if (have == w) return wd;
+      md wei = trans_b ? Strided({K, w}, {1, K}) : Plain({K, w});
+      md dst = yt == DataType::kF32 ? Strided({M, w}, {N, 1}) : Plain({M, w});
+      dnnl::matmul::primitive_desc pd =
+          bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(Plain({M, K}), wei, Plain({1, w}), dst), Attr(), Engine())
+               : dnnl::matmul::primitive_desc(dnnl::matmul::desc(Plain({M, K}), wei, dst), Attr(), Engine());
+      Width wd{dnnl::matmul(pd), pd, TemporaryView(wei, wei_block, 0), yt == DataType::kF32 ? dnnl::memory() : TemporaryView(dst, out_block, 0)};
+      widths.emplace_back(w, std::move(wd));
+      return widths.back().second;
+    };
+    for (int64_t n0 = 0; n0 < N; n0 += nb) {
+      const int64_t w = std::min(nb, N - n0);
+      Width& wd = width(w);
+      if (IsReferenceImpl(wd.pd)) return Unimplemented("oneDNN has only its reference matmul for this step");
+      // The block's weights: rows n0.. of B[N, K], or columns n0.. of B[K, N].
+      const size_t at_w = TemporaryOffset(wd.weights);
+      AppendHost([=](const KernelArgs& r, uint8_t* scratch, int threads) {
+        const uint8_t* from = r.in(1)->data + size_t(trans_b ? n0 * K : n0) * 2;
+        float* to = reinterpret_cast<float*>(scratch + at_w);
+        if (trans_b) WidenBlock(wt, from, K, to, w, K, threads);
+        else WidenBlock(wt, from, N, to, K, w, threads);
+      });
+      std::vector<std::pair<int, dnnl::memory>> margs = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wd.weights}};
+      // FP32 Y: the block is Y's columns n0.., row stride N (the output bound at n0).
+      margs.push_back({DNNL_ARG_DST, yt == DataType::kF32 ? Output(0, Strided({M, w}, {N, 1}), size_t(n0) * 4) : wd.out});
+      if (bias) {
+        md bias_md = Plain({1, w});
+        if (!bias_.empty()) bias_blocks_.emplace_back(bias_md, Engine(), bias_.data() + n0);  // kept: Append stores the handle
+        margs.push_back({DNNL_ARG_BIAS, !bias_.empty()          ? bias_blocks_.back()
+                                        : IsHalf(bias->dtype) ? TemporaryView(bias_md, bias_wide, size_t(n0) * 4)
+                                                              : Input(2, bias_md, size_t(n0) * 4)});
+      }
+      Append(wd.primitive, margs, wd.pd.scratchpad_desc());
+      if (yt != DataType::kF32) {
+        const size_t at_y = TemporaryOffset(wd.out);
+        AppendHost([=](const KernelArgs& r, uint8_t* scratch, int threads) {
+          NarrowBlock(yt, reinterpret_cast<const float*>(scratch + at_y), r.out(0)->data + size_t(n0) * 2, N, M, w, threads);
+        });
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::vector<float> bias_;                // a constant 16-bit C, widened (N values)
+  std::vector<dnnl::memory> bias_blocks_;  // oneDNN memories over bias_, one per block
+};
+
+class DnnlMatMulKernel : public DnnlGemmLikeKernel {
  protected:
   Status Setup(const KernelArgs& args) override {
     const Tensor *a = args.in(0), *b = args.in(1), *y = args.out(0);
     if (!a || !b || !y) return Unimplemented("MatMul needs two inputs and one output");
+    if (HalfWeights(b) && a->rank() >= 1 && a->dims.back() == b->dims[0] && a->numel > 0) {
+      // Y[batch.., M, N] = A[batch.., M, K] x B[K, N], the batch folded into M.
+      int64_t K = b->dims[0], N = b->dims[1];
+      if (y->numel != a->numel / K * N) return Unimplemented("MatMul output size does not match");
+      return SetupHalfWeights(args, a->numel / K, K, N, false, nullptr);
+    }
     PRECIS_RETURN_IF_ERROR(CheckDnnlTypes("oneDNN MatMul", {a, b}, {y}));
     if (a->numel == 0 || b->numel == 0 || y->numel == 0 || a->rank() == 0 || b->rank() == 0)
       return Unimplemented("oneDNN MatMul: empty or scalar operand");
@@ -69,12 +197,11 @@ class DnnlMatMulKernel : public DnnlKernel {
   }
 };
 
-class DnnlGemmKernel : public DnnlKernel {
+class DnnlGemmKernel : public DnnlGemmLikeKernel {
  protected:
   Status Setup(const KernelArgs& args) override {
     const Tensor *a = args.in(0), *b = args.in(1), *c = args.in(2), *y = args.out(0);
     if (!a || !b || !y) return Unimplemented("Gemm needs inputs A and B and an output");
-    PRECIS_RETURN_IF_ERROR(CheckDnnlTypes("oneDNN Gemm", {a, b}, {c, y}));
     if (a->rank() != 2 || b->rank() != 2 || y->rank() != 2) return Unimplemented("Gemm operands must be matrices");
     if (a->numel == 0 || b->numel == 0 || y->numel == 0) return Unimplemented("oneDNN Gemm: empty operand");
     bool trans_a = args.attrs.Int("transA", 0) != 0, trans_b = args.attrs.Int("transB", 0) != 0;
@@ -85,6 +212,10 @@ class DnnlGemmKernel : public DnnlKernel {
     if ((trans_b ? b->dims[1] : b->dims[0]) != K) return Unimplemented("Gemm inner dimensions differ");
     if (y->dims != dims{M_, N_}) return Unimplemented("Gemm output shape does not match");
     bool use_c = c && beta != 0.0f;
+    // 16-bit weights in blocks: the common Y = A x B (+ per-column C) form (a Linear layer).
+    bool column_c = use_c && beta == 1.0f && c->numel == N_ && (c->rank() == 1 || (c->rank() == 2 && c->dims[0] == 1));
+    if (HalfWeights(b) && !trans_a && alpha == 1.0f && (!use_c || column_c)) return SetupHalfWeights(args, M_, K, N_, trans_b, use_c ? c : nullptr);
+    PRECIS_RETURN_IF_ERROR(CheckDnnlTypes("oneDNN Gemm", {a, b}, {c, y}));
     if (use_c) {
       if (c->rank() > 2) return Unimplemented("Gemm C must have rank <= 2");
       cm_ = c->rank() == 2 ? c->dims[0] : 1;

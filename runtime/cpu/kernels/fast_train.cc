@@ -152,14 +152,20 @@ class MaxWindows {
 
 class FastMaxPoolKernel : public Kernel {
  public:
-  Status Init(const KernelArgs& args, const CpuContext&) override {
+  Status Init(const KernelArgs& args, const CpuContext& ctx) override {
     const Tensor *x = args.in(0), *y = args.out(0);
     if (!x || !y) return Unimplemented("MaxPool needs X and Y");
     if (args.out(1)) return Unimplemented("MaxPool with Indices runs on the reference kernel");
     if (!DispatchFast(x->dtype, [](auto) {}) || y->dtype != x->dtype) return Unimplemented("MaxPool: f32, f16 or bf16");
     PRECIS_RETURN_IF_ERROR(windows_.Read(args, *x));
+    threads_ = std::max(ctx.threads, 1);
+    // 16-bit planes are widened whole (vector conversions) and scanned as float; the output
+    // plane is narrowed whole.
+    plane_floats_ = x->dtype == DataType::kF32 ? 0 : size_t(windows_.window().InSize() + windows_.window().OutSize());
     return CheckWindowOutput(args, *y, x->dims[0], x->dims[1], windows_.window(), "output Y");
   }
+
+  size_t ScratchBytes() const override { return plane_floats_ * sizeof(float) * size_t(threads_); }
 
   Status Run(const KernelArgs& args, CpuContext& ctx) override {
     const int64_t in_size = windows_.window().InSize(), out_size = windows_.window().OutSize();
@@ -167,10 +173,18 @@ class FastMaxPoolKernel : public Kernel {
       using T = decltype(tag);
       const T* px = args.in(0)->As<T>();
       T* py = args.out(0)->As<T>();
-      ParallelFor(windows_.planes(), out_size * windows_.window().KernelSize(), ctx.threads, [&](int64_t begin, int64_t end) {
+      ParallelFor(windows_.planes(), out_size * windows_.window().KernelSize(), std::min(ctx.threads, threads_), [&](int64_t begin, int64_t end) {
         for (int64_t p = begin; p < end; ++p) {
           T* yp = py + p * out_size;
-          windows_.Scan(px + p * in_size, [&](int64_t o, float best, int64_t) { yp[o] = Store<T>(best); });
+          if constexpr (std::is_same_v<T, float>) {
+            windows_.Scan(px + p * in_size, [&](int64_t o, float best, int64_t) { yp[o] = best; });
+          } else {
+            float* xf = reinterpret_cast<float*>(ctx.scratch) + plane_floats_ * size_t(omp_get_thread_num());
+            float* yf = xf + in_size;
+            WidenArray(px + p * in_size, xf, in_size);
+            windows_.Scan(static_cast<const float*>(xf), [&](int64_t o, float best, int64_t) { yf[o] = best; });
+            NarrowArray(yf, yp, out_size);
+          }
         }
       });
     });
@@ -179,6 +193,8 @@ class FastMaxPoolKernel : public Kernel {
 
  private:
   MaxWindows windows_;
+  int threads_ = 1;
+  size_t plane_floats_ = 0;
 };
 
 // MaxPoolGrad(dY, X) -> dX.

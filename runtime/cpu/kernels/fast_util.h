@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "runtime/base/half_array.h"
 #include "runtime/cpu/kernels/common.h"
 
 namespace precis::rt::fast {
@@ -92,6 +93,22 @@ inline double CenteredDot(const float* g, const float* x, int64_t n, double mean
 // Elements per block when 16-bit data is converted to float for a float-only routine.
 constexpr int64_t kBlock = 256;
 
+// y[0, n) = Load(x[0, n)) and x[0, n) = Store<T>(y[0, n)) for a 16-bit T, as whole arrays: the
+// conversions of runtime/base/half_array.h (F16C where the CPU has it; bit-identical to Load and
+// Store<T> but for the payload of signaling NaNs), where a per-element Load is a scalar routine.
+template <typename T>
+void WidenArray(const T* x, float* y, int64_t n) {
+  static_assert(sizeof(T) == 2);
+  if constexpr (std::is_same_v<T, Half>) HalfToFloatArray(reinterpret_cast<const uint16_t*>(x), y, size_t(n));
+  else Bf16ToFloatArray(reinterpret_cast<const uint16_t*>(x), y, size_t(n));
+}
+template <typename T>
+void NarrowArray(const float* x, T* y, int64_t n) {
+  static_assert(sizeof(T) == 2);
+  if constexpr (std::is_same_v<T, Half>) FloatToHalfArray(x, reinterpret_cast<uint16_t*>(y), size_t(n));
+  else FloatToBf16Array(x, reinterpret_cast<uint16_t*>(y), size_t(n));
+}
+
 // y[0, n) = Store<T>(f32(Load(x))) where f32(const float* in, float* out, int64_t m) computes a
 // float function elementwise; float data is passed through without copies (in place allowed).
 template <typename T, typename F32>
@@ -102,9 +119,9 @@ void ApplyFloatRoutine(const T* x, T* y, int64_t n, F32&& f32) {
     float buf[kBlock];
     for (int64_t b = 0; b < n; b += kBlock) {
       int64_t m = std::min(kBlock, n - b);
-      for (int64_t i = 0; i < m; ++i) buf[i] = Load(x[b + i]);
+      WidenArray(x + b, buf, m);
       f32(buf, buf, m);
-      for (int64_t i = 0; i < m; ++i) y[b + i] = Store<T>(buf[i]);
+      NarrowArray(buf, y + b, m);
     }
   }
 }

@@ -8,11 +8,12 @@
 // %d is read by two nodes (the Cast and the Neg): the chain mul..scale is one group ending there.
 // The scalar constant becomes a program constant, the one-element input %s is a broadcast load
 // (inner 1, count 1), and each f16 intermediate is rounded to f16 (op 16) as the unfused steps store it.
-// The Cast to f32 and the Sub that reads it twice form the second group; the Neg stays alone.
+// The Cast to f32 and the Sub that reads it twice form the second group; the Neg is a group of
+// one, fused anyway because it reads and writes f16 (generated code converts in vectors).
 // CHECK-LABEL: graph "chain"
 // CHECK: %d: f16[2,3] = FusedElementwise(%x, %y, %s) {code = [0, 0, 10, 0, 0, 1, 0, 0, 0, 0, 4, 0, 1, 0, 0, 16, 2, 10, 0, 0, 0, 1, 10, 0, 0, 2, 3, 4, 0, 0, 16, 5, 10, 0, 0, 12, 6, 0, 0, 0, 16, 7, 10, 0, 0, 0, 2, 10, 1, 1, 4, 8, 9, 0, 0, 17, 0, 10, 10, 0], consts = [0.5], entry = "fused_{{[0-9a-f]+}}", nodes = ["mul", "add", "relu", "scale"]} name "fused:scale"
 // CHECK-NEXT: %f: f32[2,3] = FusedElementwise(%d) {code = [0, 0, 10, 0, 0, 3, 0, 0, 0, 0, 17, 0, 1, 1, 0], {{.*}} nodes = ["up", "twice"]} name "fused:twice"
-// CHECK-NEXT: %g: f16[2,3] = Neg(%d) name "branch"
+// CHECK-NEXT: %g: f16[2,3] = FusedElementwise(%d) {code = [0, 0, 10, 0, 0, 8, 0, 0, 0, 0, 17, 0, 1, 10, 0], {{.*}} nodes = ["branch"]} name "fused:branch" precision {reason = "fused", accumulate = f32, evidence = "fuses 1 elementwise node"}
 model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
 graph "chain" {
   input %x: f16[2,3]
@@ -75,4 +76,22 @@ graph "unfused" {
   output %t
   output %w
   output %m
+}
+
+// -----
+
+// RUN: --passes infer,fuse-elementwise,dce
+// A lone FP32 node stays as it is (generated code gains nothing over the fast kernel); the lone
+// BF16 one is fused.
+// CHECK-LABEL: graph "lone"
+// CHECK: %a: f32[4,8] = Relu(%x) name "r32"
+// CHECK: %b: bf16[4,8] = FusedElementwise(%y) {{.*}} nodes = ["r16"]} name "fused:r16"
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "lone" {
+  input %x: f32[4,8]
+  input %y: bf16[4,8]
+  %a = Relu(%x) name "r32"
+  %b = Relu(%y) name "r16"
+  output %a
+  output %b
 }

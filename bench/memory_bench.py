@@ -1,0 +1,73 @@
+"""Peak memory of running a plan against the plan's size, per precision, in the same run.
+
+usage: .venv/bin/python bench/memory_bench.py PRECIS [--models vit_b_16,resnet50] [--precisions fp32,fp16,bf16]
+           [--threads 2] [--iterations 3]
+
+Models are the exports in .cache/model-tests/exports/ (scripts/make_model_tests.py makes them),
+batch 1. For each model and precision: compiles the plan, then runs `precis bench PLAN` in a
+child process and reads the child's peak resident memory (ru_maxrss from wait4: the process's
+high-water mark, program and libraries included). Prints the plan's size, the peak, the peak
+over the plan size, the constant bytes the plan holds (the compiler's `constants` line) and the
+median latency. The CPU's flags come first (whether BF16 runs natively changes what the
+kernels keep). Weights of 16-bit plans kept in 16 bits make peak / plan close to the FP32 plan's
+ratio; an FP32 copy of the weights made at load shows as a ratio near 3.
+"""
+import argparse
+import os
+import re
+import subprocess
+import tempfile
+
+from codegen_bench import cpu_flags, SHAPES  # same folder
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def peak_rss(cmd):
+    """Runs cmd; returns (stdout, peak RSS bytes of the child)."""
+    with tempfile.TemporaryFile(mode="w+") as out:
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read()
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}):\n{text}")
+    return text, usage.ru_maxrss * 1024
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("precis")
+    p.add_argument("--models", default="vit_b_16,resnet50")
+    p.add_argument("--precisions", default="fp32,fp16,bf16")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--iterations", type=int, default=3)
+    a = p.parse_args()
+    exports = os.path.join(ROOT, ".cache", "model-tests", "exports")
+    mib = 1 << 20
+    print(f"cpu: {cpu_flags()}")
+    print(f"threads {a.threads}, batch 1, {a.iterations} iterations")
+    print(f"{'model':12} {'prec':5} {'plan MiB':>9} {'constants':>12} {'peak MiB':>9} {'peak/plan':>9} {'median ms':>10}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in a.models.split(","):
+            model = os.path.join(exports, name + ".onnx")
+            if not os.path.exists(model):
+                print(f"{name}: missing {model} (run the model tests first)")
+                continue
+            input_name, dims = SHAPES[name]
+            shape_arg = f"{input_name}={'x'.join(map(str, [1] + dims))}"
+            for prec in a.precisions.split(","):
+                plan = os.path.join(tmp, f"{name}_{prec}.plan")
+                r = subprocess.run([a.precis, "compile", model, "-o", plan, "--shape", shape_arg, "--precision", prec],
+                                   capture_output=True, text=True, check=True)
+                w = re.search(r"constants\s+(\S+ \S+)", r.stdout)
+                text, peak = peak_rss([a.precis, "bench", plan, "--threads", str(a.threads), "--iterations", str(a.iterations),
+                                       "--warmup", "1"])
+                ms = float(re.search(r"median ([\d.]+) ms", text).group(1))
+                size = os.path.getsize(plan)
+                print(f"{name:12} {prec:5} {size / mib:>9.1f} {w.group(1) if w else '?':>12} {peak / mib:>9.1f} {peak / size:>9.2f} {ms:>10.2f}")
+
+
+if __name__ == "__main__":
+    main()

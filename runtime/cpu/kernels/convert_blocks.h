@@ -1,0 +1,18 @@
+// 16-bit <-> FP32 conversion of 2-D blocks over the OpenMP threads (fast_convert.cc), for kernels
+// that compute in FP32 on 16-bit operands block by block (dnnl_matmul.cc: 16-bit weights widened
+// one block at a time instead of a full FP32 copy at load). The conversions are those of
+// runtime/base/half_array.h: exact widening, round to nearest even when narrowing.
+#pragma once
+
+#include <cstdint>
+
+#include "precis/types.h"
+
+namespace precis::rt {
+
+// dst[r * cols + c] = float(src[r * src_stride + c]) for r < rows, c < cols; `dtype` FP16 or BF16.
+void WidenBlock(DataType dtype, const uint8_t* src, int64_t src_stride, float* dst, int64_t rows, int64_t cols, int threads);
+// dst[r * dst_stride + c] = round(src[r * cols + c]) to `dtype` (FP16 or BF16).
+void NarrowBlock(DataType dtype, const float* src, uint8_t* dst, int64_t dst_stride, int64_t rows, int64_t cols, int threads);
+
+}  // namespace precis::rt

@@ -1,0 +1,29 @@
+// WidenBlock and NarrowBlock (see convert_blocks.h): rows split among threads when the block is
+// large enough to pay for a parallel region.
+#include "runtime/base/half_array.h"
+#include "runtime/cpu/kernels/convert_blocks.h"
+#include "runtime/cpu/kernels/fast_util.h"
+
+namespace precis::rt {
+
+void WidenBlock(DataType dtype, const uint8_t* src, int64_t src_stride, float* dst, int64_t rows, int64_t cols, int threads) {
+  const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
+  fast::ParallelFor(rows, cols, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      if (dtype == DataType::kF16) HalfToFloatArray(s + r * src_stride, dst + r * cols, size_t(cols));
+      else Bf16ToFloatArray(s + r * src_stride, dst + r * cols, size_t(cols));
+    }
+  });
+}
+
+void NarrowBlock(DataType dtype, const float* src, uint8_t* dst, int64_t dst_stride, int64_t rows, int64_t cols, int threads) {
+  uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+  fast::ParallelFor(rows, cols, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      if (dtype == DataType::kF16) FloatToHalfArray(src + r * cols, d + r * dst_stride, size_t(cols));
+      else FloatToBf16Array(src + r * cols, d + r * dst_stride, size_t(cols));
+    }
+  });
+}
+
+}  // namespace precis::rt
