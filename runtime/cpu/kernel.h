@@ -40,6 +40,9 @@ class Kernel {
   }
   virtual Status Run(const KernelArgs& args, CpuContext& ctx) = 0;
   virtual size_t ScratchBytes() const { return 0; }
+  // Whether Run reads constant input `i` (false: Init copied what it needs, e.g. weights
+  // reordered into the kernel's own layout; a wrapper may then free a copy it made for Init).
+  virtual bool ReadsConstantInput(size_t i) const { (void)i; return true; }
 };
 
 using KernelFactory = std::unique_ptr<Kernel> (*)();

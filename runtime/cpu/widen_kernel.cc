@@ -70,6 +70,15 @@ Status WidenKernel::Init(const KernelArgs& args, const CpuContext& ctx) {
   shadow_bytes_ = offset;
   PRECIS_RETURN_IF_ERROR(inner_->Init(inner_args_, ctx));
   inner_scratch_ = (inner_->ScratchBytes() + 63) / 64 * 64;
+  // A widened constant the inner kernel copied at Init (oneDNN's reordered weights) is not kept:
+  // the FP32 copy would double the weights' memory for nothing.
+  for (size_t i = 0; i < inner_args_.inputs.size(); ++i) {
+    Tensor* w = inner_args_.inputs[i];
+    if (!w || !args.inputs[i] || w == args.inputs[i] || !w->is_constant || inner_->ReadsConstantInput(i)) continue;
+    for (auto& buf : owned_)
+      if (reinterpret_cast<uint8_t*>(buf.data()) == w->data) std::vector<float>().swap(buf);
+    w->data = nullptr;
+  }
   return Status::Ok();
 }
 

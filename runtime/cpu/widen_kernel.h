@@ -38,7 +38,7 @@ class WidenKernel : public Kernel {
   std::unique_ptr<Kernel> inner_;
   KernelArgs inner_args_;
   std::deque<Tensor> wide_;                  // stable addresses
-  std::vector<std::vector<float>> owned_;    // widened constants
+  std::vector<std::vector<float>> owned_;    // widened constants (freed after Init where the inner kernel no longer reads them)
   std::vector<Shadow> shadows_;
   size_t inner_scratch_ = 0, shadow_bytes_ = 0;
 };

@@ -24,6 +24,7 @@
 #include "runtime/base/cpu_features.h"
 #include "runtime/base/half.h"
 #include "runtime/cpu/kernel.h"
+#include "runtime/cpu/kernels/convert_blocks.h"
 #include "runtime/cpu/widen_kernel.h"
 #include "tests/runtime/kernel_test_util.h"
 
@@ -678,6 +679,11 @@ void CheckBf16Cases(bool native) {
 // accumulation; reductions of 2100 terms stay far below 1e-5 * sum|terms|), plus the rounding of
 // a 16-bit output, 2^-11 * |exact| for FP16.
 TEST(DnnlHalfWeights, MatMulAndGemmRunInBlocks) {
+  // 512 KiB blocks (the default is 4 MiB), so that K = 2100 gives 64-column blocks.
+  struct BlockBytes {
+    int64_t saved = SetWeightBlockBytesForTesting(512 * 1024);
+    ~BlockBytes() { SetWeightBlockBytesForTesting(saved); }
+  } block_bytes;
   constexpr DataType kH = DataType::kF16, kF = DataType::kF32;
   const int64_t K = 2100, N = 150;
   struct Case {

@@ -47,6 +47,7 @@ class DnnlKernel : public Kernel {
   Status Init(const KernelArgs& args, const CpuContext& ctx) final;
   Status Run(const KernelArgs& args, CpuContext& ctx) final;
   size_t ScratchBytes() const final;
+  bool ReadsConstantInput(size_t i) const final;
 
  protected:
   using dims = dnnl::memory::dims;
@@ -55,8 +56,10 @@ class DnnlKernel : public Kernel {
 
   // Describes the step; returns Unimplemented when the fast path does not apply.
   virtual Status Setup(const KernelArgs& args) = 0;
-  // Runs before the primitives with this run's tensors (e.g. Gemm broadcasting C into Y).
+  // Runs before the primitives with this run's tensors (e.g. Gemm broadcasting C into Y); a
+  // subclass whose BeforeExecute reads input i says so with ReadAtRun(i).
   virtual void BeforeExecute(const KernelArgs& args) { (void)args; }
+  void ReadAtRun(size_t i) { read_at_run_.push_back(i); }
 
   static const dnnl::engine& Engine();
   // Row-major descriptor of `d`; `strides` overrides the element strides.
@@ -111,6 +114,7 @@ class DnnlKernel : public Kernel {
   std::vector<dnnl::memory> owned_;  // persistent buffers (reordered constant weights)
   std::vector<Call> calls_;
   size_t temporary_bytes_ = 0, scratchpad_bytes_ = 0;
+  std::vector<size_t> read_at_run_;  // inputs BeforeExecute reads
 };
 
 // Whether oneDNN runs a step with these tensors (nullptr: omitted) as they are: all f32; or the

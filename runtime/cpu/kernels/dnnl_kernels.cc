@@ -155,6 +155,14 @@ Status DnnlKernel::Init(const KernelArgs& args, const CpuContext& ctx) {
 
 size_t DnnlKernel::ScratchBytes() const { return temporary_bytes_ + scratchpad_bytes_; }
 
+bool DnnlKernel::ReadsConstantInput(size_t i) const {
+  for (const Binding& b : bindings_)
+    if (b.source == Source::kInput && b.index == i) return true;
+  for (const Call& c : calls_)
+    if (c.host) return true;  // host steps may read any input
+  return std::find(read_at_run_.begin(), read_at_run_.end(), i) != read_at_run_.end();
+}
+
 Status DnnlKernel::Run(const KernelArgs& args, CpuContext& ctx) {
   OmpThreadScope threads(ctx.threads);
   for (Binding& b : bindings_) {
