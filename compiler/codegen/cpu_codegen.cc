@@ -282,10 +282,10 @@ class Emitter {
   llvm::Value* Load(DataType dtype, llvm::Value* base, llvm::Value* index, bool splat) {
     unsigned lanes = width_;
     if (splat) width_ = 0;
-    llvm::Type* elem = dtype == DataType::kF16 ? b_.getHalfTy() : dtype == DataType::kBF16 ? b_.getInt16Ty() : b_.getFloatTy();
+    llvm::Type* elem = dtype == DataType::kF16 ? (width_ ? b_.getInt16Ty() : b_.getHalfTy()) : dtype == DataType::kBF16 ? b_.getInt16Ty() : b_.getFloatTy();
     llvm::Value* raw = b_.CreateAlignedLoad(Lanes(elem), b_.CreateGEP(elem, base, index), llvm::Align(dtype == DataType::kF32 ? 4 : 2));
     llvm::Value* v = raw;
-    if (dtype == DataType::kF16) v = b_.CreateFPExt(raw, Lanes(b_.getFloatTy()));
+    if (dtype == DataType::kF16) v = width_ ? FromF16(raw) : b_.CreateFPExt(raw, b_.getFloatTy());
     else if (dtype == DataType::kBF16) v = b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(raw, Lanes(b_.getInt32Ty())), 16), Lanes(b_.getFloatTy()));
     width_ = lanes;
     return splat && width_ ? b_.CreateVectorSplat(width_, v) : v;
@@ -315,10 +315,33 @@ class Emitter {
     return b_.CreateCall(cvt, {v, rne});
   }
 
+  // fp16 bits -> float in the vector body (exact), never an fpext of `half`: InstCombine would
+  // turn a compare of fpext values into a compare of `half` vectors, which x86 runs lane by lane.
+  // x86-64-v4: the AVX-512 conversion intrinsic (vcvtph2ps); x86-64-v3 has no such intrinsic left
+  // in LLVM (it is fpext there), so integer operations: normal numbers rebias the exponent,
+  // subnormals are em * 2^-24 (exact), infinities and NaNs keep their payload (as HalfToFloat).
+  llvm::Value* FromF16(llvm::Value* bits) {
+    if (width_ == 16) {
+      llvm::Function* cvt = llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_avx512_mask_vcvtph2ps_512);
+      return b_.CreateCall(cvt, {bits, llvm::Constant::getNullValue(Lanes(b_.getFloatTy())), b_.getInt16(0xffff), b_.getInt32(4)});
+    }
+    llvm::Type* i32 = Lanes(b_.getInt32Ty());
+    auto k = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+    llvm::Value* u = b_.CreateZExt(bits, i32);
+    llvm::Value* sign = b_.CreateShl(b_.CreateAnd(u, k(0x8000)), 16);
+    llvm::Value* em = b_.CreateAnd(u, k(0x7fff));
+    llvm::Value* shifted = b_.CreateShl(em, 13);
+    llvm::Value* normal = b_.CreateAdd(shifted, k(112u << 23));
+    llvm::Value* special = b_.CreateOr(shifted, k(0x7f800000));
+    llvm::Value* tiny = b_.CreateBitCast(b_.CreateFMul(b_.CreateUIToFP(em, Lanes(b_.getFloatTy())), F32(0x1p-24f)), i32);
+    llvm::Value* mag = b_.CreateSelect(b_.CreateICmpUGE(em, k(0x7c00)), special, b_.CreateSelect(b_.CreateICmpULT(em, k(0x400)), tiny, normal));
+    return b_.CreateBitCast(b_.CreateOr(mag, sign), Lanes(b_.getFloatTy()));
+  }
+
   llvm::Value* Round(DataType dtype, llvm::Value* v) {
     if (dtype == DataType::kF16) {
       if (!width_) return b_.CreateFPExt(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getFloatTy());
-      return b_.CreateFPExt(b_.CreateBitCast(ToF16(v), Lanes(b_.getHalfTy())), Lanes(b_.getFloatTy()));
+      return FromF16(ToF16(v));
     }
     if (dtype == DataType::kBF16) return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(ToBf16(v), Lanes(b_.getInt32Ty())), 16), Lanes(b_.getFloatTy()));
     return v;

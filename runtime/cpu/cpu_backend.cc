@@ -28,6 +28,7 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(const SessionOptions& options) : options_(options) {
     ctx_.threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
     ctx_.reference_only = options.reference_kernels;
+    ctx_.fp32_weights = options.cpu_fp32_weights;
   }
 
   Status Prepare(LoadedPlan& plan) override;

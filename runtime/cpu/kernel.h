@@ -26,6 +26,7 @@ class ElfModule;
 struct CpuContext {
   int threads = 1;
   bool reference_only = false;  // force the plain reference kernels
+  bool fp32_weights = false;    // SessionOptions::cpu_fp32_weights
   uint8_t* scratch = nullptr;   // ScratchBytes() of this step, valid during Run
   const ElfModule* code = nullptr;  // the plan's generated code for this CPU, when loaded
 };

@@ -720,6 +720,11 @@ TEST(DnnlHalfWeights, MatMulAndGemmRunInBlocks) {
     std::unique_ptr<Kernel> k = KernelRegistry::Cpu().FindFast("MatMul")();
     ASSERT_TRUE(k->Init(args, ctx).ok());
     EXPECT_LT(k->ScratchBytes(), size_t(K * wide * 4) / 4) << "a full FP32 copy of the weights in the scratch";
+    // SessionOptions::cpu_fp32_weights: the step is declined, so the session widens it (an FP32
+    // copy of the weights made at load, as asked).
+    ctx.fp32_weights = true;
+    std::unique_ptr<Kernel> asked = KernelRegistry::Cpu().FindFast("MatMul")();
+    EXPECT_EQ(asked->Init(args, ctx).code(), StatusCode::kUnimplemented);
   }
   const int64_t M = 9;
   struct GemmHalfCase {

@@ -18,10 +18,12 @@ namespace {
 
 constexpr const char* kBenchUsage =
     "usage: precis bench MODEL.plan|MODEL.onnx [--device cpu|cuda|cuda:N] [--iterations N] [--warmup N]\n"
-    "                    [--threads N] [--reference] [--json] [--profile] [--no-graphs]\n"
+    "                    [--threads N] [--reference] [--fp32-weights] [--json] [--profile] [--no-graphs]\n"
     "                    [--batch N] [--shape NAME=DIMS ...] [--precision fp32|fp16|bf16] (for .onnx models)\n"
     "                    [--program NAME] (a plan's program other than the default, e.g. train_step)\n"
-    "Prints the median latency, throughput and achieved TFLOP/s (from the plan's FLOP count).\n";
+    "Prints the median latency, throughput and achieved TFLOP/s (from the plan's FLOP count).\n"
+    "--fp32-weights: CPU, keep FP32 copies of 16-bit MatMul/Gemm weights made at load (faster at small\n"
+    "batches on CPUs without FP16 arithmetic; twice the weights' memory). By default they stay 16-bit.\n";
 
 
 // Time per kernel (summed over steps) and the slowest steps, per run.
@@ -44,7 +46,7 @@ void PrintProfile(const std::vector<StepProfile>& steps, int runs) {
   for (size_t i = 0; i < slow.size(); ++i) slow[i] = i;
   std::sort(slow.begin(), slow.end(), [&](size_t a, size_t b) { return steps[a].total_ms > steps[b].total_ms; });
   std::printf("  slowest steps:\n");
-  for (size_t i = 0; i < std::min<size_t>(8, slow.size()); ++i)
+  for (size_t i = 0; i < std::min<size_t>(400, slow.size()); ++i)
     std::printf("    %-28s %-40s %8.3f ms\n", steps[slow[i]].kernel.c_str(), steps[slow[i]].node.c_str(), steps[slow[i]].total_ms / runs);
 }
 
@@ -78,6 +80,7 @@ int BenchCommand(const std::vector<std::string>& args) {
       Status s = ParseShapeOption(*v, compile_options.shapes);
       if (!s.ok()) return UsageError("bench", s.message(), kBenchUsage);
     } else if (a == "--reference") session_options.reference_kernels = true;
+    else if (a == "--fp32-weights") session_options.cpu_fp32_weights = true;
     else if (a == "--precision" && (v = value())) compile_options.precision = *v;
     else if (a == "--json") json = true;
     else if (a == "--profile") session_options.profile = true;

@@ -19,10 +19,12 @@ namespace {
 
 constexpr const char* kRunUsage =
     "usage: precis run MODEL.plan|MODEL.onnx [--input NAME=FILE.npy|FILE.pb ...] [--random] [--seed N]\n"
-    "                  [--output-dir DIR] [--compare DIR] [--shape NAME=DIMS ...] [--threads N] [--reference]\n"
+    "                  [--output-dir DIR] [--compare DIR] [--shape NAME=DIMS ...] [--threads N] [--reference] [--fp32-weights]\n"
     "                  [--device cpu|cuda|cuda:N]\n"
     "                  [--precision fp32|fp16|bf16] (for .onnx models)\n"
-    "--compare DIR: compare each output with DIR/OUTPUT.npy (max abs error, relative L2 error)\n";
+    "--compare DIR: compare each output with DIR/OUTPUT.npy (max abs error, relative L2 error)\n"
+    "--fp32-weights: CPU, keep FP32 copies of 16-bit MatMul/Gemm weights made at load (faster at small\n"
+    "batches on CPUs without FP16 arithmetic; twice the weights' memory). By default they stay 16-bit.\n";
 
 double ElementAsDouble(const TensorData& t, int64_t i) {
   const uint8_t* p = static_cast<const uint8_t*>(t.data) + size_t(i) * DataTypeSize(t.info.dtype);
@@ -135,6 +137,8 @@ int RunCommand(const std::vector<std::string>& args) {
       session_options.threads = std::atoi(v->c_str());
     } else if (a == "--reference") {
       session_options.reference_kernels = true;
+    } else if (a == "--fp32-weights") {
+      session_options.cpu_fp32_weights = true;
     } else if (a == "--device") {
       const std::string* v = value();
       Status s = v ? ParseDevice(*v, &session_options.device, &session_options.device_id) : InvalidArgument("--device needs cpu, cuda or cuda:N");

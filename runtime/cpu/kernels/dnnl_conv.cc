@@ -355,6 +355,7 @@ class FastConvKernel : public Kernel {
   }
   Status Run(const KernelArgs& args, CpuContext& ctx) override { return chosen_->Run(args, ctx); }
   size_t ScratchBytes() const override { return chosen_ ? chosen_->ScratchBytes() : 0; }
+  bool ReadsConstantInput(size_t i) const override { return !chosen_ || chosen_->ReadsConstantInput(i); }
 
  private:
   std::unique_ptr<Kernel> chosen_;

@@ -62,6 +62,7 @@ class DnnlKernel : public Kernel {
   void ReadAtRun(size_t i) { read_at_run_.push_back(i); }
 
   static const dnnl::engine& Engine();
+  bool fp32_weights_ = false;  // CpuContext::fp32_weights of the Init call
   // Row-major descriptor of `d`; `strides` overrides the element strides.
   static md Plain(const dims& d, dt type = dt::f32);
   static md Strided(const dims& d, const dims& strides, dt type = dt::f32);

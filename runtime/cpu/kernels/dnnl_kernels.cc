@@ -143,6 +143,7 @@ Status DnnlKernel::Init(const KernelArgs& args, const CpuContext& ctx) {
   OmpThreadScope threads(ctx.threads);
   try {
     stream_ = dnnl::stream(Engine());
+    fp32_weights_ = ctx.fp32_weights;
     return Setup(args);
   } catch (const dnnl::error& e) {
     // The descriptor was valid for ONNX but not for oneDNN (or no implementation exists): the

@@ -36,9 +36,10 @@ std::atomic<int64_t> block_bytes{kBlockBytes};
 
 class DnnlGemmLikeKernel : public DnnlKernel {
  protected:
-  // Whether B is 16-bit constant weights that oneDNN would otherwise need an FP32 copy of.
-  static bool HalfWeights(const Tensor* b) {
-    if (!b || !b->is_constant || b->rank() != 2 || b->numel == 0) return false;
+  // Whether B is 16-bit constant weights that oneDNN would otherwise need an FP32 copy of (and the
+  // session did not ask for that copy: SessionOptions::cpu_fp32_weights).
+  bool HalfWeights(const Tensor* b) const {
+    if (fp32_weights_ || !b || !b->is_constant || b->rank() != 2 || b->numel == 0) return false;
     return b->dtype == DataType::kF16 || (b->dtype == DataType::kBF16 && !NativeBf16Enabled());
   }
 
