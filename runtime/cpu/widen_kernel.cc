@@ -2,6 +2,7 @@
 #include "runtime/cpu/widen_kernel.h"
 
 #include "runtime/base/half_array.h"
+#include "runtime/cpu/kernels/convert_blocks.h"
 
 namespace precis::rt {
 namespace {
@@ -85,13 +86,14 @@ Status WidenKernel::Init(const KernelArgs& args, const CpuContext& ctx) {
 Status WidenKernel::Run(const KernelArgs& args, CpuContext& ctx) {
   (void)args;
   uint8_t* base = ctx.scratch + inner_scratch_;
+  // Conversions over the step's threads (a convolution's activations are millions of elements).
   for (const Shadow& s : shadows_) {
     s.wide->data = base + s.offset;
-    if (!s.is_output) WidenToFloat(s.real->dtype, s.real->data, reinterpret_cast<float*>(s.wide->data), s.real->numel);
+    if (!s.is_output) WidenArrayParallel(s.real->dtype, s.real->data, reinterpret_cast<float*>(s.wide->data), s.real->numel, ctx.threads);
   }
   PRECIS_RETURN_IF_ERROR(inner_->Run(inner_args_, ctx));
   for (const Shadow& s : shadows_)
-    if (s.is_output) NarrowFromFloat(s.real->dtype, reinterpret_cast<const float*>(s.wide->data), s.real->data, s.real->numel);
+    if (s.is_output) NarrowArrayParallel(s.real->dtype, reinterpret_cast<const float*>(s.wide->data), s.real->data, s.real->numel, ctx.threads);
   return Status::Ok();
 }
 

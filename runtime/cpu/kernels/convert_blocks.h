@@ -15,6 +15,10 @@ void WidenBlock(DataType dtype, const uint8_t* src, int64_t src_stride, float* d
 // dst[r * dst_stride + c] = round(src[r * cols + c]) to `dtype` (FP16 or BF16).
 void NarrowBlock(DataType dtype, const float* src, uint8_t* dst, int64_t dst_stride, int64_t rows, int64_t cols, int threads);
 
+// The same for whole arrays of n elements (split among threads in contiguous chunks).
+void WidenArrayParallel(DataType dtype, const uint8_t* src, float* dst, int64_t n, int threads);
+void NarrowArrayParallel(DataType dtype, const float* src, uint8_t* dst, int64_t n, int threads);
+
 // Tests: the bytes of FP32 weights per block of the MatMul/Gemm kernel for 16-bit weights (0:
 // the default, 4 MiB); returns the previous value. Steps initialized afterwards use it.
 int64_t SetWeightBlockBytesForTesting(int64_t bytes);

@@ -26,4 +26,20 @@ void NarrowBlock(DataType dtype, const float* src, uint8_t* dst, int64_t dst_str
   });
 }
 
+void WidenArrayParallel(DataType dtype, const uint8_t* src, float* dst, int64_t n, int threads) {
+  const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
+  fast::ParallelFor(n, 1, threads, [&](int64_t begin, int64_t end) {
+    if (dtype == DataType::kF16) HalfToFloatArray(s + begin, dst + begin, size_t(end - begin));
+    else Bf16ToFloatArray(s + begin, dst + begin, size_t(end - begin));
+  });
+}
+
+void NarrowArrayParallel(DataType dtype, const float* src, uint8_t* dst, int64_t n, int threads) {
+  uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+  fast::ParallelFor(n, 1, threads, [&](int64_t begin, int64_t end) {
+    if (dtype == DataType::kF16) FloatToHalfArray(src + begin, d + begin, size_t(end - begin));
+    else FloatToBf16Array(src + begin, d + begin, size_t(end - begin));
+  });
+}
+
 }  // namespace precis::rt
