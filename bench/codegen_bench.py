@@ -8,13 +8,19 @@ Prints the CPU flags, then per model and precision: steps per inference with cod
 (the default) and with --no-codegen, the fused kernels and the nodes they replaced, code
 generation time (both targets), arena bytes, precis median latency of both plans (`precis
 bench`), and onnxruntime's FP32 median on the same input shape (intra-op threads = --threads);
-ratios against the --no-codegen plan and against onnxruntime (lower is better).
+ratios against the --no-codegen plan and against onnxruntime (lower is better). For FP16 rows
+also onnxruntime on the model converted to FP16 (onnxconverter-common's float16 converter,
+keep_io_types=True, installed into the venv on first use) and the ratio against it.
 """
 import argparse
 import os
 import re
 import subprocess
+import sys
 import tempfile
+import warnings
+
+import onnx
 
 from latency_bench import ort_median  # same folder: onnxruntime's median latency, same settings
 
@@ -49,6 +55,21 @@ def bench(precis, plan, threads, iterations):
     return float(re.search(r"median ([\d.]+) ms", r.stdout).group(1)), ("fallbacks" in r.stdout)
 
 
+def ort_fp16_median(model, input_name, shape, threads, iterations, tmp):
+    """onnxruntime's median on the model converted to FP16 (inputs and outputs kept FP32)."""
+    try:
+        from onnxconverter_common import float16
+    except ImportError:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "onnxconverter-common"], check=True)
+        from onnxconverter_common import float16
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # one warning per truncated small weight
+        m = float16.convert_float_to_float16(onnx.load(model), keep_io_types=True)
+    path = os.path.join(tmp, "ort_fp16.onnx")
+    onnx.save(m, path)
+    return ort_median(path, input_name, shape, threads, iterations)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("precis")
@@ -62,7 +83,7 @@ def main():
     print(f"cpu: {cpu_flags()}")
     print(f"threads {a.threads}, batch {a.batch}, {a.iterations} iterations, median ms")
     print(f"{'model':14} {'prec':5} {'steps gen/off':>13} {'fused':>11} {'gen ms':>7} {'arena gen / off':>22} "
-          f"{'gen ms/run':>10} {'off ms/run':>10} {'gen/off':>7} {'ort fp32':>8} {'gen/ort':>7}")
+          f"{'gen ms/run':>10} {'off ms/run':>10} {'gen/off':>7} {'ort fp32':>8} {'gen/ort':>7} {'ort fp16':>8} {'gen/o16':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.models.split(","):
             model = os.path.join(exports, name + ".onnx")
@@ -73,6 +94,7 @@ def main():
             shape = [a.batch] + dims
             shape_arg = f"{input_name}={'x'.join(map(str, shape))}"
             ort_ms = ort_median(model, input_name, shape, a.threads, a.iterations)
+            ort16_ms = ort_fp16_median(model, input_name, shape, a.threads, a.iterations, tmp) if "fp16" in a.precisions else None
             for prec in a.precisions.split(","):
                 gen_plan, off_plan = os.path.join(tmp, "gen.plan"), os.path.join(tmp, "off.plan")
                 g = compile_plan(a.precis, model, gen_plan, shape_arg, prec, [])
@@ -81,7 +103,8 @@ def main():
                 off_ms, _ = bench(a.precis, off_plan, a.threads, a.iterations)
                 print(f"{name:14} {prec:5} {g[0]:>6}/{o[0]:<6} {g[2]:>4} ({g[3]:>3}) {g[4]:>7.0f} {g[1]:>10} / {o[1]:<9} "
                       f"{gen_ms:>10.2f} {off_ms:>10.2f} {gen_ms / off_ms:>7.3f} {ort_ms:>8.2f} {gen_ms / ort_ms:>7.2f}"
-                      f"{'  (fallbacks!)' if gen_fb else ''}")
+                      + (f" {ort16_ms:>8.2f} {gen_ms / ort16_ms:>7.2f}" if prec == "fp16" and ort16_ms else "")
+                      + f"{'  (fallbacks!)' if gen_fb else ''}")
 
 
 if __name__ == "__main__":
