@@ -18,16 +18,18 @@ namespace {
 
 constexpr const char* kBenchUsage =
     "usage: precis bench MODEL.plan|MODEL.onnx [--device cpu|cuda|cuda:N] [--iterations N] [--warmup N]\n"
-    "                    [--threads N] [--reference] [--fp32-weights] [--json] [--profile] [--no-graphs]\n"
+    "                    [--threads N] [--reference] [--fp32-weights] [--json] [--profile] [--profile-steps N]\n"
+    "                    [--no-graphs]\n"
     "                    [--batch N] [--shape NAME=DIMS ...] [--precision fp32|fp16|bf16] (for .onnx models)\n"
     "                    [--program NAME] (a plan's program other than the default, e.g. train_step)\n"
     "Prints the median latency, throughput and achieved TFLOP/s (from the plan's FLOP count).\n"
+    "--profile: time per kernel and the 8 slowest steps; --profile-steps N: the N slowest steps.\n"
     "--fp32-weights: CPU, keep FP32 copies of 16-bit MatMul/Gemm weights made at load (faster at small\n"
     "batches on CPUs without FP16 arithmetic; twice the weights' memory). By default they stay 16-bit.\n";
 
 
 // Time per kernel (summed over steps) and the slowest steps, per run.
-void PrintProfile(const std::vector<StepProfile>& steps, int runs) {
+void PrintProfile(const std::vector<StepProfile>& steps, int runs, size_t slowest) {
   std::map<std::string, std::pair<double, int>> by_kernel;
   double total = 0;
   for (const StepProfile& p : steps) {
@@ -46,7 +48,7 @@ void PrintProfile(const std::vector<StepProfile>& steps, int runs) {
   for (size_t i = 0; i < slow.size(); ++i) slow[i] = i;
   std::sort(slow.begin(), slow.end(), [&](size_t a, size_t b) { return steps[a].total_ms > steps[b].total_ms; });
   std::printf("  slowest steps:\n");
-  for (size_t i = 0; i < std::min<size_t>(400, slow.size()); ++i)
+  for (size_t i = 0; i < std::min<size_t>(slowest, slow.size()); ++i)
     std::printf("    %-28s %-40s %8.3f ms\n", steps[slow[i]].kernel.c_str(), steps[slow[i]].node.c_str(), steps[slow[i]].total_ms / runs);
 }
 
@@ -57,6 +59,7 @@ int BenchCommand(const std::vector<std::string>& args) {
   int iterations = 20, warmup = 3;
   int64_t batch_option = 0;
   bool json = false;
+  size_t slowest = 8;  // steps listed by --profile
   SessionOptions session_options;
   session_options.synthetic_weights = true;  // benchmark plans may be compiled with --strip-weights
   driver::CompileOptions compile_options;
@@ -84,6 +87,10 @@ int BenchCommand(const std::vector<std::string>& args) {
     else if (a == "--precision" && (v = value())) compile_options.precision = *v;
     else if (a == "--json") json = true;
     else if (a == "--profile") session_options.profile = true;
+    else if (a == "--profile-steps" && (v = value())) {
+      session_options.profile = true;
+      slowest = size_t(std::max(0, std::atoi(v->c_str())));
+    }
     else if (a == "--program" && i + 1 < args.size()) program = args[++i];
     else if (a == "--help" || a == "-h") {
       std::fputs(kBenchUsage, stdout);
@@ -158,7 +165,7 @@ int BenchCommand(const std::vector<std::string>& args) {
     for (size_t i = 0; i < fallbacks.size() && i < 10; ++i) std::printf("  %s\n", fallbacks[i].c_str());
     if (fallbacks.size() > 10) std::printf("  ... and %zu more\n", fallbacks.size() - 10);
   }
-  if (session_options.profile) PrintProfile(s.profile(), warmup + iterations);
+  if (session_options.profile) PrintProfile(s.profile(), warmup + iterations, slowest);
   return 0;
 }
 

@@ -28,12 +28,11 @@ namespace {
 
 bool IsHalf(DataType t) { return t == DataType::kF16 || t == DataType::kBF16; }
 
-// Bytes of FP32 weights per block (a few blocks per transformer layer; every block's matmul packs
-// A again). ViT-B/16 FP16 at batch 1 (M = 197) on a 2-core Xeon: blocks of 256 KiB to 16 MiB all
-// within the noise; each weight matmul takes 25-45% longer than on a prepacked FP32 copy, the cost
-// of converting the weights and of oneDNN packing plain weights at every run. At larger M it
-// shrinks; SessionOptions::cpu_fp32_weights (--fp32-weights) keeps the FP32 copy instead.
-constexpr int64_t kBlockBytes = 4 * 1024 * 1024;
+// Bytes of FP32 weights per block: the whole of a BERT-base/ViT-B layer (768 x 3072) in one block;
+// the step's scratch holds a block twice (widened, reordered). The price of 16-bit weights is the
+// conversion and the reorder at every run (see Width below); at larger M it matters less, and
+// SessionOptions::cpu_fp32_weights (--fp32-weights) keeps the FP32 copy instead.
+constexpr int64_t kBlockBytes = 12 * 1024 * 1024;
 std::atomic<int64_t> block_bytes{kBlockBytes};
 
 class DnnlGemmLikeKernel : public DnnlKernel {
@@ -86,11 +85,14 @@ class DnnlGemmLikeKernel : public DnnlKernel {
     const md wei_full = trans_b ? Strided({K, nb}, {1, K}) : Plain({K, nb});
     dnnl::memory wei_block = Temporary(wei_full), out_block = yt == DataType::kF32 ? dnnl::memory() : Temporary(Plain({M, nb}));
 
-    // One primitive per block width (all blocks but perhaps the last share one).
+    // One primitive per block width (all blocks but perhaps the last share one). Its weights are
+    // in the layout oneDNN prefers: the widened block is reordered into it (a jit reorder, much
+    // cheaper than oneDNN packing plain weights inside every matmul: 768 x 3072, M = 197, 2 cores,
+    // 3.7 ms reorder and matmul against 8.5 ms on plain weights and 3.0 ms on prepacked ones).
     struct Width {
       dnnl::matmul primitive;
       dnnl::matmul::primitive_desc pd;
-      dnnl::memory weights, out;  // the block temporaries
+      dnnl::memory plain, weights, out;  // the block temporaries: widened, reordered, output
     };
     std::vector<std::pair<int64_t, Width>> widths;
     auto width = [&](int64_t w) -> Width& {
@@ -99,9 +101,11 @@ class DnnlGemmLikeKernel : public DnnlKernel {
       md wei = trans_b ? Strided({K, w}, {1, K}) : Plain({K, w});
       md dst = yt == DataType::kF32 ? Strided({M, w}, {N, 1}) : Plain({M, w});
       dnnl::matmul::primitive_desc pd =
-          bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(Plain({M, K}), wei, Plain({1, w}), dst), Attr(), Engine())
-               : dnnl::matmul::primitive_desc(dnnl::matmul::desc(Plain({M, K}), wei, dst), Attr(), Engine());
-      Width wd{dnnl::matmul(pd), pd, TemporaryView(wei, wei_block, 0), yt == DataType::kF32 ? dnnl::memory() : TemporaryView(dst, out_block, 0)};
+          bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(Plain({M, K}), Any({K, w}), Plain({1, w}), dst), Attr(), Engine())
+               : dnnl::matmul::primitive_desc(dnnl::matmul::desc(Plain({M, K}), Any({K, w}), dst), Attr(), Engine());
+      dnnl::memory plain = TemporaryView(wei, wei_block, 0);
+      dnnl::memory packed = pd.weights_desc() == wei ? plain : Temporary(pd.weights_desc());
+      Width wd{dnnl::matmul(pd), pd, plain, packed, yt == DataType::kF32 ? dnnl::memory() : TemporaryView(dst, out_block, 0)};
       widths.emplace_back(w, std::move(wd));
       return widths.back().second;
     };
@@ -110,13 +114,14 @@ class DnnlGemmLikeKernel : public DnnlKernel {
       Width& wd = width(w);
       if (IsReferenceImpl(wd.pd)) return Unimplemented("oneDNN has only its reference matmul for this step");
       // The block's weights: rows n0.. of B[N, K], or columns n0.. of B[K, N].
-      const size_t at_w = TemporaryOffset(wd.weights);
+      const size_t at_w = TemporaryOffset(wd.plain);
       AppendHost([=](const KernelArgs& r, uint8_t* scratch, int threads) {
         const uint8_t* from = r.in(1)->data + size_t(trans_b ? n0 * K : n0) * 2;
         float* to = reinterpret_cast<float*>(scratch + at_w);
         if (trans_b) WidenBlock(wt, from, K, to, w, K, threads);
         else WidenBlock(wt, from, N, to, K, w, threads);
       });
+      if (wd.weights.get() != wd.plain.get()) AppendReorder(wd.plain, wd.weights);
       std::vector<std::pair<int, dnnl::memory>> margs = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wd.weights}};
       // FP32 Y: the block is Y's columns n0.., row stride N (the output bound at n0).
       margs.push_back({DNNL_ARG_DST, yt == DataType::kF32 ? Output(0, Strided({M, w}, {N, 1}), size_t(n0) * 4) : wd.out});
