@@ -55,8 +55,9 @@ def bench(precis, plan, threads, iterations):
     return float(re.search(r"median ([\d.]+) ms", r.stdout).group(1)), ("fallbacks" in r.stdout)
 
 
-def ort_fp16_median(model, input_name, shape, threads, iterations, tmp):
-    """onnxruntime's median on the model converted to FP16 (inputs and outputs kept FP32)."""
+def float16_model(model):
+    """The model converted to FP16 by onnxconverter-common (keep_io_types=True; installed into the
+    venv on first use)."""
     try:
         from onnxconverter_common import float16
     except ImportError:
@@ -64,10 +65,26 @@ def ort_fp16_median(model, input_name, shape, threads, iterations, tmp):
         from onnxconverter_common import float16
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # one warning per truncated small weight
-        m = float16.convert_float_to_float16(onnx.load(model), keep_io_types=True)
+        return float16.convert_float_to_float16(onnx.load(model), keep_io_types=True)
+
+
+def ort_fp16_median(model, input_name, shape, threads, iterations, tmp):
+    """onnxruntime's median on the model converted to FP16 (inputs and outputs kept FP32)."""
     path = os.path.join(tmp, "ort_fp16.onnx")
-    onnx.save(m, path)
+    onnx.save(float16_model(model), path)
     return ort_median(path, input_name, shape, threads, iterations)
+
+
+def exported_models(names):
+    """(name, path, input name, input dims without the batch) of each model export that exists
+    (.cache/model-tests/exports/), saying which are missing."""
+    exports = os.path.join(ROOT, ".cache", "model-tests", "exports")
+    for name in names.split(","):
+        model = os.path.join(exports, name + ".onnx")
+        if not os.path.exists(model):
+            print(f"{name}: missing {model} (run the model tests first)")
+            continue
+        yield name, model, SHAPES[name][0], SHAPES[name][1]
 
 
 def main():
@@ -79,18 +96,12 @@ def main():
     p.add_argument("--precisions", default="fp32,fp16,bf16")
     p.add_argument("--batch", type=int, default=1)
     a = p.parse_args()
-    exports = os.path.join(ROOT, ".cache", "model-tests", "exports")
     print(f"cpu: {cpu_flags()}")
     print(f"threads {a.threads}, batch {a.batch}, {a.iterations} iterations, median ms")
     print(f"{'model':14} {'prec':5} {'steps gen/off':>13} {'fused':>11} {'gen ms':>7} {'arena gen / off':>22} "
           f"{'gen ms/run':>10} {'off ms/run':>10} {'gen/off':>7} {'ort fp32':>8} {'gen/ort':>7} {'ort fp16':>8} {'gen/o16':>7}")
     with tempfile.TemporaryDirectory() as tmp:
-        for name in a.models.split(","):
-            model = os.path.join(exports, name + ".onnx")
-            if not os.path.exists(model):
-                print(f"{name}: missing {model} (run the model tests first)")
-                continue
-            input_name, dims = SHAPES[name]
+        for name, model, input_name, dims in exported_models(a.models):
             shape = [a.batch] + dims
             shape_arg = f"{input_name}={'x'.join(map(str, shape))}"
             ort_ms = ort_median(model, input_name, shape, a.threads, a.iterations)

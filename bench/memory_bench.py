@@ -20,9 +20,8 @@ import re
 import subprocess
 import tempfile
 
-from codegen_bench import cpu_flags, SHAPES  # same folder
+from codegen_bench import cpu_flags, exported_models  # same folder
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def peak_rss(cmd, check=True):
@@ -46,7 +45,6 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--iterations", type=int, default=3)
     a = p.parse_args()
-    exports = os.path.join(ROOT, ".cache", "model-tests", "exports")
     mib = 1 << 20
     print(f"cpu: {cpu_flags()}")
     print(f"threads {a.threads}, batch 1, {a.iterations} iterations")
@@ -56,12 +54,7 @@ def main():
     print(f"program alone (precis bench without a plan): peak {base / mib:.1f} MiB; 'above' = peak - that")
     print(f"{'model':12} {'prec':10} {'plan MiB':>9} {'constants':>12} {'peak MiB':>9} {'above':>9} {'above/plan':>10} {'median ms':>10}")
     with tempfile.TemporaryDirectory() as tmp:
-        for name in a.models.split(","):
-            model = os.path.join(exports, name + ".onnx")
-            if not os.path.exists(model):
-                print(f"{name}: missing {model} (run the model tests first)")
-                continue
-            input_name, dims = SHAPES[name]
+        for name, model, input_name, dims in exported_models(a.models):
             shape_arg = f"{input_name}={'x'.join(map(str, [1] + dims))}"
             for prec in a.precisions.split(","):
                 plan = os.path.join(tmp, f"{name}_{prec}.plan")

@@ -13,7 +13,6 @@ On the exported models in .cache/model-tests/exports (tests/models/model_tests.s
      keep_io_types=True on the same models (installed into .venv on first use).
 """
 import argparse
-import warnings
 import json
 import os
 import re
@@ -54,15 +53,8 @@ def ort_latency(model, shape, threads, iterations):
 
 
 def converter_casts(model):
-    try:
-        from onnxconverter_common import float16
-    except ImportError:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "onnxconverter-common"], check=True)
-        from onnxconverter_common import float16
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # one warning per truncated small weight
-        m = float16.convert_float_to_float16(onnx.load(model), keep_io_types=True)
-    return sum(1 for n in m.graph.node if n.op_type == "Cast")
+    from codegen_bench import float16_model  # same folder
+    return sum(1 for n in float16_model(model).graph.node if n.op_type == "Cast")
 
 
 def main():
