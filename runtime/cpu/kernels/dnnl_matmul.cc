@@ -10,9 +10,8 @@
 // 16-bit constant weights that oneDNN cannot take as they are (FP16 always; BF16 on CPUs without
 // native BF16) are not copied to FP32 at load: the step runs in column blocks of B (HalfWeights
 // below), each block widened into the step's scratch and reordered into oneDNN's preferred layout
-// just before its FP32 matmul, so the plan's
-// 16-bit weights are the only copy. A 16-bit A is widened per run, a 16-bit Y written through an
-// FP32 block and rounded once. Accumulation is FP32 as in the widened form; the sums are oneDNN's
+// just before its FP32 matmul, so the plan's 16-bit weights are the only copy. A 16-bit A is
+// widened per run, a 16-bit Y written through an FP32 block and rounded once. Accumulation is FP32 as in the widened form; the sums are oneDNN's
 // over the whole of K either way.
 #include <algorithm>
 #include <atomic>
