@@ -27,7 +27,7 @@ using match::StringAttr;
 constexpr int64_t kChannelMultiple = 8;  // 16 bytes of FP16/BF16: tensor-core operand rows
 
 bool IsHalf(const Value* v) {
-  return v && v->type().is_tensor() && (v->type().dtype() == ir::DType::kF16 || v->type().dtype() == ir::DType::kBF16);
+  return v && v->type().is_tensor() && ir::IsHalfFloat(v->type().dtype());
 }
 
 bool IsScalar(const Value* v) {

@@ -307,9 +307,7 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
   // A lone node is fused only where it reads or writes FP16/BF16: the fast kernels convert 16-bit
   // data with scalar loads, generated code converts in vectors; lone FP32 nodes gain nothing.
   auto sixteen_bit = [](const ir::Node* n) {
-    auto half = [](const ir::Value* v) {
-      return v && v->type().is_tensor() && (v->type().dtype() == ir::DType::kF16 || v->type().dtype() == ir::DType::kBF16);
-    };
+    auto half = [](const ir::Value* v) { return v && v->type().is_tensor() && ir::IsHalfFloat(v->type().dtype()); };
     return std::any_of(n->inputs().begin(), n->inputs().end(), half) || std::any_of(n->outputs().begin(), n->outputs().end(), half);
   };
   for (Group& g : groups) {

@@ -50,6 +50,8 @@ bool IsFloat(DType t) {
   return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kF64;
 }
 
+bool IsHalfFloat(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+
 bool IsInteger(DType t) { return t >= DType::kI8 && t <= DType::kU64; }
 
 std::string OnnxDataTypeName(int32_t code) {

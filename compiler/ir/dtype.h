@@ -26,6 +26,7 @@ std::optional<DType> DTypeFromName(std::string_view name);
 // Bytes per element; 0 for kString and kUndefined.
 int64_t DTypeSize(DType t);
 bool IsFloat(DType t);    // f32, f16, bf16, f64
+bool IsHalfFloat(DType t);  // f16, bf16
 bool IsInteger(DType t);  // signed and unsigned integers
 
 // ONNX TensorProto.DataType code <-> DType. Unrepresentable codes give Unimplemented naming the

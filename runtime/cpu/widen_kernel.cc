@@ -1,13 +1,11 @@
 // WidenKernel (see widen_kernel.h).
 #include "runtime/cpu/widen_kernel.h"
 
-#include "runtime/base/half_array.h"
 #include "runtime/cpu/kernels/convert_blocks.h"
 
 namespace precis::rt {
 namespace {
 
-bool IsHalf(DataType t) { return t == DataType::kF16 || t == DataType::kBF16; }
 bool IsFloat(DataType t) { return IsHalf(t) || t == DataType::kF32 || t == DataType::kF64; }
 
 template <typename Fn>
@@ -17,18 +15,6 @@ void ForEachTensor(const KernelArgs& args, Fn&& fn) {
 }
 
 }  // namespace
-
-void WidenToFloat(DataType dtype, const uint8_t* src, float* dst, int64_t n) {
-  const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
-  if (dtype == DataType::kF16) HalfToFloatArray(s, dst, size_t(n));
-  else Bf16ToFloatArray(s, dst, size_t(n));
-}
-
-void NarrowFromFloat(DataType dtype, const float* src, uint8_t* dst, int64_t n) {
-  uint16_t* d = reinterpret_cast<uint16_t*>(dst);
-  if (dtype == DataType::kF16) FloatToHalfArray(src, d, size_t(n));
-  else FloatToBf16Array(src, d, size_t(n));
-}
 
 bool WidenKernel::HasHalfTensors(const KernelArgs& args) {
   bool any = false;
@@ -57,7 +43,7 @@ Status WidenKernel::Init(const KernelArgs& args, const CpuContext& ctx) {
     w.bytes = size_t(t->numel) * 4;
     if (t->is_constant && !is_output) {
       auto& buf = owned_.emplace_back(size_t(t->numel));
-      WidenToFloat(t->dtype, t->data, buf.data(), t->numel);
+      WidenArrayParallel(t->dtype, t->data, buf.data(), t->numel, ctx.threads);
       w.data = reinterpret_cast<uint8_t*>(buf.data());
       return &w;
     }

@@ -43,8 +43,4 @@ class WidenKernel : public Kernel {
   size_t inner_scratch_ = 0, shadow_bytes_ = 0;
 };
 
-// Converts n values between FP32 and a 16-bit float dtype (kF16 or kBF16).
-void WidenToFloat(DataType dtype, const uint8_t* src, float* dst, int64_t n);
-void NarrowFromFloat(DataType dtype, const float* src, uint8_t* dst, int64_t n);
-
 }  // namespace precis::rt

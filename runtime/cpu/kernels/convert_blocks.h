@@ -10,6 +10,8 @@
 
 namespace precis::rt {
 
+inline bool IsHalf(DataType t) { return t == DataType::kF16 || t == DataType::kBF16; }
+
 // dst[r * cols + c] = float(src[r * src_stride + c]) for r < rows, c < cols; `dtype` FP16 or BF16.
 void WidenBlock(DataType dtype, const uint8_t* src, int64_t src_stride, float* dst, int64_t rows, int64_t cols, int threads);
 // dst[r * dst_stride + c] = round(src[r * cols + c]) to `dtype` (FP16 or BF16).

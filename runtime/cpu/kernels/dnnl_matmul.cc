@@ -26,8 +26,6 @@
 namespace precis::rt {
 namespace {
 
-bool IsHalf(DataType t) { return t == DataType::kF16 || t == DataType::kBF16; }
-
 // Bytes of FP32 weights per block: the whole of a BERT-base/ViT-B layer (768 x 3072) in one block;
 // the step's scratch holds a block twice (widened, reordered). The price of 16-bit weights is the
 // conversion and the reorder at every run (see Width below); at larger M it matters less, and
@@ -69,9 +67,7 @@ class DnnlGemmLikeKernel : public DnnlKernel {
     dnnl::memory bias_wide;
     if (bias && IsHalf(bias->dtype) && bias->is_constant) {
       bias_.resize(size_t(N));
-      const uint16_t* c = reinterpret_cast<const uint16_t*>(bias->data);
-      if (bias->dtype == DataType::kF16) HalfToFloatArray(c, bias_.data(), size_t(N));
-      else Bf16ToFloatArray(c, bias_.data(), size_t(N));
+      WidenArrayParallel(bias->dtype, bias->data, bias_.data(), N, 1);
     } else if (bias && IsHalf(bias->dtype)) {
       bias_wide = Temporary(Plain({1, N}));
       const size_t at_c = TemporaryOffset(bias_wide);
