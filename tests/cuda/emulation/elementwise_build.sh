@@ -15,9 +15,11 @@ for f in runtime/cpu/kernels/elementwise.cc runtime/cpu/kernels/activation.cc ru
          runtime/base/status.cc runtime/base/types.cc runtime/base/half_array.cc runtime/base/cpu_features.cc; do
   g++ $INC -O2 -std=c++20 -c "$ROOT/$f" -o "$OUT/cpu_$(basename $f).o"
 done
+# WidenKernel converts through the parallel block conversions (OpenMP, as in the CMake build).
+g++ $INC -O2 -std=c++20 -fopenmp -c "$ROOT/runtime/cpu/kernels/fast_convert.cc" -o "$OUT/cpu_fast_convert.cc.o"
 NV="nvcc -std=c++20 --extended-lambda --expt-relaxed-constexpr -diag-suppress=2810 -O2 -DPRECIS_EW_HOST_EMULATION -Xcompiler=-fno-strict-aliasing $INC -gencode arch=compute_90,code=sm_90"
 for f in "$ROOT"/runtime/cuda/kernels/elementwise*.cu "$ROOT/runtime/cuda/device_util.cu"; do $NV -c "$f" -o "$OUT/gpu_$(basename $f).o"; done
 g++ $INC -O2 -std=c++20 -c "$ROOT/runtime/cuda/cuda_kernel.cc" -o "$OUT/gpu_cuda_kernel.o"
 $NV -c "$ROOT/tests/cuda/emulation/elementwise_harness.cu" -o "$OUT/harness.o"
-nvcc -o "$OUT/elementwise_harness" "$OUT"/*.o -L/usr/local/cuda/lib64 -lcudart -lcublasLt -lcudnn
+nvcc -o "$OUT/elementwise_harness" "$OUT"/*.o -L/usr/local/cuda/lib64 -lcudart -lcublasLt -lcudnn -lgomp
 "$OUT/elementwise_harness"

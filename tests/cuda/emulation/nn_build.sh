@@ -31,6 +31,8 @@ for f in runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/widen_kern
          runtime/base/status.cc runtime/base/types.cc runtime/base/half_array.cc runtime/base/cpu_features.cc; do
   compile $f cpu_$(basename $f .cc).o $CXX
 done
+# WidenKernel converts through the parallel block conversions (OpenMP, as in the CMake build).
+compile runtime/cpu/kernels/fast_convert.cc cpu_fast_convert.o $CXX -fopenmp
 for f in tests/cuda/emulation/nn_libs_emulation.cc tests/cuda/emulation/nn_harness.cc; do compile $f test_$(basename $f .cc).o $CXX; done
-g++ -o "$OUT/nn_harness" "$OUT"/cuda_*.o "$OUT"/cpu_*.o "$OUT"/test_*.o -L/usr/local/cuda/lib64 -lcudart
+g++ -o "$OUT/nn_harness" "$OUT"/cuda_*.o "$OUT"/cpu_*.o "$OUT"/test_*.o -L/usr/local/cuda/lib64 -lcudart -lgomp
 "$OUT/nn_harness"

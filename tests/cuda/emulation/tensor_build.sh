@@ -24,5 +24,7 @@ for f in runtime/cpu/kernels/tensor.cc runtime/cpu/kernels/tensor_index.cc runti
          runtime/base/half_array.cc runtime/base/cpu_features.cc; do
   g++ -std=c++20 -O1 $INC -c "$ROOT/$f" -o "$OUT/cpu_$(basename $f .cc).o"
 done
-g++ -o "$OUT/tensor_harness" "$OUT/harness.o" "$OUT/shim.o" "$OUT"/gpu_*.o "$OUT"/cpu_*.o -L/usr/local/cuda/lib64 -lcudart -lpthread
+# WidenKernel converts through the parallel block conversions (OpenMP, as in the CMake build).
+g++ -std=c++20 -O1 -fopenmp $INC -c "$ROOT/runtime/cpu/kernels/fast_convert.cc" -o "$OUT/cpu_fast_convert.o"
+g++ -o "$OUT/tensor_harness" "$OUT/harness.o" "$OUT/shim.o" "$OUT"/gpu_*.o "$OUT"/cpu_*.o -L/usr/local/cuda/lib64 -lcudart -lpthread -lgomp
 "$OUT/tensor_harness"
