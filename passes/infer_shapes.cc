@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 
+#include "compiler/ops/control_flow.h"
 #include "compiler/ops/evaluate.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
@@ -75,6 +76,8 @@ class Inferrer {
                                    (def->max_opset == INT_MAX ? std::string("latest") : std::to_string(def->max_opset)) + ")");
       return false;
     }
+    PRECIS_RETURN_IF_ERROR(VisitBodies(node, opset));
+    if (!unknown_.empty() || !first_error_.ok()) return false;
     ops::InferContext ctx(node, opset);
     Status s = def->infer(ctx);
     if (!s.ok()) {
@@ -97,6 +100,29 @@ class Inferrer {
     if (!options_.fold_constants || !def->foldable) return false;
     if (options_.fold_constants && FoldShapeOf(g, node, opset)) return true;
     return Fold(g, node, *def, opset);
+  }
+
+  // The bodies of If, Loop and Scan: their inputs get the types the operator gives them, then
+  // their nodes are inferred (and folded) like the main graph's.
+  Status VisitBodies(ir::Node& node, int64_t opset) {
+    for (auto& [attr, body] : ops::ControlFlowBodies(node)) {
+      auto types = ops::BodyInputTypes(node, attr, opset);
+      if (!types.ok()) {
+        first_error_ = types.status();
+        return Status::Ok();
+      }
+      if (types->size() != body->inputs().size()) {
+        first_error_ = InvalidArgument(node.Describe() + ": its " + attr + " takes " + std::to_string(body->inputs().size()) + " inputs, " +
+                                       std::to_string(types->size()) + " expected");
+        return Status::Ok();
+      }
+      for (size_t i = 0; i < types->size(); ++i) body->inputs()[i]->set_type(Merge((*types)[i], body->inputs()[i]->type()));
+      for (size_t i = 0; i < body->nodes().size();) {
+        PRECIS_ASSIGN_OR_RETURN(bool removed, Visit(*body, *body->nodes()[i]));
+        if (!removed) ++i;
+      }
+    }
+    return Status::Ok();
   }
 
   // Shape and Size depend only on their input's type: once that is static they are constants,

@@ -456,7 +456,23 @@ double MaxFinite(ir::DType dtype) {
 StatusOr<PrecisionStats> AssignPrecision(ir::Graph& graph, const PrecisionOptions& options) {
   if (options.low != ir::DType::kF16 && options.low != ir::DType::kBF16)
     return InvalidArgument("the low precision must be f16 or bf16");
-  return Painter(graph, options).Run();
+  std::vector<ir::Graph*> bodies;  // collected first: painting adds nodes
+  for (const auto& n : graph.nodes())
+    for (const auto& a : n->attributes())
+      for (const auto& sub : a.graphs) bodies.push_back(sub.get());
+  PRECIS_ASSIGN_OR_RETURN(PrecisionStats stats, Painter(graph, options).Run());
+  // Bodies of If/Loop/Scan get the same rules. Their inputs and outputs keep their dtypes (the
+  // control-flow step copies them as they are), and the outer values they read stay FP32 (the
+  // painter keeps a value read inside a subgraph FP32), cast down inside the body where a low
+  // node reads them.
+  PrecisionOptions inner = options;
+  inner.keep_io_types = true;
+  for (ir::Graph* body : bodies) {
+    PRECIS_ASSIGN_OR_RETURN(PrecisionStats b, AssignPrecision(*body, inner));
+    stats.low_nodes += b.low_nodes, stats.fp32_nodes += b.fp32_nodes;
+    stats.casts_inserted += b.casts_inserted, stats.constants_converted += b.constants_converted;
+  }
+  return stats;
 }
 
 }  // namespace precis::passes

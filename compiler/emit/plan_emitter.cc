@@ -9,6 +9,7 @@
 
 #include "compiler/emit/memory_planner.h"
 #include "compiler/emit/widening.h"
+#include "compiler/ops/control_flow.h"
 #include "compiler/ops/step_attrs.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
@@ -78,7 +79,8 @@ class Emitter {
   struct Program {
     std::string name;
     std::vector<int> inputs, outputs;
-    size_t begin = 0, end = 0;  // its steps in steps_
+    std::vector<size_t> steps;  // indices into steps_ (a body's steps come before its control-flow step)
+    bool body = false;          // the body of an If/Loop/Scan step (plan.fbs Program.body)
   };
 
   Status CollectProgram(size_t p) {
@@ -90,24 +92,83 @@ class Emitter {
     current_ = &src;
     ids_.clear();
     PRECIS_RETURN_IF_ERROR(SelectProgram(src));
-    Program prog{src.name, {}, {}, steps_.size(), 0};
+    // The program's slot comes first: the bodies of its control-flow steps follow it.
+    // (programs_ grows while bodies are collected: it is indexed, never referenced.)
+    size_t slot = programs_.size();
+    programs_.emplace_back().name = src.name;
     for (const ir::Value* v : g.inputs()) {
       if (!src.outputs.empty() && !used_.count(v)) continue;
       PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
-      if (tensors_[size_t(id)].kind == Kind::kIo) prog.inputs.push_back(id);
+      if (tensors_[size_t(id)].kind == Kind::kIo) programs_[slot].inputs.push_back(id);
     }
     for (const auto& n : g.nodes())
-      if (needed_.count(n.get())) PRECIS_RETURN_IF_ERROR(CollectStep(*n));
+      if (needed_.count(n.get())) PRECIS_RETURN_IF_ERROR(CollectStep(*n, slot));
     for (const ir::Value* v : selected_) {
       PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
-      prog.outputs.push_back(id);
+      programs_[slot].outputs.push_back(id);
     }
     for (const auto& [from, state] : src.state_updates) {
       PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*g.FindLocal(from)));
-      PRECIS_RETURN_IF_ERROR(AddStateUpdate(id, state));
+      PRECIS_RETURN_IF_ERROR(AddStateUpdate(id, state, slot));
     }
-    prog.end = steps_.size();
-    programs_.push_back(std::move(prog));
+    return Status::Ok();
+  }
+
+  // An If, Loop or Scan step: each body becomes a program of its own (named after the step and
+  // the attribute) whose steps come before the control-flow step on the arena's timeline. The
+  // step's outputs are live from the first body step on (a Loop writes its scan outputs between
+  // iterations); body inputs, body outputs and every outer value a body reads stay live up to
+  // the control-flow step, so no body step reuses their bytes while the loop runs.
+  Status CollectControlFlow(const ir::Node& n, const ops::OpDef& def, size_t program) {
+    Step s{&n, &def, KernelName(n, def), {}, {}, -1, "", {}};
+    std::vector<int> extended;  // tensors whose lifetime reaches the control-flow step
+    for (const ir::Value* v : n.inputs()) {
+      if (!v) {
+        s.inputs.push_back(-1);
+        continue;
+      }
+      PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
+      s.inputs.push_back(id);
+      extended.push_back(id);
+    }
+    for (const ir::Value* v : n.outputs()) {
+      if (!v) {
+        s.outputs.push_back(-1);
+        continue;
+      }
+      PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
+      s.outputs.push_back(id);
+    }
+    if (current_->predicates.count(n.name())) return Unimplemented(n.Describe() + ": a control-flow step cannot run under a predicate");
+    size_t tensors_before = tensors_.size(), region = steps_.size();
+    for (auto& [attr, body] : ops::ControlFlowBodies(n)) {
+      size_t slot = programs_.size();
+      programs_.emplace_back().name =
+          programs_[program].name + "/" + (n.name().empty() ? n.op_type() + "#" + std::to_string(n.index()) : n.name()) + "/" + attr;
+      programs_[slot].body = true;
+      for (const ir::Value* v : body->inputs()) {
+        PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
+        programs_[slot].inputs.push_back(id);
+        extended.push_back(id);
+      }
+      for (const auto& inner : body->nodes()) PRECIS_RETURN_IF_ERROR(CollectStep(*inner, slot));
+      for (const ir::Value* v : body->outputs()) {
+        if (!v) return InvalidArgument(n.Describe() + ": its " + attr + " has an empty output");
+        PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
+        programs_[slot].outputs.push_back(id);
+        extended.push_back(id);
+      }
+      s.programs.emplace_back(attr == "then_branch" ? "then_program" : attr == "else_branch" ? "else_program" : "body_program", int64_t(slot));
+    }
+    for (size_t i = region; i < steps_.size(); ++i) {
+      for (int id : steps_[i].inputs)
+        if (id >= 0 && size_t(id) < tensors_before) extended.push_back(id);
+      if (steps_[i].predicate >= 0) extended.push_back(steps_[i].predicate);
+    }
+    int at = int(steps_.size());
+    for (int id : extended) last_[size_t(id)] = std::max(last_[size_t(id)], at);
+    programs_[program].steps.push_back(steps_.size());
+    steps_.push_back(std::move(s));
     return Status::Ok();
   }
 
@@ -157,6 +218,16 @@ class Emitter {
       needed_.insert(n);
       for (const ir::Value* in : n->inputs())
         if (in) wanted.insert(in);
+      // A control-flow step also needs the outer values its bodies read.
+      for (const auto& a : n->attributes())
+        for (const auto& sub : a.graphs)
+          ir::ForEachGraph(*sub, [&](const ir::Graph& body) {
+            for (const auto& inner : body.nodes())
+              for (const ir::Value* in : inner->inputs())
+                if (in) wanted.insert(in);
+            for (const ir::Value* out : body.outputs())
+              if (out) wanted.insert(out);
+          });
       if (auto pred = src.predicates.find(n->name()); pred != src.predicates.end())
         if (const ir::Value* v = g.Lookup(pred->second)) wanted.insert(v);
     }
@@ -164,8 +235,10 @@ class Emitter {
     return Status::Ok();
   }
 
-  // Values of one name shared by programs: inputs, program outputs and state.
+  // Values of one name shared by programs: inputs, program outputs and state. Values of a
+  // control-flow body (its inputs included) are the body's own.
   Kind KindOf(const ir::Value& v) const {
+    if (v.owner() && v.owner()->parent_node()) return v.is_constant() ? Kind::kConstant : Kind::kArena;
     if (options_.state.count(v.name()) && (v.is_constant() || (v.kind() == ir::Value::Kind::kInput && v.data()))) return Kind::kState;
     if (v.is_constant()) return Kind::kConstant;
     if (v.kind() == ir::Value::Kind::kInput) return Kind::kIo;
@@ -216,12 +289,13 @@ class Emitter {
     return id;
   }
 
-  Status CollectStep(const ir::Node& n) {
+  Status CollectStep(const ir::Node& n, size_t program) {
     const ops::OpDef* def = ops::OpRegistry::Get().Find(n.domain(), n.op_type());
     if (!def) return Unimplemented(n.Describe() + ": no operator definition");
+    if (!ops::ControlFlowBodies(n).empty()) return CollectControlFlow(n, *def, program);
     for (const auto& a : n.attributes())
-      if (!a.graphs.empty()) return Unimplemented(n.Describe() + ": operators with subgraphs cannot be emitted yet");
-    Step s{&n, def, KernelName(n, *def), {}, {}, -1, ""};
+      if (!a.graphs.empty()) return Unimplemented(n.Describe() + ": operators with subgraphs other than If, Loop and Scan cannot be emitted");
+    Step s{&n, def, KernelName(n, *def), {}, {}, -1, "", {}};
     for (const ir::Value* v : n.inputs()) {
       if (!v) {
         s.inputs.push_back(-1);
@@ -239,7 +313,7 @@ class Emitter {
       PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
       s.outputs.push_back(id);
     }
-    if (auto pred = current_->predicates.find(n.name()); pred != current_->predicates.end()) {
+    if (auto pred = current_->predicates.find(n.name()); pred != current_->predicates.end() && n.owner() == current_->graph) {
       PRECIS_ASSIGN_OR_RETURN(s.predicate, Predicate(pred->second, n.Describe()));
     }
     if (def->inplace_input >= 0 && size_t(def->inplace_input) < s.inputs.size() && !s.outputs.empty() && s.outputs[0] >= 0 &&
@@ -247,6 +321,7 @@ class Emitter {
       int src = s.inputs[size_t(def->inplace_input)];
       if (src >= 0 && tensors_[size_t(src)].kind == Kind::kArena) inplace_of_[size_t(s.outputs[0])] = src;
     }
+    programs_[program].steps.push_back(steps_.size());
     steps_.push_back(std::move(s));
     return Status::Ok();
   }
@@ -263,7 +338,7 @@ class Emitter {
   }
 
   // A program's update of a state tensor: a copy step at the end of the program.
-  Status AddStateUpdate(int from, const std::string& state) {
+  Status AddStateUpdate(int from, const std::string& state, size_t program) {
     auto it = shared_.find(state);
     if (it == shared_.end() || tensors_[size_t(it->second)].kind != Kind::kState)
       return InvalidArgument("program '" + current_->name + "' updates '" + state + "', which is not a state tensor of the plan");
@@ -277,7 +352,8 @@ class Emitter {
     if (auto pred = current_->update_predicates.find(state); pred != current_->update_predicates.end()) {
       PRECIS_ASSIGN_OR_RETURN(predicate, Predicate(pred->second, "update of state '" + state + "'"));
     }
-    steps_.push_back(Step{nullptr, nullptr, "Identity", {from}, {it->second}, predicate, "update " + state});
+    programs_[program].steps.push_back(steps_.size());
+    steps_.push_back(Step{nullptr, nullptr, "Identity", {from}, {it->second}, predicate, "update " + state, {}});
     return Status::Ok();
   }
 
@@ -369,6 +445,7 @@ class Emitter {
     std::vector<int> inputs, outputs;
     int predicate = -1;
     std::string label;  // the step's name when it has no node
+    std::vector<std::pair<std::string, int64_t>> programs;  // control flow: "body_program" -> program index
   };
   StatusOr<EmittedPlan> Write();
   flatbuffers::Offset<plan::Step> WriteStep(flatbuffers::FlatBufferBuilder& b, const Step& s);
@@ -404,7 +481,7 @@ flatbuffers::Offset<plan::Step> Emitter::WriteStep(flatbuffers::FlatBufferBuilde
   for (int slot : ops::KernelInputOrder(n, opset)) inputs.push_back(slot < 0 ? -1 : s.inputs[size_t(slot)]);
   auto ins = b.CreateVector(inputs);
   auto node_name = b.CreateString(n.name().empty() ? n.op_type() + "#" + std::to_string(n.index()) : n.name());
-  auto attrs = ops::BuildStepAttrs(b, n, opset);
+  auto attrs = ops::BuildStepAttrs(b, n, opset, s.programs);
   uint8_t compute = 0;
   for (const ir::Value* v : n.inputs())
     if (v && ir::IsFloat(v->type().dtype())) {
@@ -442,9 +519,9 @@ StatusOr<EmittedPlan> Emitter::Write() {
   std::vector<flatbuffers::Offset<plan::Program>> programs;
   for (size_t p = 0; p < programs_.size(); ++p) {
     std::vector<flatbuffers::Offset<plan::Step>> steps;
-    for (size_t i = programs_[p].begin; i < programs_[p].end; ++i) steps.push_back(WriteStep(b, steps_[i]));
+    for (size_t i : programs_[p].steps) steps.push_back(WriteStep(b, steps_[i]));
     programs.push_back(plan::CreateProgram(b, b.CreateString(programs_[p].name), b.CreateVector(steps), b.CreateVector(programs_[p].inputs),
-                                           b.CreateVector(programs_[p].outputs)));
+                                           b.CreateVector(programs_[p].outputs), programs_[p].body));
   }
   flatbuffers::Offset<flatbuffers::String> report_json, report_text;
   if (!options_.report_json.empty()) report_json = b.CreateString(options_.report_json);

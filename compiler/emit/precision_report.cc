@@ -110,6 +110,15 @@ std::vector<Island> FindIslands(const ir::Graph& g) {
 
 std::string NodeName(const ir::Node* n) { return n->name().empty() ? n->op_type() + "#" + std::to_string(n->index()) : n->name(); }
 
+// Every node the plan runs: the graph's, then those of each If/Loop/Scan body, with the body's
+// path ("loop1/body", "loop1/body/if2/then_branch"; empty for the main graph).
+void CollectNodes(const ir::Graph& g, const std::string& path, std::vector<std::pair<const ir::Node*, std::string>>& out) {
+  for (const auto& n : g.nodes()) out.emplace_back(n.get(), path);
+  for (const auto& n : g.nodes())
+    for (const auto& a : n->attributes())
+      for (const auto& sub : a.graphs) CollectNodes(*sub, (path.empty() ? "" : path + "/") + NodeName(n.get()) + "/" + a.name, out);
+}
+
 }  // namespace
 
 std::vector<LowRegion> FindLowRegions(const ir::Graph& g) {
@@ -215,7 +224,9 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
   double flops = 0, low_flops = 0;
   int low_nodes = 0, fp32_nodes = 0;
   std::vector<Widening> widening;  // per node, in order
-  for (const auto& n : g.nodes()) {
+  std::vector<std::pair<const ir::Node*, std::string>> nodes;
+  CollectNodes(g, "", nodes);
+  for (const auto& [n, path] : nodes) {
     double f = NodeFlops(*n);
     ir::DType d = RunDType(*n);
     flops += f;
@@ -235,10 +246,11 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
   w.BeginObject().Key("precision").String(in.precision).Key("model").String(in.model);
   w.Key("nodes").BeginArray();
   size_t node_index = 0;
-  for (const auto& n : g.nodes()) {
+  for (const auto& [n, path] : nodes) {
     const ir::PrecisionRecord& p = n->precision();
     ir::DType d = RunDType(*n);
     w.BeginObject().Key("name").String(n->name()).Key("op").String(n->op_type());
+    if (!path.empty()) w.Key("body").String(path);
     w.Key("precision").String(d == ir::DType::kUndefined ? "none" : std::string(ir::DTypeName(d)));
     w.Key("inputs");
     WriteValues(w, n->inputs());
@@ -249,7 +261,7 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
     else w.String(ir::DTypeName(p.accumulate));
     w.Key("reason").String(p.reason).Key("evidence").String(p.evidence).Key("flops").Double(NodeFlops(*n));
     if (in.training.present)
-      if (auto it = in.training.phases.find(n.get()); it != in.training.phases.end()) w.Key("phase").String(it->second);
+      if (auto it = in.training.phases.find(n); it != in.training.phases.end()) w.Key("phase").String(it->second);
     // Where the backends run the step widened (their capability tables): one entry per backend.
     const Widening& wd = widening[node_index++];
     w.Key("widened").BeginArray();
@@ -261,7 +273,7 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
   }
   w.EndArray();
   w.Key("summary").BeginObject();
-  w.Key("nodes").Int(int64_t(g.nodes().size())).Key("low_precision_nodes").Int(low_nodes).Key("fp32_nodes").Int(fp32_nodes);
+  w.Key("nodes").Int(int64_t(nodes.size())).Key("low_precision_nodes").Int(low_nodes).Key("fp32_nodes").Int(fp32_nodes);
   w.Key("flops").Double(flops).Key("low_precision_flops").Double(low_flops).Key("low_precision_flop_share").Double(r.low_precision_flop_share);
   w.Key("weight_bytes").BeginObject().Key("plan").Int(int64_t(in.weight_bytes)).Key("fp32").Int(int64_t(in.fp32_weight_bytes)).EndObject();
   w.Key("activation_bytes").BeginObject().Key("plan").Int(int64_t(in.activation_bytes)).Key("fp32").Int(int64_t(in.fp32_activation_bytes)).EndObject();
@@ -300,7 +312,7 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
 
   std::ostringstream t;
   t << "precision report: " << in.model << " (" << in.precision << ")\n";
-  t << "  nodes            " << g.nodes().size() << " (" << low_nodes << " low, " << fp32_nodes << " fp32, " << r.casts << " casts)\n";
+  t << "  nodes            " << nodes.size() << " (" << low_nodes << " low, " << fp32_nodes << " fp32, " << r.casts << " casts)\n";
   t << "  low-precision FLOPs " << Num(100.0 * r.low_precision_flop_share) << "% of " << Num(flops) << "\n";
   t << "  weights          " << Mib(in.weight_bytes) << " (fp32 plan " << Mib(in.fp32_weight_bytes) << ")\n";
   t << "  activations      " << Mib(in.activation_bytes) << " (fp32 plan " << Mib(in.fp32_activation_bytes) << ")\n";
@@ -322,14 +334,14 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
     t << "  calibration      " << in.calibration_source << ", " << in.calibration_samples << " sample(s), " << in.ranges.size()
       << " ranges, overflow limit " << Num(in.overflow_limit) << "\n";
   t << "  nodes:\n";
-  for (const auto& n : g.nodes()) {
+  for (const auto& [n, path] : nodes) {
     ir::DType d = RunDType(*n);
     const ir::PrecisionRecord& p = n->precision();
-    t << "    " << (n->name().empty() ? n->op_type() + "#" + std::to_string(n->index()) : n->name()) << "  " << n->op_type() << "  "
+    t << "    " << (path.empty() ? "" : path + ": ") << NodeName(n) << "  " << n->op_type() << "  "
       << (d == ir::DType::kUndefined ? "-" : std::string(ir::DTypeName(d))) << "  " << (p.reason.empty() ? "-" : p.reason);
     if (!p.evidence.empty()) t << "  (" << p.evidence << ")";
     if (in.training.present)
-      if (auto it = in.training.phases.find(n.get()); it != in.training.phases.end()) t << "  [" << it->second << "]";
+      if (auto it = in.training.phases.find(n); it != in.training.phases.end()) t << "  [" << it->second << "]";
     t << "\n";
   }
   r.text = t.str();

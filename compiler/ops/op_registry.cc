@@ -143,6 +143,7 @@ const OpRegistry& OpRegistry::Get() {
     RegisterLossOps(r);
     RegisterTrainingOps(r);
     RegisterRecurrentOps(r);
+    RegisterControlFlowOps(r);
     RegisterFusedOps(r);
     return r;
   }();

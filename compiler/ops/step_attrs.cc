@@ -15,11 +15,12 @@ using K = ir::Attribute::Kind;
 // version differences of its operator rewritten into explicit attributes.
 class KernelFormAttrs {
  public:
-  KernelFormAttrs(const ir::Node& node, int64_t opset) {
+  KernelFormAttrs(const ir::Node& node, int64_t opset, const std::vector<std::pair<std::string, int64_t>>& extra) {
     for (const auto& a : node.attributes())
       if (a.kind != K::kGraph && a.kind != K::kGraphs && a.kind != K::kType && a.kind != K::kTypes && a.kind != K::kTensors)
         attrs_.push_back(&a);
     Normalize(node, opset);
+    for (const auto& [name, value] : extra) SetInt(name, value);
     std::sort(attrs_.begin(), attrs_.end(), [](const auto* x, const auto* y) { return x->name < y->name; });
   }
   const std::vector<const ir::Attribute*>& attrs() const { return attrs_; }
@@ -111,8 +112,8 @@ std::vector<int> KernelInputOrder(const ir::Node& node, int64_t opset) {
 }
 
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::Attr>>> BuildStepAttrs(
-    flatbuffers::FlatBufferBuilder& b, const ir::Node& node, int64_t opset) {
-  KernelFormAttrs form(node, opset);
+    flatbuffers::FlatBufferBuilder& b, const ir::Node& node, int64_t opset, const std::vector<std::pair<std::string, int64_t>>& extra) {
+  KernelFormAttrs form(node, opset, extra);
   std::vector<flatbuffers::Offset<plan::Attr>> out;
   for (const ir::Attribute* a : form.attrs()) {
     auto name = b.CreateString(a->name);

@@ -6,6 +6,8 @@
 // per kernel serves every version and both backends.
 #pragma once
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <flatbuffers/flatbuffers.h>
@@ -15,8 +17,10 @@
 
 namespace precis::ops {
 
+// `extra` adds integer attributes that are not the node's (a control-flow step's program indices).
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::Attr>>> BuildStepAttrs(
-    flatbuffers::FlatBufferBuilder& b, const ir::Node& node, int64_t opset);
+    flatbuffers::FlatBufferBuilder& b, const ir::Node& node, int64_t opset,
+    const std::vector<std::pair<std::string, int64_t>>& extra = {});
 
 // The node's inputs in kernel form: for each kernel input slot, the index of the node input it
 // takes (-1: omitted). The identity except where a version moved inputs (Resize 10).

@@ -306,13 +306,6 @@ Status InferSize(InferContext& ctx) {
 void AddTensorIndexOps(OpRegistry& r);
 void AddTensorResizeOps(OpRegistry& r);
 
-// An If that reaches shape inference has a condition computed at run time (InlineConstantIf
-// replaces the others by their branch before inference).
-Status InferIf(InferContext& ctx) {
-  return ctx.Unsupported("the condition is computed at run time; only an If whose condition is known at compile time is "
-                         "supported (it is inlined): give the condition's inputs as constants");
-}
-
 void RegisterTensorOps(OpRegistry& r) {
   // {domain, op, min opset, max opset, infer, foldable, in-place input, kernel}
   r.Register({"", "Reshape", 1, INT_MAX, InferReshape, true, 0, "Reshape", PrecisionClass::kPassthrough});
@@ -325,7 +318,6 @@ void RegisterTensorOps(OpRegistry& r) {
   r.Register({"", "Slice", 1, INT_MAX, InferSlice, true, -1, "", PrecisionClass::kPassthrough});
   r.Register({"", "Expand", 8, INT_MAX, InferExpand, true, -1, "", PrecisionClass::kPassthrough});
   r.Register({"", "Tile", 6, INT_MAX, InferTile, true, -1, "", PrecisionClass::kPassthrough});
-  r.Register({"", "If", 1, INT_MAX, InferIf, false, -1, "", PrecisionClass::kUntouched});
   r.Register({"", "Shape", 1, INT_MAX, InferShape, true, -1, "", PrecisionClass::kUntouched});
   r.Register({"", "Size", 1, INT_MAX, InferSize, true, -1, "", PrecisionClass::kUntouched});
   AddTensorIndexOps(r);

@@ -35,7 +35,9 @@ inline constexpr auto kFp32ComputeKernels = std::to_array<Fp32Kernel>({
     {"MatMul", "oneDNN's matmul computes from FP32 operands (BF16 natively only with AVX512_BF16/AMX)"},
 });
 
-inline constexpr auto kMixedFloatKernels = std::to_array<std::string_view>({"Cast", "CastLike"});
+// Conversions, and the control-flow steps (If, Loop, Scan), which only copy values in and out of
+// their bodies, whatever their dtypes.
+inline constexpr auto kMixedFloatKernels = std::to_array<std::string_view>({"Cast", "CastLike", "If", "Loop", "Scan"});
 
 // Layouts: every kernel runs NCHW (the ONNX layout); these also run the NHWC steps of GPU plans
 // (layout = "NHWC"), through adapters that transpose around the NCHW kernel (step_adapters.h).

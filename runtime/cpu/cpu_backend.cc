@@ -23,12 +23,14 @@ namespace {
 
 using Chosen = std::pair<std::unique_ptr<Kernel>, const char*>;
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public Backend, public ProgramRunner {
  public:
   explicit CpuBackend(const SessionOptions& options) : options_(options) {
+    ctx_.programs = this;
     ctx_.threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
     ctx_.reference_only = options.reference_kernels;
     ctx_.fp32_weights = options.cpu_fp32_weights;
+    ctx_.max_loop_iterations = options.max_loop_iterations;
   }
 
   Status Prepare(LoadedPlan& plan) override;
@@ -47,6 +49,13 @@ class CpuBackend final : public Backend {
   std::string device_name() const override { return "cpu"; }
   std::vector<std::string> Fallbacks() const override { return fallbacks_; }
 
+  // ProgramRunner: the bodies of control-flow steps.
+  const Io* Body(int64_t p, int caller) const override {
+    if (p <= caller || p < 0 || size_t(p) >= bodies_.size() || !plan_->programs[size_t(p)].body) return nullptr;
+    return &bodies_[size_t(p)];
+  }
+  Status RunBody(int64_t p) override { return Run(size_t(p), nullptr, nullptr); }
+
  private:
   struct Program {
     std::vector<std::unique_ptr<Kernel>> kernels;
@@ -63,6 +72,7 @@ class CpuBackend final : public Backend {
   LoadedPlan* plan_ = nullptr;
   AlignedBuffer arena_, state_, scratch_;
   std::vector<Program> programs_;
+  std::vector<Io> bodies_;  // per program: its input and output tensors
   std::unique_ptr<ElfModule> code_;
   std::string code_target_, no_code_;  // the module loaded; why none was, when the plan has some
   std::vector<std::string> fallbacks_;
@@ -203,6 +213,12 @@ Status CpuBackend::Prepare(LoadedPlan& plan) {
   PRECIS_RETURN_IF_ERROR(LoadGeneratedCode());
   size_t scratch_bytes = 0;
   for (const ProgramSteps& p : plan.programs) {
+    Io& io = bodies_.emplace_back();
+    for (int id : p.inputs) io.inputs.push_back(&(*plan.tensors)[size_t(id)]);
+    for (int id : p.outputs) io.outputs.push_back(&(*plan.tensors)[size_t(id)]);
+  }
+  for (const ProgramSteps& p : plan.programs) {
+    ctx_.program = int(programs_.size());
     Program& out = programs_.emplace_back();
     for (size_t i = 0; i < p.steps.size(); ++i) {
       std::string label;
@@ -221,6 +237,7 @@ Status CpuBackend::Prepare(LoadedPlan& plan) {
     scratch_ = AllocateAligned(scratch_bytes);
     if (!scratch_) return Internal("cannot allocate kernel scratch (" + std::to_string(scratch_bytes) + " bytes)");
   }
+  ctx_.program = -1;
   ctx_.scratch = scratch_.get();
   return Status::Ok();
 }

@@ -23,12 +23,29 @@ namespace precis::rt {
 
 class ElfModule;
 
+// The bodies of control-flow steps (If, Loop, Scan) are programs of the plan; the backend runs
+// them for the step's kernel (runtime/cpu/kernels/control_flow.cc).
+class ProgramRunner {
+ public:
+  struct Io {
+    std::vector<Tensor*> inputs, outputs;
+  };
+  virtual ~ProgramRunner() = default;
+  // Program `p`'s inputs and outputs when p is a body program that comes after program `caller`
+  // (so that bodies cannot recurse); nullptr otherwise.
+  virtual const Io* Body(int64_t p, int caller) const = 0;
+  virtual Status RunBody(int64_t p) = 0;
+};
+
 struct CpuContext {
   int threads = 1;
   bool reference_only = false;  // force the plain reference kernels
   bool fp32_weights = false;    // SessionOptions::cpu_fp32_weights
   uint8_t* scratch = nullptr;   // ScratchBytes() of this step, valid during Run
   const ElfModule* code = nullptr;  // the plan's generated code for this CPU, when loaded
+  ProgramRunner* programs = nullptr;  // set by the backend; nullptr where steps run alone
+  int64_t max_loop_iterations = 0;    // SessionOptions::max_loop_iterations
+  int program = -1;                   // during Init: the program whose step is being prepared
 };
 
 class Kernel {

@@ -32,6 +32,7 @@ struct ProgramSteps {
   std::vector<const Tensor*> predicates;   // each step's predicate (a bool scalar) or nullptr
   std::vector<uint8_t> widen;              // each step's Step.widen bits (bit 0 CPU, bit 1 CUDA)
   std::vector<int> inputs, outputs;        // tensor ids
+  bool body = false;                       // the body of a control-flow step (plan.fbs Program.body)
 };
 
 struct LoadedPlan {

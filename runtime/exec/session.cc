@@ -26,7 +26,8 @@ struct Session::Impl {
   std::vector<uint8_t*> home;  // each tensor's own storage, restored when unbound
   rt::LoadedPlan loaded;
   std::unique_ptr<rt::Backend> backend;
-  std::vector<std::string> program_names;
+  std::vector<std::string> program_names;  // every program, bodies of control-flow steps included
+  std::vector<std::string> entry_names;    // the programs a caller may run (not bodies)
   struct ProgramIo {
     std::vector<TensorInfo> inputs, outputs;
   };
@@ -198,8 +199,14 @@ Status Session::Impl::LoadPrograms() {
     if (prog.name.empty() || std::find(program_names.begin(), program_names.end(), prog.name) != program_names.end())
       return InvalidArgument("plan has a program without a name or two programs named '" + prog.name + "'");
     program_names.push_back(prog.name);
-    if (!p->steps() || !p->inputs() || !p->outputs()) return InvalidArgument("plan program '" + prog.name + "' lacks steps, inputs or outputs");
-    for (const plan::Step* s : *p->steps()) {
+    prog.body = p->body();
+    if (!prog.body) entry_names.push_back(prog.name);
+    // A body may have none of them (a branch that passes an outer value through has no steps and
+    // no inputs); an entry program lists all three, empty or not.
+    if (!prog.body && (!p->steps() || !p->inputs() || !p->outputs()))
+      return InvalidArgument("plan program '" + prog.name + "' lacks steps, inputs or outputs");
+    for (flatbuffers::uoffset_t k = 0; p->steps() && k < p->steps()->size(); ++k) {
+      const plan::Step* s = p->steps()->Get(k);
       PRECIS_ASSIGN_OR_RETURN(rt::KernelArgs a, StepArgs(s));
       const rt::Tensor* predicate = nullptr;
       if (s->predicate() != -1) {
@@ -217,6 +224,7 @@ Status Session::Impl::LoadPrograms() {
     ProgramIo& pio = io.emplace_back();
     auto list = [&](const flatbuffers::Vector<int32_t>* ids, std::vector<int>& out_ids, std::vector<TensorInfo>& infos,
                     std::unordered_map<std::string, int>& by_name) -> Status {
+      if (!ids) return Status::Ok();
       for (int32_t id : *ids) {
         if (id < 0 || size_t(id) >= tensors.size()) return InvalidArgument("plan program '" + prog.name + "': input/output id out of range");
         const rt::Tensor& t = tensors[size_t(id)];
@@ -226,11 +234,23 @@ Status Session::Impl::LoadPrograms() {
       }
       return Status::Ok();
     };
-    PRECIS_RETURN_IF_ERROR(list(p->inputs(), prog.inputs, pio.inputs, input_ids));
-    PRECIS_RETURN_IF_ERROR(list(p->outputs(), prog.outputs, pio.outputs, output_ids));
+    // A body's inputs and outputs are its control-flow step's business, not the caller's.
+    std::unordered_map<std::string, int> unnamed;
+    PRECIS_RETURN_IF_ERROR(list(p->inputs(), prog.inputs, pio.inputs, prog.body ? unnamed : input_ids));
+    PRECIS_RETURN_IF_ERROR(list(p->outputs(), prog.outputs, pio.outputs, prog.body ? unnamed : output_ids));
+    // The control-flow step writes its body's inputs: arena tensors only (never a constant of
+    // the mapped plan file).
+    for (int id : prog.body ? prog.inputs : std::vector<int>{})
+      if (tensors[size_t(id)].is_constant || storage[size_t(id)].placement != plan::Placement_Arena)
+        return InvalidArgument("plan program '" + prog.name + "': body input '" + tensors[size_t(id)].name +
+                               "' is not an arena tensor (its control-flow step writes it)");
   }
+  if (entry_names.empty()) return InvalidArgument("plan has no program to run (only bodies of control-flow steps)");
   auto infer = std::find(program_names.begin(), program_names.end(), "infer");
-  default_program = last_program = infer == program_names.end() ? 0 : size_t(infer - program_names.begin());
+  if (infer != program_names.end() && loaded.programs[size_t(infer - program_names.begin())].body) infer = program_names.end();
+  default_program = infer != program_names.end() ? size_t(infer - program_names.begin())
+                                                  : size_t(std::find(program_names.begin(), program_names.end(), entry_names[0]) - program_names.begin());
+  last_program = default_program;
   return Status::Ok();
 }
 
@@ -266,10 +286,13 @@ Status Session::Impl::Load(const uint8_t* data, size_t size) {
 }
 
 StatusOr<size_t> Session::Impl::FindProgram(const std::string& name) const {
-  for (size_t i = 0; i < program_names.size(); ++i)
-    if (program_names[i] == name) return i;
+  for (size_t i = 0; i < program_names.size(); ++i) {
+    if (program_names[i] != name) continue;
+    if (loaded.programs[i].body) return InvalidArgument("program '" + name + "' is the body of a control-flow step; it runs only from that step");
+    return i;
+  }
   std::string known;
-  for (const auto& n : program_names) known += (known.empty() ? "" : ", ") + n;
+  for (const auto& n : entry_names) known += (known.empty() ? "" : ", ") + n;
   return InvalidArgument("the plan has no program '" + name + "' (programs: " + known + ")");
 }
 
@@ -305,7 +328,7 @@ StatusOr<std::unique_ptr<Session>> Session::FromBuffer(const void* data, size_t 
 
 const std::vector<TensorInfo>& Session::inputs() const { return impl_->io[impl_->default_program].inputs; }
 const std::vector<TensorInfo>& Session::outputs() const { return impl_->io[impl_->default_program].outputs; }
-const std::vector<std::string>& Session::programs() const { return impl_->program_names; }
+const std::vector<std::string>& Session::programs() const { return impl_->entry_names; }
 
 StatusOr<std::vector<TensorInfo>> Session::ProgramInputs(const std::string& program) const {
   PRECIS_ASSIGN_OR_RETURN(size_t p, impl_->FindProgram(program));

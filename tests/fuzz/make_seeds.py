@@ -173,6 +173,25 @@ def inference_models():
         [n("Conv", ["x", "cw", "cb"], ["c"], pads=[1, 1, 1, 1], dilations=[1, 1], group=2), n("Relu", ["c"], ["r"]),
          n("Conv", ["r", "cw2"], ["y"], strides=[2, 2], auto_pad="SAME_UPPER")],
         x4, y(1, 3, 2, 2), [const("cw", w(4, 1, 3, 3)), const("cb", w(4)), const("cw2", w(3, 4, 1, 1))])
+    # Control flow: a Loop (constant trip count, a scan output) whose body holds an If on the
+    # iteration's parity reading a weight two levels up, then a Scan with a reversed axis.
+    vb = lambda name, elem, shape: helper.make_tensor_value_info(name, elem, shape)
+    then_g = helper.make_graph([n("MatMul", ["h_in", "LW"], ["t_out"])], "then", [], [f32("t_out", [2, 2])])
+    else_g = helper.make_graph([n("Sigmoid", ["h_in"], ["e_out"])], "else", [], [f32("e_out", [2, 2])])
+    body = helper.make_graph(
+        [n("Mod", ["i", "two"], ["par"]), n("Equal", ["par", "zero"], ["even"]),
+         n("If", ["even"], ["h_out"], then_branch=then_g, else_branch=else_g), n("Identity", ["c_in"], ["c_out"]),
+         n("ReduceSum", ["h_out"], ["s"], keepdims=0)],
+        "body", [vb("i", TensorProto.INT64, []), vb("c_in", TensorProto.BOOL, []), f32("h_in", [2, 2])],
+        [vb("c_out", TensorProto.BOOL, []), f32("h_out", [2, 2]), f32("s", [])])
+    scan_body = helper.make_graph([n("Add", ["acc", "xt"], ["acc2"]), n("Neg", ["acc2"], ["o"])], "scan",
+                                  [f32("acc", [2]), f32("xt", [2])], [f32("acc2", [2]), f32("o", [2])])
+    models["control_flow"] = model(
+        [n("Loop", ["M", "", "x"], ["hf", "sums"], body=body),
+         n("Scan", ["init", "hf"], ["acc_f", "y"], body=scan_body, num_scan_inputs=1, scan_input_directions=[1])],
+        [f32("x", [2, 2])], y(2, 2),
+        [const("LW", w(2, 2)), const("M", np.array(3, np.int64)), const("two", np.array(2, np.int64)),
+         const("zero", np.array(0, np.int64)), const("init", np.zeros(2, np.float32))])
     return models
 
 
@@ -207,7 +226,7 @@ def make_plan_seeds(precis, out, tmp):
         path = os.path.join(tmp, name + ".onnx")
         onnx.save(m, path)
         compile_and_slim(path, name + "_fp32")
-        if name in ("mlp", "norm", "conv", "reduce"):
+        if name in ("mlp", "norm", "conv", "reduce", "control_flow"):
             compile_and_slim(path, name + "_fp16", "--precision", "fp16")
     train = training_models()
     for name, m in train.items():

@@ -107,6 +107,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.reference_kernels = (flags & 1) != 0;  // the fast kernels' Init, or the references'
   options.profile = (flags & 2) != 0;
   options.synthetic_weights = true;  // seeds compiled with --strip-weights stay small
+  options.max_loop_iterations = 1000;  // a mutated trip count must not hang the fuzzer
   auto session = precis::Session::FromBuffer(bytes.data(), bytes.size(), options);
   Say("open", session.status());
   if (!session.ok()) return 0;

@@ -258,6 +258,109 @@ graph "fused" {
   }, "has dims");
 }
 
+// Control flow: bodies are programs that only their step runs, always later programs (so no body
+// can run itself); a body whose tensors do not match its step, and a trip count beyond
+// SessionOptions::max_loop_iterations, are errors that name the step.
+TEST(HostilePlan, ControlFlowBodies) {
+  auto model = ir::ParseModel(R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "cf" {
+  input %cond: bool[]
+  input %x: f32[2]
+  input %trip: i64[]
+  %a = Add(%x, %x)
+  %r: f32[2] = If(%cond) {then_branch = graph "then" {
+      %t = Mul(%a, %x)
+      output %t
+    }, else_branch = graph "else" {
+      const %k: f32[2] = [1.0, 2.0]
+      %e = Sub(%a, %k)
+      output %e
+    }}
+  %final = Loop(%trip, _, %r) {body = graph "body" {
+      input %i: i64[]
+      input %c: bool[]
+      input %acc: f32[2]
+      %next = Add(%acc, %x)
+      %c2 = Identity(%c)
+      output %c2
+      output %next
+    }}
+  output %final
+}
+)");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto compiled = driver::Compile(**model, driver::CompileOptions{});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  const std::vector<uint8_t>& bytes = compiled->plan.bytes;
+  auto run = [](const std::vector<uint8_t>& b, bool cond, int64_t trip, std::vector<float>* y, int64_t max_iterations = 0) -> Status {
+    SessionOptions options;
+    options.max_loop_iterations = max_iterations;
+    PRECIS_ASSIGN_OR_RETURN(auto session, Session::FromBuffer(b.data(), b.size(), options));
+    std::vector<float> x = {1.5f, -2.0f};
+    uint8_t c = cond;
+    PRECIS_RETURN_IF_ERROR(session->SetInput("x", DataType::kF32, {2}, x.data(), 8));
+    PRECIS_RETURN_IF_ERROR(session->SetInput("cond", DataType::kBool, {}, &c, 1));
+    PRECIS_RETURN_IF_ERROR(session->SetInput("trip", DataType::kI64, {}, &trip, 8));
+    PRECIS_RETURN_IF_ERROR(session->Run());
+    PRECIS_ASSIGN_OR_RETURN(TensorData out, session->Output("final"));
+    y->assign(static_cast<const float*>(out.data), static_cast<const float*>(out.data) + 2);
+    return Status::Ok();
+  };
+  // The valid plan: then (a*x = 2x^2) or else (2x - k), then `trip` additions of x.
+  std::vector<float> y;
+  ASSERT_TRUE(run(bytes, true, 3, &y).ok());
+  EXPECT_EQ(y, (std::vector<float>{2 * 1.5f * 1.5f + 3 * 1.5f, 2 * 4.0f - 6.0f}));
+  ASSERT_TRUE(run(bytes, false, 0, &y).ok());
+  EXPECT_EQ(y, (std::vector<float>{3.0f - 1.0f, -4.0f - 2.0f}));
+  {
+    auto session = Session::FromBuffer(bytes.data(), bytes.size());
+    ASSERT_TRUE(session.ok());
+    EXPECT_EQ((*session)->programs(), std::vector<std::string>{"infer"});  // bodies are not entry points
+    Status s = (*session)->Run("infer/Loop#2/body");
+    EXPECT_NE(s.ToString().find("is the body of a control-flow step"), std::string::npos) << s.ToString();
+  }
+  Status limited = run(bytes, true, 50, &y, 10);
+  EXPECT_NE(limited.ToString().find("would run more than 10 iterations"), std::string::npos) << limited.ToString();
+  auto step = [](plan::PlanT& p, const std::string& kernel) -> plan::StepT& {
+    for (auto& s : p.programs[0]->steps)
+      if (s->kernel == kernel) return *s;
+    ADD_FAILURE() << "no step " << kernel;
+    return *p.programs[0]->steps[0];
+  };
+  auto attr = [](plan::StepT& s, const char* name) -> plan::AttrT& {
+    for (auto& a : s.attrs)
+      if (a->name == name) return *a;
+    ADD_FAILURE() << "no attribute " << name;
+    return *s.attrs[0];
+  };
+  auto refused = [&](const Edit& edit, const std::string& message) {
+    std::vector<uint8_t> b = RewritePlan(bytes, edit);
+    Status s = run(b, true, 3, &y);
+    ASSERT_FALSE(s.ok()) << "expected: " << message;
+    EXPECT_NE(s.ToString().find(message), std::string::npos) << s.ToString();
+    std::printf("  refused: %s\n", s.ToString().c_str());
+  };
+  // A body naming its own program, or an earlier one (a cycle), or none.
+  refused([&](plan::PlanT& p, auto&) { attr(step(p, "Loop"), "body_program").i = 0; }, "is not a body program after this step's own program");
+  refused([&](plan::PlanT& p, auto&) { attr(step(p, "If"), "then_program").i = 99; }, "is not a body program after this step's own program");
+  // The Loop's body given as the If's branch: its inputs and outputs do not fit an If.
+  refused([&](plan::PlanT& p, auto&) { attr(step(p, "If"), "else_program").i = attr(step(p, "Loop"), "body_program").i; }, "a branch must take no inputs");
+  // A body input that is a constant: the Loop would write the mapped plan file.
+  refused([&](plan::PlanT& p, auto&) {
+    for (auto& prog : p.programs)
+      if (prog->name == "infer/Loop#2/body") {
+        for (size_t i = 0; i < p.tensors.size(); ++i)
+          if (p.tensors[i]->placement == plan::Placement_Constant) prog->inputs[0] = int(i);
+      }
+  }, "is not an arena tensor");
+  // A program that is not marked as a body (an entry point) cannot be a step's body.
+  refused([&](plan::PlanT& p, auto&) {
+    for (auto& prog : p.programs)
+      if (prog->name == "infer/Loop#2/body") prog->body = false;
+  }, "is not a body program");
+}
+
 // `precis run` on hostile plans: exit 1 (not a signal), one line naming the problem.
 TEST(HostilePlan, PrecisRunRefusesThem) {
   std::string dir = ::testing::TempDir() + "/hostile_plans";

@@ -13,6 +13,7 @@ void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterLossKernels(r);
   RegisterTrainingKernels(r);
   RegisterRecurrentKernels(r);
+  RegisterControlFlowKernels(r);
   RegisterFusedKernels(r);
   RegisterFastKernels(r);
   RegisterFastFusedKernels(r);

@@ -17,6 +17,7 @@ void RegisterReduceKernels(KernelRegistry& r);
 void RegisterLossKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);  // internal training operators (training.cc)
 void RegisterRecurrentKernels(KernelRegistry& r);  // RNN, GRU, LSTM (rnn.cc)
+void RegisterControlFlowKernels(KernelRegistry& r);  // If, Loop, Scan (control_flow.cc)
 void RegisterFusedKernels(KernelRegistry& r);  // FusedElementwise reference (fused.cc)
 void RegisterFastFusedKernels(KernelRegistry& r);  // FusedElementwise through generated code (fast_fused.cc)
 void RegisterFastKernels(KernelRegistry& r);  // fast kernels (fast_*.cc): elementwise, softmax, norm, transpose

@@ -42,6 +42,9 @@ struct SessionOptions {
                                    // load (faster at small batches on CPUs without FP16 arithmetic,
                                    // twice the weights' memory); by default the weights stay 16-bit
                                    // and are widened block by block at every run
+  int64_t max_loop_iterations = 0;  // > 0: a Loop step that would run more iterations fails with
+                                   // an error naming it (bounded work for untrusted plans; a
+                                   // loop's trip count may come from the plan or from its data)
 };
 
 // "cpu", "cuda" or "cuda:N" -> device and device id; an error names the accepted forms.

@@ -1,0 +1,27 @@
+// Control-flow operators (If, Loop, Scan): their bodies are subgraphs that the runtime runs as
+// nested programs of the plan. Shape inference visits a body after giving its inputs the types
+// BodyInputTypes returns; the operator's own inference then reads the body outputs' types.
+// Plans have static shapes, so a body's outputs must have one static type per run: an If whose
+// branches disagree, a loop-carried value whose shape changes, or scan outputs of a length known
+// only at run time are refused with the reason.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+
+namespace precis::ops {
+
+// The node's body graphs with their attribute names ("then_branch", "else_branch", "body"), in
+// attribute order; empty for other operators.
+std::vector<std::pair<std::string, ir::Graph*>> ControlFlowBodies(const ir::Node& node);
+
+// The types the inputs of `body` (attribute `attr` of `node`) take, from the node's input types.
+StatusOr<std::vector<ir::Type>> BodyInputTypes(const ir::Node& node, const std::string& attr, int64_t opset);
+
+// Loop: the number of iterations when it is known at compile time (a constant trip count and a
+// condition that cannot turn false), else -1.
+int64_t StaticTripCount(const ir::Node& loop);
+
+}  // namespace precis::ops

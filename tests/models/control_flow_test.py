@@ -1,0 +1,273 @@
+"""If with a run-time condition, Loop and Scan run by the runtime, against onnxruntime.
+
+usage: control_flow_test.py PRECIS WORKDIR
+
+The bodies become programs of the plan that the control-flow step runs (plan.fbs Program.body).
+Cases (random weights, fixed seed):
+  - if_runtime: the condition computed from the input (ReduceSum > 0); the branches read outer
+    values (the input, a weight, a value computed before the If); run with inputs that take each
+    branch.
+  - loop_scan: a constant trip count, a loop-carried state updated through MatMul/Tanh with the
+    iteration number cast to float, and two scan outputs.
+  - loop_while: no trip count; the body computes its condition (runs until a value passes 10).
+  - loop_swap: carried values that trade places each iteration (body outputs that are other
+    carried inputs must not be overwritten before they are read) and an accumulator.
+  - scan_axes: Scan with two scan inputs (axis 0 forward, axis 1 reversed) and two scan outputs
+    (axis 0, and axis 1 reversed).
+  - nested: an If inside a Loop body choosing by the iteration's parity, reading a weight two
+    levels up.
+  - torch_if, torch_loop: TorchScript modules exported by Debian's python3-torch (torch.jit.script,
+    then torch.onnx.export): a data-dependent `if x.sum() > 0` choosing between two Linear
+    layers, and a recurrent cell in a `for t in range(x.shape[0])` loop (an ONNX Loop).
+Each is compiled in FP32, FP16 and BF16. Tolerances: FP32 within 1e-5 absolute and relative of
+onnxruntime (the same FP32 operations, summed in other orders); 16-bit plans within relative L2
+1e-2 (FP16) and 4e-2 (BF16), the model tests' bounds for 16-bit storage.
+Refusals checked by message: an If whose branches give different shapes, a Loop whose scan
+outputs have a run-time length, a loop-carried value whose shape changes, a Loop that never ends.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+n = helper.make_node
+vi = helper.make_tensor_value_info
+
+
+def const(name, value, dtype=np.float32):
+    return numpy_helper.from_array(np.array(value, dtype), name)
+
+
+def save(path, nodes, inputs, outputs, inits, opset=16):
+    graph = helper.make_graph(nodes, os.path.basename(path), inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def if_runtime(path, rng):
+    w = rng.standard_normal((5, 6)).astype(np.float32) * 0.4
+    then_g = helper.make_graph([n("MatMul", ["h", "W"], ["tm"]), n("Add", ["tm", "x"], ["t_out"])], "then", [], [vi("t_out", F, [4, 6])])
+    else_g = helper.make_graph([n("Relu", ["h"], ["er"]), n("MatMul", ["er", "W"], ["em"]), n("Mul", ["em", "two"], ["e_out"])], "else", [],
+                               [vi("e_out", F, [4, 6])])
+    nodes = [n("Mul", ["x", "x"], ["sq"]), n("Sub", ["x", "sq"], ["h0"]), n("Slice", ["h0", "s0", "s5", "ax1"], ["h"]),
+             n("ReduceSum", ["x"], ["total"], keepdims=0), n("Greater", ["total", "zero"], ["cond"]),
+             n("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g), n("Sigmoid", ["y"], ["out"])]
+    inits = [numpy_helper.from_array(w, "W"), const("zero", 0.0), const("two", 2.0), const("s0", [0], np.int64), const("s5", [5], np.int64),
+             const("ax1", [1], np.int64)]
+    save(path, nodes, [vi("x", F, [4, 6])], [vi("out", F, [4, 6])], inits)
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    pos, neg = np.abs(x) + 0.1, -np.abs(x) - 0.1
+    return [{"x": pos}, {"x": neg}]
+
+
+def loop_scan(path, rng):
+    w = rng.standard_normal((4, 4)).astype(np.float32) * 0.5
+    body = helper.make_graph(
+        [n("Cast", ["i"], ["fi"], to=F), n("Mul", ["fi", "tenth"], ["step"]), n("MatMul", ["h_in", "W"], ["hm"]),
+         n("Add", ["hm", "x"], ["ha"]), n("Add", ["ha", "step"], ["hb"]), n("Tanh", ["hb"], ["h_out"]),
+         n("Mul", ["h_out", "two"], ["scan1"]), n("ReduceSum", ["h_out"], ["scan2"], keepdims=0), n("Identity", ["c_in"], ["c_out"])],
+        "body", [vi("i", I64, []), vi("c_in", B, []), vi("h_in", F, [3, 4])],
+        [vi("c_out", B, []), vi("h_out", F, [3, 4]), vi("scan1", F, [3, 4]), vi("scan2", F, [])])
+    nodes = [n("Loop", ["M", "", "h0"], ["h_final", "scans1", "scans2"], body=body)]
+    inits = [numpy_helper.from_array(w, "W"), const("tenth", 0.1), const("two", 2.0), const("M", 5, np.int64)]
+    save(path, nodes, [vi("x", F, [3, 4]), vi("h0", F, [3, 4])], [vi("h_final", F, [3, 4]), vi("scans1", F, [5, 3, 4]), vi("scans2", F, [5])], inits)
+    return [{"x": rng.standard_normal((3, 4)).astype(np.float32), "h0": rng.standard_normal((3, 4)).astype(np.float32)}]
+
+
+def loop_while(path, rng):
+    body = helper.make_graph([n("Mul", ["s_in", "growth"], ["sm"]), n("Add", ["sm", "one"], ["s_out"]), n("ReduceMax", ["s_out"], ["top"], keepdims=0),
+                              n("Less", ["top", "ten"], ["c_out"])],
+                             "body", [vi("i", I64, []), vi("c_in", B, []), vi("s_in", F, [2])], [vi("c_out", B, []), vi("s_out", F, [2])])
+    nodes = [n("Loop", ["", "", "s0"], ["s_final"], body=body)]
+    save(path, nodes, [vi("s0", F, [2])], [vi("s_final", F, [2])], [const("growth", 1.5), const("one", 1.0), const("ten", 10.0)])
+    return [{"s0": np.array([0.5, -1.0], np.float32)}, {"s0": np.array([20.0, 0.0], np.float32)}]
+
+
+def loop_swap(path, rng):
+    body = helper.make_graph([n("Add", ["acc_in", "a_in"], ["acc_out"]), n("Identity", ["c_in"], ["c_out"])], "body",
+                             [vi("i", I64, []), vi("c_in", B, []), vi("a_in", F, [3]), vi("b_in", F, [3]), vi("acc_in", F, [3])],
+                             [vi("c_out", B, []), vi("b_in", F, [3]), vi("a_in", F, [3]), vi("acc_out", F, [3]), vi("a_in", F, [3])])
+    nodes = [n("Loop", ["M", "T", "a0", "b0", "acc0"], ["a_final", "b_final", "acc_final", "firsts"], body=body)]
+    save(path, nodes, [vi("a0", F, [3]), vi("b0", F, [3]), vi("acc0", F, [3])],
+         [vi("a_final", F, [3]), vi("b_final", F, [3]), vi("acc_final", F, [3]), vi("firsts", F, [7, 3])],
+         [const("M", 7, np.int64), const("T", True, np.bool_)])
+    return [{"a0": np.array([0.0, 1.0, 2.0], np.float32), "b0": np.array([1.0, -1.0, 5.0], np.float32),
+             "acc0": np.array([0.5, 0.25, 0.0], np.float32)}]
+
+
+def scan_axes(path, rng):
+    body = helper.make_graph([n("Mul", ["xt", "yt"], ["p"]), n("Add", ["s_in", "p"], ["s_out"]), n("Tanh", ["s_out"], ["o1"]),
+                              n("Neg", ["s_out"], ["o2"])], "body",
+                             [vi("s_in", F, [2]), vi("xt", F, [2]), vi("yt", F, [2])], [vi("s_out", F, [2]), vi("o1", F, [2]), vi("o2", F, [2])])
+    nodes = [n("Scan", ["s0", "X", "Y"], ["s_final", "O1", "O2"], body=body, num_scan_inputs=2, scan_input_axes=[0, 1],
+               scan_input_directions=[0, 1], scan_output_axes=[0, 1], scan_output_directions=[0, 1])]
+    save(path, nodes, [vi("s0", F, [2]), vi("X", F, [6, 2]), vi("Y", F, [2, 6])], [vi("s_final", F, [2]), vi("O1", F, [6, 2]), vi("O2", F, [2, 6])], [])
+    return [{"s0": rng.standard_normal(2).astype(np.float32), "X": rng.standard_normal((6, 2)).astype(np.float32),
+             "Y": rng.standard_normal((2, 6)).astype(np.float32)}]
+
+
+def nested(path, rng):
+    w = rng.standard_normal((4, 4)).astype(np.float32) * 0.5
+    then_g = helper.make_graph([n("MatMul", ["h_in", "W"], ["t_out"])], "then", [], [vi("t_out", F, [2, 4])])
+    else_g = helper.make_graph([n("Sigmoid", ["h_in"], ["e_out"])], "else", [], [vi("e_out", F, [2, 4])])
+    body = helper.make_graph([n("Mod", ["i", "two_i"], ["parity"]), n("Equal", ["parity", "zero_i"], ["even"]),
+                              n("If", ["even"], ["h_out"], then_branch=then_g, else_branch=else_g), n("Identity", ["c_in"], ["c_out"]),
+                              n("ReduceMean", ["h_out"], ["mean"], keepdims=0)],
+                             "body", [vi("i", I64, []), vi("c_in", B, []), vi("h_in", F, [2, 4])],
+                             [vi("c_out", B, []), vi("h_out", F, [2, 4]), vi("mean", F, [])])
+    nodes = [n("Loop", ["M", "", "h0"], ["h_final", "means"], body=body)]
+    save(path, nodes, [vi("h0", F, [2, 4])], [vi("h_final", F, [2, 4]), vi("means", F, [6])],
+         [numpy_helper.from_array(w, "W"), const("M", 6, np.int64), const("two_i", 2, np.int64), const("zero_i", 0, np.int64)])
+    return [{"h0": rng.standard_normal((2, 4)).astype(np.float32)}]
+
+
+TORCH_EXPORT = r"""
+import sys, torch
+class Gate(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 8)
+    def forward(self, x):
+        if x.sum() > 0:
+            y = torch.relu(self.a(x))
+        else:
+            y = torch.tanh(self.b(x)) * 2
+        return y
+class Cell(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = torch.nn.Linear(16, 8)
+    def forward(self, x):
+        h = torch.zeros(x.shape[1], 8)
+        for t in range(x.shape[0]):
+            h = torch.tanh(self.cell(torch.cat([x[t], h], 1)))
+        return h
+torch.manual_seed(0)
+which, path = sys.argv[1], sys.argv[2]
+if which == "torch_if":
+    torch.onnx.export(torch.jit.script(Gate()), (torch.randn(2, 8),), path, opset_version=17, input_names=["x"], output_names=["y"])
+else:
+    torch.onnx.export(torch.jit.script(Cell()), (torch.randn(5, 3, 8),), path, opset_version=17, input_names=["x"], output_names=["y"])
+"""
+
+
+def torch_model(which):
+    def build(path, rng):
+        script = os.path.join(os.path.dirname(path), "torch_export.py")  # torch.jit.script reads the source file
+        with open(script, "w") as f:
+            f.write(TORCH_EXPORT)
+        r = subprocess.run(["/usr/bin/python3", script, which, path], capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError(f"exporting {which} with Debian's python3-torch failed: {r.stderr[-2000:]}")
+        ops = [node.op_type for node in onnx.load(path).graph.node]
+        want = "If" if which == "torch_if" else "Loop"
+        if want not in ops:
+            raise RuntimeError(f"{which}: the export has no {want} node ({ops})")
+        if which == "torch_if":
+            x = rng.standard_normal((2, 8)).astype(np.float32)
+            return [{"x": np.abs(x) + 0.1}, {"x": -np.abs(x) - 0.1}]
+        return [{"x": rng.standard_normal((5, 3, 8)).astype(np.float32)}]
+    return build
+
+
+def refused_if_shapes(path, rng):
+    then_g = helper.make_graph([n("Identity", ["x"], ["t_out"])], "then", [], [vi("t_out", F, [4])])
+    else_g = helper.make_graph([n("Concat", ["x", "x"], ["e_out"], axis=0)], "else", [], [vi("e_out", F, [8])])
+    save(path, [n("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)], [vi("c", B, []), vi("x", F, [4])], [vi("y", F, ["d"])], [])
+
+
+def refused_loop_length(path, rng):
+    body = helper.make_graph([n("Neg", ["x_in"], ["x_out"]), n("Identity", ["x_out"], ["x_slice"]), n("Identity", ["c_in"], ["c_out"])], "body",
+                             [vi("i", I64, []), vi("c_in", B, []), vi("x_in", F, [2])], [vi("c_out", B, []), vi("x_out", F, [2]), vi("x_slice", F, [2])])
+    save(path, [n("Loop", ["M", "", "x"], ["xf", "xs"], body=body)], [vi("M", I64, []), vi("x", F, [2])], [vi("xf", F, [2]), vi("xs", F, ["n", 2])], [])
+
+
+def refused_loop_growth(path, rng):
+    body = helper.make_graph([n("Concat", ["x_in", "x_in"], ["x_out"], axis=0), n("Identity", ["c_in"], ["c_out"])], "body",
+                             [vi("i", I64, []), vi("c_in", B, []), vi("x_in", F, ["k"])], [vi("c_out", B, []), vi("x_out", F, ["k2"])])
+    save(path, [n("Loop", ["M", "", "x"], ["xf"], body=body)], [vi("x", F, [2])], [vi("xf", F, ["k3"])], [const("M", 3, np.int64)])
+
+
+def refused_loop_forever(path, rng):
+    body = helper.make_graph([n("Neg", ["x_in"], ["x_out"]), n("Identity", ["c_in"], ["c_out"])], "body",
+                             [vi("i", I64, []), vi("c_in", B, []), vi("x_in", F, [2])], [vi("c_out", B, []), vi("x_out", F, [2])])
+    save(path, [n("Loop", ["", "", "x"], ["xf"], body=body)], [vi("x", F, [2])], [vi("xf", F, [2])], [])
+
+
+CASES = [("if_runtime", if_runtime), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_swap", loop_swap),
+         ("scan_axes", scan_axes), ("nested", nested), ("torch_if", torch_model("torch_if")), ("torch_loop", torch_model("torch_loop"))]
+REFUSED = [("refused_if_shapes", refused_if_shapes, "one static type for both"),
+           ("refused_loop_length", refused_loop_length, "length known only at run time"),
+           ("refused_loop_growth", refused_loop_growth, "shape changes across iterations"),
+           ("refused_loop_forever", refused_loop_forever, "never ends")]
+
+
+def run_precis(precis, work, name, path, feeds, precision, k):
+    plan = os.path.join(work, f"{name}_{precision}.plan")
+    if k == 0:
+        r = subprocess.run([precis, "compile", path, "-o", plan, "--quiet", "--precision", precision], capture_output=True, text=True)
+        if r.returncode:
+            return None, r.stderr.strip()
+    out = os.path.join(work, f"{name}_{precision}_{k}")
+    args = [precis, "run", plan, "--output-dir", out]
+    for key, v in feeds.items():
+        f = os.path.join(work, f"{name}_{k}_{key}.npy")
+        np.save(f, v)
+        args += ["--input", f"{key}={f}"]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode:
+        return None, r.stderr.strip()
+    return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out) if f.endswith(".npy")}, ""
+
+
+def main():
+    precis, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.default_rng(5)
+    failures = []
+    for name, build in CASES:
+        path = os.path.join(work, name + ".onnx")
+        runs = build(path, rng)
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        for precision, bound in (("fp32", None), ("fp16", 1e-2), ("bf16", 4e-2)):
+            for k, feeds in enumerate(runs):
+                want = dict(zip(names, sess.run(None, feeds)))
+                got, err = run_precis(precis, work, name, path, feeds, precision, k)
+                if got is None:
+                    failures.append(f"{name} {precision}: {err}")
+                    print(f"FAIL: {name} {precision} run {k}: {err}")
+                    break
+                for o in names:
+                    w = want[o].astype(np.float64)
+                    g = got[o].astype(np.float64) if o in got else None
+                    if g is None or g.shape != w.shape:
+                        failures.append(f"{name} {precision} {o}: shape {None if g is None else g.shape} vs {w.shape}")
+                        print(f"FAIL: {name} {precision} run {k} {o}: shape {None if g is None else g.shape} vs {w.shape}")
+                        continue
+                    rel = float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30))
+                    ok = np.allclose(g, w, rtol=1e-5, atol=1e-5) if bound is None else rel <= bound
+                    print(f"{'ok:  ' if ok else 'FAIL:'} {name:<12} {precision} run {k} {o:<8} max abs {np.abs(g - w).max():.3g} rel L2 {rel:.3g}")
+                    if not ok:
+                        failures.append(f"{name} {precision} run {k} {o}")
+    for name, build, message in REFUSED:
+        path = os.path.join(work, name + ".onnx")
+        build(path, rng)
+        r = subprocess.run([precis, "compile", path, "-o", os.path.join(work, name + ".plan"), "--quiet"], capture_output=True, text=True)
+        ok = r.returncode != 0 and message in r.stderr
+        print(f"{'ok:  ' if ok else 'FAIL:'} {name}: exit {r.returncode}: {r.stderr.strip()[:300]}")
+        if not ok:
+            failures.append(name)
+    print(f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
