@@ -122,23 +122,19 @@ class Emitter {
   Status CollectControlFlow(const ir::Node& n, const ops::OpDef& def, size_t program) {
     Step s{&n, &def, KernelName(n, def), {}, {}, -1, "", {}};
     std::vector<int> extended;  // tensors whose lifetime reaches the control-flow step
-    for (const ir::Value* v : n.inputs()) {
-      if (!v) {
-        s.inputs.push_back(-1);
-        continue;
+    auto operands = [&](const std::vector<ir::Value*>& values, std::vector<int>& ids, bool extend) -> Status {
+      for (const ir::Value* v : values) {
+        int id = -1;
+        if (v) {
+          PRECIS_ASSIGN_OR_RETURN(id, AddTensor(*v));
+        }
+        ids.push_back(id);
+        if (v && extend) extended.push_back(id);
       }
-      PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
-      s.inputs.push_back(id);
-      extended.push_back(id);
-    }
-    for (const ir::Value* v : n.outputs()) {
-      if (!v) {
-        s.outputs.push_back(-1);
-        continue;
-      }
-      PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
-      s.outputs.push_back(id);
-    }
+      return Status::Ok();
+    };
+    PRECIS_RETURN_IF_ERROR(operands(n.inputs(), s.inputs, true));
+    PRECIS_RETURN_IF_ERROR(operands(n.outputs(), s.outputs, false));
     if (current_->predicates.count(n.name())) return Unimplemented(n.Describe() + ": a control-flow step cannot run under a predicate");
     size_t tensors_before = tensors_.size(), region = steps_.size();
     for (auto& [attr, body] : ops::ControlFlowBodies(n)) {
