@@ -58,6 +58,29 @@ int precis_session_from_buffer(const void* data, size_t size, int threads, preci
   return Wrap(precis::Session::FromBuffer(data, size, options), out);
 }
 
+precis_options precis_default_options(void) {
+  precis::SessionOptions d;
+  return precis_options{d.threads, d.cpu_fp32_weights ? 1 : 0, d.max_loop_iterations};
+}
+
+int precis_session_open_with_options(const char* plan_path, const precis_options* options, precis_session** out) {
+  if (!plan_path || !options) return Fail(plan_path ? "options is null" : "plan_path is null");
+  precis::SessionOptions o;
+  o.threads = options->threads;
+  o.cpu_fp32_weights = options->cpu_fp32_weights != 0;
+  o.max_loop_iterations = options->max_loop_iterations;
+  return Wrap(precis::Session::Open(plan_path, o), out);
+}
+
+int precis_session_from_buffer_with_options(const void* data, size_t size, const precis_options* options, precis_session** out) {
+  if ((!data && size) || !options) return Fail(options ? "data is null" : "options is null");
+  precis::SessionOptions o;
+  o.threads = options->threads;
+  o.cpu_fp32_weights = options->cpu_fp32_weights != 0;
+  o.max_loop_iterations = options->max_loop_iterations;
+  return Wrap(precis::Session::FromBuffer(data, size, o), out);
+}
+
 void precis_session_free(precis_session* session) { delete session; }
 
 int precis_num_inputs(const precis_session* s) { return s ? int(s->session->inputs().size()) : Fail("session is null"); }

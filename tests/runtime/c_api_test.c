@@ -56,6 +56,33 @@ int main(int argc, char** argv) {
   const float* p = data;
   double sum = 0;
   for (size_t i = 0; i < bytes / sizeof(float); ++i) sum += p[i];
+  /* The same plan through the options form gives the same output, bit for bit; a null options
+   * pointer is an error. */
+  precis_options options = precis_default_options();
+  if (options.threads != 0 || options.cpu_fp32_weights != 0 || options.max_loop_iterations != 0) return 1;
+  options.threads = 1;
+  options.cpu_fp32_weights = 1;
+  options.max_loop_iterations = 10;
+  precis_session* t = NULL;
+  if (precis_session_open_with_options(argv[1], NULL, &t) == 0 || !strstr(precis_last_error(), "options is null")) {
+    fprintf(stderr, "null options should be refused\n");
+    return 1;
+  }
+  const void* data2;
+  size_t bytes2;
+  const int64_t* in_dims;
+  int in_rank;
+  if (precis_session_open_with_options(argv[1], &options, &t) != 0 || precis_input_info(t, 0, &name, &dtype, &in_dims, &in_rank) != 0 ||
+      precis_set_input(t, name, 1, in_dims, in_rank, x, n * sizeof(float)) != 0 || precis_run(t) != 0 ||
+      precis_output(t, out_name, &data2, &bytes2) != 0) {
+    fprintf(stderr, "options session: %s\n", precis_last_error());
+    return 1;
+  }
+  if (bytes2 != bytes || memcmp(data, data2, bytes) != 0) {
+    fprintf(stderr, "the options session's output differs\n");
+    return 1;
+  }
+  precis_session_free(t);
   precis_session_free(s);
   free(x);
   if (fabs(sum - 1.0) > 1e-5) {

@@ -24,6 +24,19 @@ int precis_session_open(const char* plan_path, int threads, precis_session** out
 int precis_session_from_buffer(const void* data, size_t size, int threads, precis_session** out);
 void precis_session_free(precis_session* session);
 
+/* Session options beyond the thread count (precis::SessionOptions): start from
+ * precis_default_options() and set the fields wanted. */
+typedef struct precis_options {
+  int threads;                 /* 0 = all hardware threads */
+  int cpu_fp32_weights;        /* nonzero: keep FP32 copies of 16-bit MatMul/Gemm weights, made at
+                                  load (faster at small batches on CPUs without FP16 arithmetic,
+                                  twice the weights' memory) */
+  int64_t max_loop_iterations; /* > 0: a Loop step that would run more iterations fails */
+} precis_options;
+precis_options precis_default_options(void);
+int precis_session_open_with_options(const char* plan_path, const precis_options* options, precis_session** out);
+int precis_session_from_buffer_with_options(const void* data, size_t size, const precis_options* options, precis_session** out);
+
 int precis_num_inputs(const precis_session* session);
 int precis_num_outputs(const precis_session* session);
 /* Name, element type and dims of input/output i; `dims` points into the session. */
