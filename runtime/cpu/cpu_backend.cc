@@ -54,7 +54,12 @@ class CpuBackend final : public Backend, public ProgramRunner {
     if (p <= caller || p < 0 || size_t(p) >= bodies_.size() || !plan_->programs[size_t(p)].body) return nullptr;
     return &bodies_[size_t(p)];
   }
-  Status RunBody(int64_t p) override { return Run(size_t(p), nullptr, nullptr); }
+  // A body's steps are observed like the program's (calibration sees the tensors of every
+  // iteration); they are not profiled on their own (their step's time includes them).
+  Status RunBody(int64_t p) override {
+    static const std::function<void(const TensorData&)> kNone;
+    return Run(size_t(p), nullptr, observer_ ? *observer_ : kNone);
+  }
 
  private:
   struct Program {
@@ -73,6 +78,7 @@ class CpuBackend final : public Backend, public ProgramRunner {
   AlignedBuffer arena_, state_, scratch_;
   std::vector<Program> programs_;
   std::vector<Io> bodies_;  // per program: its input and output tensors
+  const std::function<void(const TensorData&)>* observer_ = nullptr;  // of the Run in progress
   std::unique_ptr<ElfModule> code_;
   std::string code_target_, no_code_;  // the module loaded; why none was, when the plan has some
   std::vector<std::string> fallbacks_;
@@ -245,6 +251,12 @@ Status CpuBackend::Prepare(LoadedPlan& plan) {
 Status CpuBackend::Run(size_t program, std::vector<StepProfile>* profile, const std::function<void(const TensorData&)>& observer) {
   const ProgramSteps& p = plan_->programs[program];
   std::vector<std::unique_ptr<Kernel>>& kernels = programs_[program].kernels;
+  struct Restore {
+    const std::function<void(const TensorData&)>*& slot;
+    const std::function<void(const TensorData&)>* saved;
+    ~Restore() { slot = saved; }
+  } restore{observer_, observer_};
+  observer_ = observer ? &observer : nullptr;
   for (size_t i = 0; i < kernels.size(); ++i) {
     if (p.predicates[i] && p.predicates[i]->data[0] == 0) continue;
     auto start = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();

@@ -22,6 +22,10 @@ Cases (random weights, fixed seed):
 Each is compiled in FP32, FP16 and BF16. Tolerances: FP32 within 1e-5 absolute and relative of
 onnxruntime (the same FP32 operations, summed in other orders); 16-bit plans within relative L2
 1e-2 (FP16) and 4e-2 (BF16), the model tests' bounds for 16-bit storage.
+Calibration inside bodies: a Loop whose body MatMul writes values near 1e5 (past FP16's 65504)
+ends wrong in an uncalibrated FP16 plan (Inf, then NaN that the next Relu maps to 0); with `--calibrate random:4` the body's steps are observed
+on every iteration, the MatMul stays FP32 (reason range-overflow, listed under the body's path in
+the report) and the output is within the FP16 bound of onnxruntime.
 Refusals checked by message: an If whose branches give different shapes, a Loop whose scan
 outputs have a run-time length, a loop-carried value whose shape changes, a Loop that never ends.
 """
@@ -177,6 +181,52 @@ def torch_model(which):
     return build
 
 
+def overflow_loop(path, rng):
+    w = rng.uniform(-3e4, 3e4, (4, 4)).astype(np.float32)  # within FP16's range: the constant rule does not apply
+    w2 = (rng.uniform(1e-4, 2e-4, (4, 4)) * rng.choice([-1, 1], (4, 4))).astype(np.float32)  # normal in FP16
+    body = helper.make_graph([n("MatMul", ["h_in", "W"], ["big"], name="body_matmul"), n("Relu", ["big"], ["r"]),
+                              n("MatMul", ["r", "W2"], ["h_out"]), n("Identity", ["c_in"], ["c_out"])], "body",
+                             [vi("i", I64, []), vi("c_in", B, []), vi("h_in", F, [2, 4])], [vi("c_out", B, []), vi("h_out", F, [2, 4])])
+    save(path, [n("Loop", ["M", "", "h0"], ["h_final"], body=body)], [vi("h0", F, [2, 4])], [vi("h_final", F, [2, 4])],
+         [numpy_helper.from_array(w, "W"), numpy_helper.from_array(w2, "W2"), const("M", 2, np.int64)])
+    return {"h0": (rng.standard_normal((2, 4)) * 5).astype(np.float32)}
+
+
+def check_calibration(precis, work, rng, failures):
+    path = os.path.join(work, "overflow_loop.onnx")
+    feeds = overflow_loop(path, rng)
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)[0].astype(np.float64)
+    results = {}
+    for label, extra in (("uncalibrated", []), ("calibrated", ["--calibrate", "random:4"])):
+        plan = os.path.join(work, f"overflow_loop_{label}.plan")
+        r = subprocess.run([precis, "compile", path, "-o", plan, "--quiet", "--precision", "fp16", *extra], capture_output=True, text=True)
+        if r.returncode:
+            failures.append(f"overflow_loop {label}: {r.stderr.strip()}")
+            print(f"FAIL: overflow_loop {label}: {r.stderr.strip()}")
+            return
+        out = os.path.join(work, f"overflow_loop_{label}")
+        f = os.path.join(work, "overflow_loop_h0.npy")
+        np.save(f, feeds["h0"])
+        r = subprocess.run([precis, "run", plan, "--input", f"h0={f}", "--output-dir", out], capture_output=True, text=True)
+        if r.returncode:
+            failures.append(f"overflow_loop {label} run: {r.stderr.strip()}")
+            print(f"FAIL: overflow_loop {label} run: {r.stderr.strip()}")
+            return
+        results[label] = np.load(os.path.join(out, "h_final.npy")).astype(np.float64)
+        results[label + " report"] = subprocess.run([precis, "report", plan], capture_output=True, text=True).stdout
+    def rel_l2(got):
+        return float(np.linalg.norm(got - want) / np.linalg.norm(want)) if np.all(np.isfinite(got)) else float("inf")
+    # Uncalibrated, the first iteration overflows to Inf and NaN; the second iteration's Relu maps
+    # NaN to 0 (Precis's documented Relu, docs/cuda.md), so the output is wrong rather than NaN.
+    wrong, rel = rel_l2(results["uncalibrated"]), rel_l2(results["calibrated"])
+    kept = any("Loop#0/body: body_matmul" in line and "range-overflow" in line for line in results["calibrated report"].splitlines())
+    ok = wrong > 0.5 and rel <= 1e-2 and kept
+    print(f"{'ok:  ' if ok else 'FAIL:'} overflow_loop: uncalibrated FP16 rel L2 {wrong:.3g}; calibrated rel L2 {rel:.3g}, "
+          f"body MatMul kept FP32 (range-overflow): {kept}")
+    if not ok:
+        failures.append("overflow_loop")
+
+
 def refused_if_shapes(path, rng):
     then_g = helper.make_graph([n("Identity", ["x"], ["t_out"])], "then", [], [vi("t_out", F, [4])])
     else_g = helper.make_graph([n("Concat", ["x", "x"], ["e_out"], axis=0)], "else", [], [vi("e_out", F, [8])])
@@ -257,6 +307,7 @@ def main():
                     print(f"{'ok:  ' if ok else 'FAIL:'} {name:<12} {precision} run {k} {o:<8} max abs {np.abs(g - w).max():.3g} rel L2 {rel:.3g}")
                     if not ok:
                         failures.append(f"{name} {precision} run {k} {o}")
+    check_calibration(precis, work, rng, failures)
     for name, build, message in REFUSED:
         path = os.path.join(work, name + ".onnx")
         build(path, rng)
