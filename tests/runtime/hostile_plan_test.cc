@@ -58,6 +58,13 @@ plan::StepT& StepOf(plan::PlanT& p, const std::string& kernel) {
   return *p.programs[0]->steps[0];
 }
 
+plan::AttrT& AttrOf(plan::StepT& s, const char* name) {
+  for (auto& a : s.attrs)
+    if (a->name == name) return *a;
+  ADD_FAILURE() << "no attribute " << name;
+  return *s.attrs[0];
+}
+
 int TensorId(const plan::PlanT& p, const std::string& name) {
   for (size_t i = 0; i < p.tensors.size(); ++i)
     if (p.tensors[i]->name == name) return int(i);
@@ -232,12 +239,7 @@ graph "fused" {
     ASSERT_FALSE(session.ok()) << "expected: " << message;
     EXPECT_NE(session.status().ToString().find(message), std::string::npos) << session.status().ToString();
   };
-  auto attr = [](plan::PlanT& p, const char* name) -> plan::AttrT& {
-    for (auto& a : StepOf(p, "FusedElementwise").attrs)
-      if (a->name == name) return *a;
-    ADD_FAILURE() << "no attribute " << name;
-    return *StepOf(p, "FusedElementwise").attrs[0];
-  };
+  auto attr = [](plan::PlanT& p, const char* name) -> plan::AttrT& { return AttrOf(StepOf(p, "FusedElementwise"), name); };
   auto session = Session::FromBuffer(bytes.data(), bytes.size());
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   // A program changed after compilation (an Add turned into a Sub) names another function.
@@ -322,18 +324,6 @@ graph "cf" {
   }
   Status limited = run(bytes, true, 50, &y, 10);
   EXPECT_NE(limited.ToString().find("would run more than 10 iterations"), std::string::npos) << limited.ToString();
-  auto step = [](plan::PlanT& p, const std::string& kernel) -> plan::StepT& {
-    for (auto& s : p.programs[0]->steps)
-      if (s->kernel == kernel) return *s;
-    ADD_FAILURE() << "no step " << kernel;
-    return *p.programs[0]->steps[0];
-  };
-  auto attr = [](plan::StepT& s, const char* name) -> plan::AttrT& {
-    for (auto& a : s.attrs)
-      if (a->name == name) return *a;
-    ADD_FAILURE() << "no attribute " << name;
-    return *s.attrs[0];
-  };
   auto refused = [&](const Edit& edit, const std::string& message) {
     std::vector<uint8_t> b = RewritePlan(bytes, edit);
     Status s = run(b, true, 3, &y);
@@ -342,10 +332,10 @@ graph "cf" {
     std::printf("  refused: %s\n", s.ToString().c_str());
   };
   // A body naming its own program, or an earlier one (a cycle), or none.
-  refused([&](plan::PlanT& p, auto&) { attr(step(p, "Loop"), "body_program").i = 0; }, "is not a body program after this step's own program");
-  refused([&](plan::PlanT& p, auto&) { attr(step(p, "If"), "then_program").i = 99; }, "is not a body program after this step's own program");
+  refused([&](plan::PlanT& p, auto&) { AttrOf(StepOf(p, "Loop"), "body_program").i = 0; }, "is not a body program after this step's own program");
+  refused([&](plan::PlanT& p, auto&) { AttrOf(StepOf(p, "If"), "then_program").i = 99; }, "is not a body program after this step's own program");
   // The Loop's body given as the If's branch: its inputs and outputs do not fit an If.
-  refused([&](plan::PlanT& p, auto&) { attr(step(p, "If"), "else_program").i = attr(step(p, "Loop"), "body_program").i; }, "a branch must take no inputs");
+  refused([&](plan::PlanT& p, auto&) { AttrOf(StepOf(p, "If"), "else_program").i = AttrOf(StepOf(p, "Loop"), "body_program").i; }, "a branch must take no inputs");
   // A body input that is a constant: the Loop would write the mapped plan file.
   refused([&](plan::PlanT& p, auto&) {
     for (auto& prog : p.programs)

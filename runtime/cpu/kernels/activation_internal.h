@@ -54,13 +54,10 @@ void BinaryLoop(const RowBroadcast& rb, const A* a, const B* b, Y* y, F&& f) {
   }
 }
 
-// Unsigned type for wrap-around arithmetic on T, at least as wide as unsigned int so that
-// integer promotion never turns it back into a (overflowing) signed int.
-template <typename T>
-using WrapOf = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-
-template <typename T> T WrapMul(T a, T b) { return T(WrapOf<T>(a) * WrapOf<T>(b)); }
-template <typename T> T WrapAdd(T a, T b) { return T(WrapOf<T>(a) + WrapOf<T>(b)); }
+// Wrap-around integer arithmetic (common.h).
+using rt::WrapAdd;
+using rt::WrapMul;
+using rt::WrapOf;
 
 // Float -> integer as ONNX/numpy do for in-range values (truncation toward zero). Out-of-range
 // values, which ONNX leaves undefined (and C++ makes UB), saturate to the type's limits; NaN

@@ -53,4 +53,13 @@ std::vector<int64_t> ReadInts(const Tensor& t);
 // Row-major strides of dims.
 std::vector<int64_t> Strides(const std::vector<int64_t>& dims);
 
+// Wrap-around integer arithmetic (two's complement, as numpy and onnxruntime compute): WrapOf<T>
+// is an unsigned type for T at least as wide as unsigned int, so that integer promotion never
+// turns it back into an (overflowing) signed int.
+template <typename T>
+using WrapOf = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+template <typename T> T WrapAdd(T a, T b) { return T(WrapOf<T>(a) + WrapOf<T>(b)); }
+template <typename T> T WrapSub(T a, T b) { return T(WrapOf<T>(a) - WrapOf<T>(b)); }
+template <typename T> T WrapMul(T a, T b) { return T(WrapOf<T>(a) * WrapOf<T>(b)); }
+
 }  // namespace precis::rt

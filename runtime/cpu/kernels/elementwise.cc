@@ -1,7 +1,6 @@
 // Elementwise arithmetic kernels with numpy broadcasting: Add, Sub, Mul, Div, and the unary
 // Relu. 16-bit floats are stored as such and computed in float. Integer division by zero gives
 // 0 instead of undefined behaviour (ONNX leaves it undefined).
-#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -12,25 +11,22 @@
 namespace precis::rt {
 namespace {
 
-// Integers wrap around (two's complement, as numpy and onnxruntime do): computed in uint64_t, so
-// an overflow is not undefined behaviour (nor is uint16 x uint16, which C++ promotes to int).
-template <typename C>
-constexpr bool kWraps = std::is_integral_v<C> && !std::is_same_v<C, bool>;
+// Integers wrap around (common.h): an overflow is not undefined behaviour.
 struct AddOp {
   template <typename C> C operator()(C a, C b) const {
-    if constexpr (kWraps<C>) return C(uint64_t(a) + uint64_t(b));
+    if constexpr (std::is_integral_v<C>) return WrapAdd(a, b);
     else return a + b;
   }
 };
 struct SubOp {
   template <typename C> C operator()(C a, C b) const {
-    if constexpr (kWraps<C>) return C(uint64_t(a) - uint64_t(b));
+    if constexpr (std::is_integral_v<C>) return WrapSub(a, b);
     else return a - b;
   }
 };
 struct MulOp {
   template <typename C> C operator()(C a, C b) const {
-    if constexpr (kWraps<C>) return C(uint64_t(a) * uint64_t(b));
+    if constexpr (std::is_integral_v<C>) return WrapMul(a, b);
     else return a * b;
   }
 };
