@@ -9,6 +9,7 @@
 #include "compiler/ops/evaluate.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
+#include "compiler/ops/shape_values.h"
 
 namespace precis::passes {
 namespace {
@@ -97,6 +98,7 @@ class Inferrer {
       }
       out->set_type(Merge(ctx.outputs()[i], out->type()));
     }
+    if (PropagateKnownValues(g, node, opset)) return true;
     if (!options_.fold_constants || !def->foldable) return false;
     if (options_.fold_constants && FoldShapeOf(g, node, opset)) return true;
     return Fold(g, node, *def, opset);
@@ -123,6 +125,37 @@ class Inferrer {
       }
     }
     return Status::Ok();
+  }
+
+  // Shape arithmetic over symbolic dims (ops/shape_values.h): output 0 gets its values as dim
+  // expressions; where they all come out constant (the static dims of a symbolic shape), the
+  // output becomes a constant. Returns whether the node was folded away.
+  bool PropagateKnownValues(ir::Graph& g, ir::Node& node, int64_t opset) {
+    auto known = ops::KnownValues(node, opset);
+    if (!known) return false;
+    ir::Value* out = node.outputs()[0];
+    const ir::Type& t = out->type();
+    bool constant = std::all_of(known->begin(), known->end(), [](const ir::DimExpr& e) { return e.is_constant(); });
+    ir::DType dt = t.is_tensor() ? t.dtype() : ir::DType::kUndefined;
+    if (constant && options_.fold_constants && node.outputs().size() == 1 && t.shape().is_static() &&
+        (dt == ir::DType::kI64 || dt == ir::DType::kI32 || dt == ir::DType::kBool)) {
+      size_t esize = size_t(ir::DTypeSize(dt));
+      std::vector<uint8_t> bytes(known->size() * esize);
+      for (size_t k = 0; k < known->size(); ++k) {
+        int64_t v = (*known)[k].constant();
+        if (dt == ir::DType::kI64) std::memcpy(&bytes[k * 8], &v, 8);
+        else if (dt == ir::DType::kI32) { int32_t x = int32_t(v); std::memcpy(&bytes[k * 4], &x, 4); }
+        else bytes[k] = v != 0;
+      }
+      std::vector<int64_t> dims;
+      for (const ir::Dim& d : t.shape().dims()) dims.push_back(d.value());
+      g.ConvertToConstant(out, ir::Tensor(dt, dims, ir::Buffer::Own(std::move(bytes))));
+      g.RemoveNode(&node);
+      ++stats_.folded_nodes;
+      return true;
+    }
+    out->set_known_values(std::move(*known));
+    return false;
   }
 
   // Shape and Size depend only on their input's type: once that is static they are constants,

@@ -185,6 +185,7 @@ StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options)
   emit.target = options.target;
   emit.strip_weights = options.strip_weights;
   emit.source_hash = options.source_hash;
+  emit.dim_bounds = options.dim_bounds;
   emit::ReportInputs report;
   report.precision = options.precision;
   report.model = options.model_name;

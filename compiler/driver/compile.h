@@ -41,6 +41,8 @@ Status FuseAndGenerate(const ir::Model& model, const std::vector<ir::Graph*>& gr
 
 struct CompileOptions {
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape NAME=1x3x224x224
+  // --shape SYMBOL=LO..HI: bounds of a symbolic dim the plan keeps (a dynamic plan).
+  std::map<std::string, std::pair<int64_t, int64_t>> dim_bounds;
   // Inputs compiled in as constants: a plan specialized to these values (they stop being inputs).
   std::map<std::string, ir::Tensor> input_values;
   std::string precision = "fp32";  // fp32 | fp16 | bf16

@@ -1,36 +1,14 @@
-// The arena planner: gives every activation tensor an offset in one arena so that tensors whose
-// lifetimes overlap never share bytes, and reuses bytes otherwise. A tensor may be planned in
-// place of another (same storage) when its step is that tensor's last use and sizes match.
-//
-// Lifetimes are inclusive step ranges: `first` is the defining step (-1 for graph inputs) and
-// `last` the last reading step (num_steps for graph outputs, which must survive the run).
-// Placement is greedy by size (largest first, lowest fitting offset), as in TFLite's arena
-// planner; `lower_bound` is the largest sum of live bytes at any step, which no plan can beat.
+// The arena planner lives with the plan format (runtime/plan/memory_plan.h): the runtime plans
+// the arena of dynamic plans with the same algorithm. The compiler's names for it.
 #pragma once
 
-#include <cstddef>
-#include <string>
-#include <vector>
+#include "runtime/plan/memory_plan.h"
 
 namespace precis::emit {
 
-inline constexpr size_t kArenaAlignment = 64;
-
-struct PlannedTensor {
-  size_t bytes = 0;
-  int first = 0;
-  int last = 0;
-  int inplace_of = -1;  // index of a tensor whose storage this one may take over
-};
-
-struct MemoryPlan {
-  std::vector<size_t> offsets;  // per tensor
-  size_t arena_bytes = 0;
-  size_t lower_bound = 0;
-  int inplace_count = 0;
-  std::vector<std::string> trace;  // one line per decision, for debugging
-};
-
-MemoryPlan PlanMemory(const std::vector<PlannedTensor>& tensors);
+using plan::kArenaAlignment;
+using plan::MemoryPlan;
+using plan::PlanMemory;
+using plan::PlannedTensor;
 
 }  // namespace precis::emit

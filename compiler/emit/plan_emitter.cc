@@ -26,26 +26,40 @@ enum class Kind { kArena, kIo, kConstant, kState };
 
 struct TensorEntry {
   const ir::Value* value;
-  std::vector<int64_t> dims;
+  std::vector<int64_t> dims;  // -1 where symbolic
+  std::vector<ir::DimExpr> symbolic;  // the symbolic dims' expressions, in order
   size_t bytes;
   Kind kind;
   size_t offset = 0;       // in the arena, the constants blob or the state region
   size_t init_offset = 0;  // State: its initial value in the constants blob
   bool zero_init = false;  // State: starts as zeros, init_offset is the shared zero block
   bool synthetic = false;  // a stripped weight (EmitOptions::strip_weights)
+  // Dynamic plans, arena tensors: the live range and the in-place source (plan.fbs TensorDesc).
+  int live_first = 0, live_last = 0, inplace_of = -1;
 };
 
-StatusOr<std::vector<int64_t>> StaticShapeOf(const ir::Value& v) {
+// A value's dims: static ones, and -1 for each symbolic dim (its expression in `symbolic`).
+StatusOr<std::vector<int64_t>> ShapeOf(const ir::Value& v, std::vector<ir::DimExpr>& symbolic) {
   const ir::Type& t = v.type();
   if (!t.is_tensor() || t.dtype() == ir::DType::kUndefined)
     return Unimplemented("value '" + v.name() + "' has no known tensor type (" + ir::PrintType(t) + ")");
   if (t.dtype() == ir::DType::kString) return Unimplemented("value '" + v.name() + "' is a string tensor; plans hold numbers only");
   if (!t.shape().has_rank()) return Unimplemented("value '" + v.name() + "' has unknown rank");
   std::vector<int64_t> dims;
+  symbolic.clear();
   for (const ir::Dim& d : t.shape().dims()) {
-    if (d.is_symbolic())
-      return Unimplemented("value '" + v.name() + "' has symbolic dim '" + d.symbol() + "': give the inputs concrete shapes (--shape NAME=1x3x224x224)");
-    if (!d.is_static()) return Unimplemented("value '" + v.name() + "' has a dimension unknown at compile time (" + ir::PrintType(t) + ")");
+    if (d.is_symbolic()) {
+      auto e = ir::DimExpr::FromDim(d);
+      if (!e) return Unimplemented("value '" + v.name() + "' has symbolic dim '" + d.symbol() + "', which is not an expression Precis can compute");
+      symbolic.push_back(*e);
+      dims.push_back(-1);
+      continue;
+    }
+    if (!d.is_static())
+      return Unimplemented("value '" + v.name() + "'" + (v.producer() ? " (from " + v.producer()->Describe() + ")" : std::string()) +
+                           " has a dimension Precis cannot compute from the input dims (" + ir::PrintType(t) +
+                           "): it depends on data, or on symbolic dims in a way plans cannot express yet; give the inputs concrete shapes "
+                           "(--shape NAME=1x3x224x224)");
     dims.push_back(d.value());
   }
   return dims;
@@ -61,6 +75,7 @@ class Emitter {
     for (size_t p = 0; p < sources_.size(); ++p) PRECIS_RETURN_IF_ERROR(CollectProgram(p));
     for (const std::string& name : options_.state)
       if (!shared_.count(name)) return InvalidArgument("state '" + name + "' is not a value of any program");
+    PRECIS_RETURN_IF_ERROR(CollectSymbols());
     PlanArena();
     // A model whose shapes ask for more than any machine has (a 10^12-element input, say) is
     // refused here, before a session would try to allocate it.
@@ -244,7 +259,11 @@ class Emitter {
 
   StatusOr<int> AddTensor(const ir::Value& v) {
     if (auto it = ids_.find(&v); it != ids_.end()) return it->second;
-    PRECIS_ASSIGN_OR_RETURN(auto dims, StaticShapeOf(v));
+    std::vector<ir::DimExpr> symbolic;
+    PRECIS_ASSIGN_OR_RETURN(auto dims, ShapeOf(v, symbolic));
+    if (!symbolic.empty() && (KindOf(v) == Kind::kConstant || KindOf(v) == Kind::kState || options_.state.count(v.name())))
+      return Unimplemented("value '" + v.name() + "' is a constant or state with symbolic dims (" + ir::PrintType(v.type()) +
+                           "): plans with state need static shapes (--shape)");
     if (options_.state.count(v.name()) && KindOf(v) != Kind::kState)
       return InvalidArgument("state '" + v.name() + "' must be a constant or a graph input with a default value");
     Kind kind = KindOf(v);
@@ -252,7 +271,7 @@ class Emitter {
     if (shared) {
       if (auto it = shared_.find(v.name()); it != shared_.end()) {
         const TensorEntry& e = tensors_[size_t(it->second)];
-        if (e.dims != dims || e.value->type().dtype() != v.type().dtype() || e.kind != kind)
+        if (e.dims != dims || e.symbolic != symbolic || e.value->type().dtype() != v.type().dtype() || e.kind != kind)
           return InvalidArgument("'" + v.name() + "' is " + ir::PrintType(e.value->type()) + " in one program and " + ir::PrintType(v.type()) +
                                  " in program '" + current_->name + "'");
         ids_[&v] = it->second;
@@ -272,8 +291,8 @@ class Emitter {
         }
       }
     }
-    TensorEntry e{&v, dims, 0, kind};
-    e.bytes = size_t(*ir::CheckedElements(dims)) * size_t(ir::DTypeSize(v.type().dtype()));
+    TensorEntry e{&v, dims, symbolic, 0, kind};
+    e.bytes = symbolic.empty() ? size_t(*ir::CheckedElements(dims)) * size_t(ir::DTypeSize(v.type().dtype())) : 0;
     int id = int(tensors_.size());
     tensors_.push_back(std::move(e));
     ids_[&v] = id;
@@ -358,8 +377,83 @@ class Emitter {
     return n.domain().empty() ? n.op_type() : n.domain() + "::" + n.op_type();
   }
 
+  // The symbols of a dynamic plan, each bound by an input dim of an entry program that is exactly
+  // that symbol.
+  Status CollectSymbols() {
+    std::set<std::string> all, bound;
+    for (const TensorEntry& t : tensors_)
+      for (const ir::DimExpr& e : t.symbolic)
+        for (const std::string& s : e.Symbols()) all.insert(s);
+    for (const auto& [name, range] : options_.dim_bounds) {
+      if (all.count(name)) continue;
+      std::string known;
+      for (const auto& s : all) known += (known.empty() ? "" : ", ") + s;
+      return InvalidArgument("--shape " + name + "=" + std::to_string(range.first) + ".." + std::to_string(range.second) +
+                             ": the model has no symbolic dim '" + name + "' (" + (known.empty() ? "its shapes are static" : "its symbolic dims: " + known) +
+                             ")");
+    }
+    if (all.empty()) return Status::Ok();
+    if (options_.target != "cpu") {
+      return Unimplemented("the model has symbolic dims (" + *all.begin() + (all.size() > 1 ? ", ..." : "") +
+                           "); dynamic plans run on the CPU so far: give the inputs concrete shapes for target " + options_.target +
+                           " (--shape NAME=1x3x224x224)");
+    }
+    for (const TensorEntry& t : tensors_)
+      if (t.kind == Kind::kState)
+        return Unimplemented("the model has symbolic dims (" + *all.begin() + (all.size() > 1 ? ", ..." : "") + ") and the plan has state ('" +
+                             t.value->name() + "'): plans with state (training) need static shapes; give them with --shape or --batch");
+    for (const Program& p : programs_) {
+      if (p.body) continue;
+      for (int id : p.inputs)
+        for (const ir::DimExpr& e : tensors_[size_t(id)].symbolic)
+          if (e.terms().size() == 1 && e.terms().begin()->second == 1 && e.terms().begin()->first.size() == 1)
+            bound.insert(e.terms().begin()->first[0]);
+    }
+    for (const std::string& s : all) {
+      if (bound.count(s)) continue;
+      for (const TensorEntry& t : tensors_)
+        for (const ir::DimExpr& e : t.symbolic)
+          if (e.Symbols().count(s))
+            return Unimplemented("value '" + t.value->name() + "' has a dim in symbol '" + s + "', which no input dim is: the runtime could not " +
+                                 "bind it (give the inputs concrete shapes with --shape)");
+    }
+    symbols_.assign(all.begin(), all.end());
+    result_.symbols = symbols_;
+    return Status::Ok();
+  }
+
+  // A symbolic dim as plan.fbs TensorDesc.dim_code: term count, then coefficient, factor count
+  // and symbol indices per term.
+  // A factor that is a floor atom is -1-j for atom j of Plan.dim_atoms (registered here, its
+  // inner atoms first).
+  void EncodeDim(const ir::DimExpr& e, std::vector<int64_t>& code) {
+    code.push_back(int64_t(e.terms().size()));
+    for (const auto& [monomial, coeff] : e.terms()) {
+      code.push_back(coeff);
+      code.push_back(int64_t(monomial.size()));
+      for (const std::string& s : monomial) {
+        if (auto atom = ir::DimExpr::ParseAtom(s)) {
+          code.push_back(-1 - AtomIndex(s, *atom));
+          continue;
+        }
+        code.push_back(int64_t(std::lower_bound(symbols_.begin(), symbols_.end(), s) - symbols_.begin()));
+      }
+    }
+  }
+  int64_t AtomIndex(const std::string& text, const std::pair<ir::DimExpr, int64_t>& atom) {
+    auto it = std::find(atom_texts_.begin(), atom_texts_.end(), text);
+    if (it != atom_texts_.end()) return int64_t(it - atom_texts_.begin());
+    std::vector<int64_t> code{atom.second};
+    EncodeDim(atom.first, code);  // registers inner atoms first
+    atom_texts_.push_back(text);
+    atom_code_.insert(atom_code_.end(), code.begin(), code.end());
+    return int64_t(atom_texts_.size()) - 1;
+  }
+
   // One memory plan for all programs on one timeline (program after program): temporaries of
-  // different programs may share bytes, inputs and program outputs live throughout.
+  // different programs may share bytes, inputs and program outputs live throughout. A dynamic
+  // plan records the live ranges and in-place sources instead: the runtime plans its arena with
+  // the same planner once the sizes are known.
   void PlanArena() {
     std::vector<PlannedTensor> planned;
     std::vector<size_t> arena_ids;
@@ -379,6 +473,15 @@ class Emitter {
       // An output must keep its bytes to the end, so it never gives them away in place.
       if (src >= 0 && index.count(size_t(src)) && planned[size_t(index[size_t(src)])].last != end)
         planned[k].inplace_of = index[size_t(src)];
+    }
+    if (!symbols_.empty()) {
+      for (size_t k = 0; k < arena_ids.size(); ++k) {
+        TensorEntry& t = tensors_[arena_ids[k]];
+        t.live_first = planned[k].first;
+        t.live_last = planned[k].last;
+        t.inplace_of = planned[k].inplace_of >= 0 ? int(arena_ids[size_t(planned[k].inplace_of)]) : -1;
+      }
+      return;
     }
     MemoryPlan mp = PlanMemory(planned);
     for (size_t k = 0; k < arena_ids.size(); ++k) tensors_[arena_ids[k]].offset = mp.offsets[k];
@@ -460,6 +563,9 @@ class Emitter {
   std::vector<int> first_, last_, inplace_of_;
   std::vector<Step> steps_;
   std::vector<Program> programs_;
+  std::vector<std::string> symbols_;  // sorted; empty for a static plan
+  std::vector<std::string> atom_texts_;  // floor atoms of symbolic dims, in Plan.dim_atoms order
+  std::vector<int64_t> atom_code_;
   size_t constants_size_ = 0, state_size_ = 0;
   EmittedPlan result_;
 };
@@ -500,8 +606,16 @@ StatusOr<EmittedPlan> Emitter::Write() {
     plan::Placement placement = t.kind == Kind::kConstant ? plan::Placement_Constant
                                 : t.kind == Kind::kState  ? plan::Placement_State
                                                           : plan::Placement_Arena;
+    flatbuffers::Offset<flatbuffers::Vector<int64_t>> code;
+    if (!t.symbolic.empty()) {
+      std::vector<int64_t> c;
+      for (const ir::DimExpr& e : t.symbolic) EncodeDim(e, c);
+      code = b.CreateVector(c);
+    }
+    bool live = !symbols_.empty() && placement == plan::Placement_Arena;
     tensors.push_back(plan::CreateTensorDesc(b, name, uint8_t(ir::DTypeToOnnx(t.value->type().dtype())), dims, placement, t.offset, t.bytes,
-                                             t.synthetic, t.init_offset));
+                                             t.synthetic, t.init_offset, code, live ? t.live_first : 0, live ? t.live_last : 0,
+                                             live ? t.inplace_of : -1));
   }
   // A plan for the GPU holds only steps with CUDA kernels: list every one without, at once.
   if (options_.target == "cuda") {
@@ -535,6 +649,20 @@ StatusOr<EmittedPlan> Emitter::Write() {
                                          HashBytes(m.code.data(), m.code.size())));
   }
   auto module_table = modules.empty() ? 0 : b.CreateVector(modules);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> symbol_table;
+  flatbuffers::Offset<flatbuffers::Vector<int64_t>> symbol_min, symbol_max, dim_atoms;
+  if (!atom_code_.empty()) dim_atoms = b.CreateVector(atom_code_);
+  if (!symbols_.empty()) symbol_table = b.CreateVectorOfStrings(symbols_);
+  if (!options_.dim_bounds.empty()) {
+    std::vector<int64_t> lo, hi;
+    for (const std::string& s : symbols_) {
+      auto it = options_.dim_bounds.find(s);
+      lo.push_back(it == options_.dim_bounds.end() ? 0 : it->second.first);
+      hi.push_back(it == options_.dim_bounds.end() ? -1 : it->second.second);  // -1: no upper bound
+    }
+    symbol_min = b.CreateVector(lo);
+    symbol_max = b.CreateVector(hi);
+  }
   plan::PlanBuilder root(b);
   auto target = b.CreateString(options_.target);
   auto precision = b.CreateString(options_.precision);
@@ -555,6 +683,12 @@ StatusOr<EmittedPlan> Emitter::Write() {
   if (!options_.source_model.empty()) root.add_source_model(source_model);
   if (!options_.training_config.empty()) root.add_training_config(training_config);
   if (!modules.empty()) root.add_modules(module_table);
+  if (!symbols_.empty()) root.add_symbols(symbol_table);
+  if (!atom_code_.empty()) root.add_dim_atoms(dim_atoms);
+  if (!options_.dim_bounds.empty()) {
+    root.add_symbol_min(symbol_min);
+    root.add_symbol_max(symbol_max);
+  }
   plan::FinishPlanBuffer(b, root.Finish());
 
   plan::FileHeader h{};

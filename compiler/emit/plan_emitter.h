@@ -1,6 +1,12 @@
-// The plan emitter: lowers fully inferred IR graphs (every value a tensor of static shape) to
-// programs of runtime steps, plans the arena, and writes the plan file bytes
-// (runtime/plan/plan_format.h). Deterministic: the same graphs and options give identical bytes.
+// The plan emitter: lowers fully inferred IR graphs (every value a tensor of known rank whose dims
+// are static or symbolic expressions) to programs of runtime steps, plans the arena, and writes
+// the plan file bytes (runtime/plan/plan_format.h). Deterministic: the same graphs and options
+// give identical bytes.
+//
+// Symbolic dims make a dynamic plan (plan.fbs Plan.symbols): tensors carry their dims as
+// polynomials over the symbols, and arena tensors their live ranges instead of offsets; the
+// runtime binds the symbols from the input shapes and plans the arena per binding. Every symbol
+// must be an input dim of an entry program (what binds it); state and constants are static.
 //
 // Several programs (each one IR graph) share one tensor table: graph inputs and program outputs
 // of one name are one tensor (same dtype and shape required); values named in EmitOptions::state
@@ -35,6 +41,8 @@ struct EmitOptions {
     std::vector<uint8_t> code;
   };
   std::vector<Module> modules;
+  // Bounds of symbolic dims (plan.fbs Plan.symbol_min/max); each must name a symbol of the plan.
+  std::map<std::string, std::pair<int64_t, int64_t>> dim_bounds;
 };
 
 // One program: a name ("infer", "train_step", ...) and the graph it runs.
@@ -61,6 +69,7 @@ struct EmittedPlan {
   size_t arena_lower_bound = 0;
   size_t constant_bytes = 0;
   int inplace_count = 0;
+  std::vector<std::string> symbols;  // a dynamic plan's symbolic dims (empty: static)
 };
 
 // Errors: a value without a static tensor type (naming it and the symbolic dim), an operator

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -19,17 +20,29 @@ namespace precis::emit {
 namespace {
 
 
+// A dim's size for FLOP counts: a symbolic dim (a dynamic plan's) with every symbol 1, so that
+// FLOPs of dynamic plans are counted per unit of each symbol; -1 when unknown.
+int64_t DimSize(const ir::Dim& d) {
+  if (d.is_static()) return d.value();
+  auto e = ir::DimExpr::FromDim(d);
+  if (!e) return -1;
+  std::map<std::string, int64_t> ones;
+  for (const std::string& s : e->Symbols()) ones[s] = 1;
+  auto v = e->Evaluate(ones);
+  return v && *v >= 0 ? *v : -1;
+}
+
 int64_t Numel(const ir::Value* v) {
   if (!v || !v->type().is_tensor() || !v->type().shape().has_rank()) return 0;
   int64_t n = 1;
-  for (const ir::Dim& d : v->type().shape().dims()) n *= d.is_static() ? d.value() : 0;
+  for (const ir::Dim& d : v->type().shape().dims()) n *= std::max<int64_t>(DimSize(d), 0);
   return n;
 }
 
 std::vector<int64_t> Dims(const ir::Value* v) {
   std::vector<int64_t> dims;
   if (v && v->type().is_tensor() && v->type().shape().has_rank())
-    for (const ir::Dim& d : v->type().shape().dims()) dims.push_back(d.is_static() ? d.value() : -1);
+    for (const ir::Dim& d : v->type().shape().dims()) dims.push_back(DimSize(d));
   return dims;
 }
 

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "compiler/ir/dim_expr.h"
 #include "compiler/ir/tensor.h"
 #include "compiler/ir/type.h"
 
@@ -71,11 +72,17 @@ class Value {
   bool is_constant() const { return kind_ == Kind::kConstant; }
   // Constants: their data. Inputs: an optional default (an initializer kept as an input).
   const Tensor* data() const { return data_.get(); }
+  // An integer tensor's values (row-major) as dim expressions, when shape inference knows them
+  // although the tensor is computed at run time (the Shape of a tensor with symbolic dims, and
+  // arithmetic on it); nullptr otherwise. Derived data: shape inference sets it.
+  const std::vector<DimExpr>* known_values() const { return known_values_.get(); }
+  void set_known_values(std::vector<DimExpr> v) { known_values_ = std::make_shared<const std::vector<DimExpr>>(std::move(v)); }
 
  private:
   friend class Graph;
   std::string name_;
   Type type_;
+  std::shared_ptr<const std::vector<DimExpr>> known_values_;
   Kind kind_ = Kind::kNodeOutput;
   Node* producer_ = nullptr;
   int output_index_ = -1;

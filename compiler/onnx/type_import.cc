@@ -1,5 +1,6 @@
 // ONNX TypeProto -> IR Type: tensors (element type + shape with static, symbolic and unknown
 // dims), sequences and optionals. Maps and sparse tensor types are refused as unsupported.
+#include "compiler/ir/dim_expr.h"
 #include "compiler/onnx/import_internal.h"
 
 namespace precis::onnx {
@@ -25,7 +26,10 @@ StatusOr<ir::Type> ImportType(const ::onnx::TypeProto& proto, const std::string&
                                    std::to_string(d.dim_value()) + ", outside [0, 2^40]");
           dims.push_back(ir::Dim::Static(d.dim_value()));
         } else if (d.has_dim_param() && !d.dim_param().empty()) {
-          dims.push_back(ir::Dim::Symbolic(d.dim_param()));
+          // A dim_param that reads as an expression ("batch", "2*seq") keeps it in canonical
+          // form; any other text becomes a plain symbol name ("batch size" -> "batch_size").
+          auto e = ir::DimExpr::Parse(d.dim_param());
+          dims.push_back(e ? e->ToDim() : ir::Dim::Symbolic(ir::SymbolName(d.dim_param())));
         } else {
           dims.push_back(ir::Dim());
         }

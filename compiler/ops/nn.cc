@@ -5,8 +5,9 @@
 // (ceil in ceil_mode, minus one when the last window would start in the end padding, as PyTorch,
 // onnxruntime and the ONNX reference do); SAME_* gives ceil(in / s) with the total padding split
 // evenly and the odd unit at the end (SAME_UPPER) or the beginning (SAME_LOWER); VALID uses no
-// padding. Batch and channel dims pass through symbolically; a spatial dim is unknown when its
-// input dim is not static. At most 3 spatial dims are accepted (the kernels' layout).
+// padding. Batch and channel dims pass through symbolically; a symbolic spatial dim gives the
+// same formula with floor divisions (ir::DimExpr), except in ceil_mode with a stride above 1. At most 3 spatial dims are accepted (the kernels' layout).
+#include "compiler/ir/dim_expr.h"
 #include "compiler/ops/infer_helpers.h"
 #include "compiler/ops/op_registry.h"
 
@@ -56,9 +57,34 @@ Status ReadWindowSpec(const InferContext& ctx, size_t n, std::vector<int64_t> ke
   return Status::Ok();
 }
 
+// Output size of spatial dim i for a symbolic input size (a dynamic plan's): SAME padding gives
+// (in+s-1)/s, explicit padding (in+pb+pe-eff_k)/s+1, floor divisions (ir::DimExpr atoms). Unknown
+// in ceil_mode with a stride above 1 (whether the last window starts in the padding depends on
+// the value).
+ir::Dim SymbolicWindowOutput(const WindowSpec& w, size_t i, const ir::Dim& in_dim) {
+  auto in = ir::DimExpr::FromDim(in_dim);
+  if (!in) return ir::Dim();
+  size_t n = w.kernel.size();
+  int64_t s = w.strides[i], eff_k = (w.kernel[i] - 1) * w.dilations[i] + 1;
+  if (s <= 0) return ir::Dim();
+  std::optional<ir::DimExpr> out;
+  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") {
+    auto num = in->Add(ir::DimExpr::Constant(s - 1));
+    out = num ? num->FloorDiv(s) : std::nullopt;
+  } else {
+    if (w.ceil_mode && s > 1) return ir::Dim();
+    auto span = in->Add(ir::DimExpr::Constant(w.pads[i] + w.pads[i + n] - eff_k));
+    auto q = span ? span->FloorDiv(s) : std::nullopt;
+    out = q ? q->Add(ir::DimExpr::Constant(1)) : std::nullopt;
+  }
+  return out ? out->ToDim() : ir::Dim();
+}
+
 // Output size of spatial dim i for input size `in` (static); kernel[i] == -1 means unknown.
 StatusOr<ir::Dim> WindowOutput(const InferContext& ctx, const WindowSpec& w, size_t i, const ir::Dim& in_dim) {
-  if (!in_dim.is_static() || w.kernel[i] < 0) return ir::Dim();
+  if (w.kernel[i] < 0) return ir::Dim();
+  if (in_dim.is_symbolic()) return SymbolicWindowOutput(w, i, in_dim);
+  if (!in_dim.is_static()) return ir::Dim();
   size_t n = w.kernel.size();
   int64_t in = in_dim.value(), s = w.strides[i];
   int64_t eff_k = (w.kernel[i] - 1) * w.dilations[i] + 1;

@@ -85,6 +85,15 @@ StatusOr<std::vector<double>> InferContext::ConstantFloats(size_t i) const {
   return out;
 }
 
+StatusOr<std::vector<ir::DimExpr>> InferContext::ShapeValues(size_t i) const {
+  if (has_input(i) && !input_constant(i))
+    if (const std::vector<ir::DimExpr>* known = node_.inputs()[i]->known_values()) return *known;
+  PRECIS_ASSIGN_OR_RETURN(auto ints, ConstantInts(i));
+  std::vector<ir::DimExpr> out;
+  for (int64_t v : ints) out.push_back(ir::DimExpr::Constant(v));
+  return out;
+}
+
 int64_t InferContext::Int(const char* name, int64_t fallback) const {
   const ir::Attribute* a = attr(name);
   return a && a->kind == ir::Attribute::Kind::kInt ? a->i : fallback;

@@ -36,6 +36,9 @@ class InferContext {
   // that the plan needs that value at compile time.
   StatusOr<std::vector<int64_t>> ConstantInts(size_t i) const;
   StatusOr<std::vector<double>> ConstantFloats(size_t i) const;
+  // Integer values of input i as dim expressions: a constant's values, or values shape inference
+  // knows symbolically (ir::Value::known_values); the same Unimplemented error otherwise.
+  StatusOr<std::vector<ir::DimExpr>> ShapeValues(size_t i) const;
 
   const ir::Attribute* attr(const char* name) const { return node_.FindAttribute(name); }
   int64_t Int(const char* name, int64_t fallback) const;

@@ -6,6 +6,7 @@
 // the plan runs. Symbolic dims pass through where the operator keeps a dim as it is.
 #include <algorithm>
 
+#include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
 #include "compiler/ops/tensor_infer.h"
 
@@ -17,19 +18,26 @@ using ir::Dim;
 // Reshape: 0 copies the input dim (unless allowzero), -1 takes what is left.
 Status InferReshape(InferContext& ctx) {
   PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
-  std::vector<int64_t> shape;
+  std::vector<ir::DimExpr> shape;
   if (ctx.opset() >= 5) {
-    PRECIS_ASSIGN_OR_RETURN(shape, ctx.ConstantInts(1));
+    PRECIS_ASSIGN_OR_RETURN(shape, ctx.ShapeValues(1));
   } else {
     auto attr = ctx.Ints("shape");
     if (!attr) return ctx.Error("has no 'shape' attribute");
-    shape = *attr;
+    for (int64_t v : *attr) shape.push_back(ir::DimExpr::Constant(v));
   }
+  std::vector<int64_t> shown;  // the constant entries, for messages (-2: symbolic)
+  for (const auto& e : shape) shown.push_back(e.is_constant() ? e.constant() : -2);
   bool allowzero = ctx.opset() >= 14 && ctx.Int("allowzero", 0) != 0;
   std::vector<Dim> out(shape.size());
   int infer_at = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
-    int64_t s = shape[i];
+    if (!shape[i].is_constant()) {
+      // A value computed from symbolic dims (Shape -> Gather -> Concat): taken as that dim.
+      out[i] = shape[i].ToDim();
+      continue;
+    }
+    int64_t s = shape[i].constant();
     if (s == -1) {
       if (infer_at >= 0) return ctx.Error("shape has more than one -1");
       infer_at = int(i);
@@ -42,19 +50,19 @@ Status InferReshape(InferContext& ctx) {
       out[i] = Dim::Static(s);
     }
   }
-  if (allowzero && infer_at >= 0 && std::count(shape.begin(), shape.end(), 0) > 0)
+  if (allowzero && infer_at >= 0 && std::count(shown.begin(), shown.end(), 0) > 0)
     return ctx.Error("shape has both 0 and -1 with allowzero=1");
   DimFactors total = Factor(in), known = Factor(out, infer_at);
   if (infer_at >= 0) {
     if (total.is_static() && known.is_static()) {
       if (known.product == 0 || total.product % known.product != 0)
-        return ctx.Error("cannot reshape " + std::to_string(total.product) + " elements into " + ShapeText(shape));
+        return ctx.Error("cannot reshape " + std::to_string(total.product) + " elements into " + ShapeText(shown));
       out[size_t(infer_at)] = Dim::Static(total.product / known.product);
     } else {
       out[size_t(infer_at)] = total.Divide(known);
     }
   } else if (total.is_static() && known.is_static() && total.product != known.product) {
-    return ctx.Error("cannot reshape " + std::to_string(total.product) + " elements into " + ShapeText(shape));
+    return ctx.Error("cannot reshape " + std::to_string(total.product) + " elements into " + ShapeText(shown));
   }
   ctx.SetOutput(0, ctx.input_dtype(0), out);
   return Status::Ok();
@@ -217,12 +225,16 @@ Status InferSplit(InferContext& ctx) {
   return Status::Ok();
 }
 
+// Slice bounds are constants, or (opset 10 on) values computed from symbolic dims (x[:, :seq] of
+// a longer buffer): such an axis with step 1 gets end - start, assuming the bounds lie within
+// the dim (the run-time kernel checks what the values give against it).
 Status InferSlice(InferContext& ctx) {
   PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
-  std::vector<int64_t> starts, ends, axes, steps;
+  std::vector<ir::DimExpr> starts, ends;
+  std::vector<int64_t> axes, steps;
   if (ctx.opset() >= 10) {
-    PRECIS_ASSIGN_OR_RETURN(starts, ctx.ConstantInts(1));
-    PRECIS_ASSIGN_OR_RETURN(ends, ctx.ConstantInts(2));
+    PRECIS_ASSIGN_OR_RETURN(starts, ctx.ShapeValues(1));
+    PRECIS_ASSIGN_OR_RETURN(ends, ctx.ShapeValues(2));
     if (ctx.has_input(3)) {
       PRECIS_ASSIGN_OR_RETURN(axes, ctx.ConstantInts(3));
     }
@@ -230,8 +242,8 @@ Status InferSlice(InferContext& ctx) {
       PRECIS_ASSIGN_OR_RETURN(steps, ctx.ConstantInts(4));
     }
   } else {
-    starts = ctx.Ints("starts").value_or(std::vector<int64_t>());
-    ends = ctx.Ints("ends").value_or(std::vector<int64_t>());
+    for (int64_t v : ctx.Ints("starts").value_or(std::vector<int64_t>())) starts.push_back(ir::DimExpr::Constant(v));
+    for (int64_t v : ctx.Ints("ends").value_or(std::vector<int64_t>())) ends.push_back(ir::DimExpr::Constant(v));
     axes = ctx.Ints("axes").value_or(std::vector<int64_t>());
   }
   if (starts.size() != ends.size()) return ctx.Error("starts and ends differ in length");
@@ -247,13 +259,26 @@ Status InferSlice(InferContext& ctx) {
     seen[size_t(axis)] = true;
     if (steps[i] == 0) return ctx.Error("step is 0");
     const Dim& d = in[size_t(axis)];
-    if (d.is_static()) {
-      out[size_t(axis)] = Dim::Static(SliceRange(starts[i], ends[i], steps[i], d.value()).count);
-    } else {
-      // A full slice keeps a symbolic dim; anything else depends on its size.
-      bool full = steps[i] == 1 && (starts[i] == 0 || starts[i] <= -kMaxSliceDim) && ends[i] >= kMaxSliceDim;
-      out[size_t(axis)] = full ? d : Dim();
+    const ir::DimExpr &start = starts[i], &end = ends[i];
+    if (start.is_constant() && end.is_constant()) {
+      int64_t s0 = start.constant(), e0 = end.constant();
+      if (d.is_static()) {
+        out[size_t(axis)] = Dim::Static(SliceRange(s0, e0, steps[i], d.value()).count);
+      } else {
+        // A full slice keeps a symbolic dim; anything else depends on its size.
+        bool full = steps[i] == 1 && (s0 == 0 || s0 <= -kMaxSliceDim) && e0 >= kMaxSliceDim;
+        out[size_t(axis)] = full ? d : Dim();
+      }
+      continue;
     }
+    // Symbolic bounds, step 1: [start, end) with 0 <= start, end to the dim's end when it is a
+    // huge constant.
+    std::optional<ir::DimExpr> to = end, count;
+    if (end.is_constant() && end.constant() >= kMaxSliceDim) to = ir::DimExpr::FromDim(d);
+    bool start_ok = !start.is_constant() || start.constant() >= 0;
+    bool end_ok = to && (!to->is_constant() || to->constant() >= 0);
+    if (steps[i] == 1 && start_ok && end_ok) count = to->Sub(start);
+    out[size_t(axis)] = count ? count->ToDim() : Dim();
   }
   ctx.SetOutput(0, ctx.input_dtype(0), out);
   return Status::Ok();
@@ -261,11 +286,14 @@ Status InferSlice(InferContext& ctx) {
 
 Status InferExpand(InferContext& ctx) {
   PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
-  PRECIS_ASSIGN_OR_RETURN(auto shape, ctx.ConstantInts(1));
-  for (int64_t s : shape)
-    if (s < 0) return ctx.Error("shape " + ShapeText(shape) + " has a negative dim");
-  auto out = BroadcastDims(in, StaticDims(shape));
-  if (!out.ok()) return ctx.Error("cannot expand to " + ShapeText(shape) + ": " + out.status().message());
+  PRECIS_ASSIGN_OR_RETURN(auto values, ctx.ShapeValues(1));
+  std::vector<Dim> shape;
+  for (const auto& e : values) {
+    if (e.is_constant() && e.constant() < 0) return ctx.Error("shape has a negative dim (" + std::to_string(e.constant()) + ")");
+    shape.push_back(e.ToDim());
+  }
+  auto out = BroadcastDims(in, shape);
+  if (!out.ok()) return ctx.Error("cannot expand to " + ir::PrintType(ir::Type::Tensor(ctx.input_dtype(0), ir::Shape(shape))) + ": " + out.status().message());
   ctx.SetOutput(0, ctx.input_dtype(0), *out);
   return Status::Ok();
 }

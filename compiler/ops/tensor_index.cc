@@ -181,9 +181,12 @@ Status InferReverseSequence(InferContext& ctx) {
 }
 
 Status InferConstantOfShape(InferContext& ctx) {
-  PRECIS_ASSIGN_OR_RETURN(auto shape, ctx.ConstantInts(0));
-  for (int64_t s : shape)
-    if (s < 0) return ctx.Error("shape " + ShapeText(shape) + " has a negative dim");
+  PRECIS_ASSIGN_OR_RETURN(auto values, ctx.ShapeValues(0));
+  std::vector<Dim> shape;
+  for (const auto& e : values) {
+    if (e.is_constant() && e.constant() < 0) return ctx.Error("shape has a negative dim (" + std::to_string(e.constant()) + ")");
+    shape.push_back(e.ToDim());
+  }
   ir::DType dtype = ir::DType::kF32;
   if (const ir::Attribute* value = ctx.attr("value")) {
     if (value->kind != ir::Attribute::Kind::kTensor || value->t.NumElements() != 1 || !value->t.has_data() ||
@@ -191,7 +194,7 @@ Status InferConstantOfShape(InferContext& ctx) {
       return ctx.Error("'value' must be a numeric tensor of one element");
     dtype = value->t.dtype();
   }
-  ctx.SetOutput(0, dtype, StaticDims(shape));
+  ctx.SetOutput(0, dtype, shape);
   return Status::Ok();
 }
 
@@ -210,6 +213,19 @@ Status InferRange(InferContext& ctx) {
     if (n > double(ir::kMaxElements)) return ctx.Error("output is too large");
     count = n > 0 ? int64_t(n) : 0;
   } else if (ir::IsInteger(dtype)) {
+    // An integer limit known as a symbolic dim (Range(0, seq, 1) for position ids): the length
+    // is limit - start for delta 1.
+    if (ctx.has_input(1) && !ctx.input_constant(1)) {
+      auto start = ctx.ConstantInts(0), delta = ctx.ConstantInts(2);
+      auto limit = ctx.ShapeValues(1);
+      if (start.ok() && delta.ok() && limit.ok() && start->size() == 1 && delta->size() == 1 && limit->size() == 1 && (*delta)[0] == 1) {
+        auto n = (*limit)[0].Sub(ir::DimExpr::Constant((*start)[0]));
+        if (n && !n->is_constant()) {
+          ctx.SetOutput(0, dtype, {n->ToDim()});
+          return Status::Ok();
+        }
+      }
+    }
     PRECIS_ASSIGN_OR_RETURN(auto start, ctx.ConstantInts(0));
     PRECIS_ASSIGN_OR_RETURN(auto limit, ctx.ConstantInts(1));
     PRECIS_ASSIGN_OR_RETURN(auto delta, ctx.ConstantInts(2));

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/ir/dim_expr.h"
 #include "compiler/ops/op_registry.h"
 #include "runtime/kernels/strided_views.h"
 
@@ -16,63 +17,48 @@ namespace precis::ops {
 // Starts/ends at or beyond this magnitude mean "from the beginning" / "to the end".
 inline constexpr int64_t kMaxSliceDim = ir::kMaxDim;
 
-// A product of dims as a static factor times symbolic factors ("batch" * "seq" * 12), so that
-// Reshape/Flatten can cancel symbols ([batch, 3, 4] -> [batch, -1] gives [batch, 12]).
+// A product of dims as a polynomial over the symbols (ir::DimExpr), so that Reshape/Flatten can
+// cancel symbols ([batch, 3, 4] -> [batch, -1] gives [batch, 12]) and keep products
+// ([batch, seq, 768] -> [-1, 768] gives ["batch*seq", 768]).
 struct DimFactors {
-  int64_t product = 1;
-  std::map<std::string, int> symbols;  // symbol -> multiplicity
-  bool unknown = false;
+  std::optional<ir::DimExpr> expr;  // nullopt: a factor is unknown
+  int64_t product = 1;              // the value, when static
 
-  bool is_static() const { return !unknown && (symbols.empty() || product == 0); }
-  // The product as one dim: static, a single symbol, or unknown.
-  ir::Dim AsDim() const {
-    if (!unknown && product == 0) return ir::Dim::Static(0);
-    if (unknown) return ir::Dim();
-    if (symbols.empty()) return ir::Dim::Static(product);
-    if (product == 1 && symbols.size() == 1 && symbols.begin()->second == 1) return ir::Dim::Symbolic(symbols.begin()->first);
-    return ir::Dim();
-  }
-  // this / divisor as one dim, when it is known.
+  bool is_static() const { return expr && expr->is_constant(); }
+  // The product as one dim: static, symbolic, or unknown.
+  ir::Dim AsDim() const { return expr ? expr->ToDim() : ir::Dim(); }
+  // this / divisor as one dim, when it divides exactly.
   ir::Dim Divide(const DimFactors& divisor) const {
-    if (unknown || divisor.unknown || divisor.product == 0 || product % divisor.product != 0) return ir::Dim();
-    DimFactors q;
-    q.product = product / divisor.product;
-    q.symbols = symbols;
-    for (const auto& [s, n] : divisor.symbols) {
-      auto it = q.symbols.find(s);
-      if (it == q.symbols.end() || it->second < n) return ir::Dim();
-      if ((it->second -= n) == 0) q.symbols.erase(it);
-    }
-    return q.AsDim();
+    if (!expr || !divisor.expr || (divisor.is_static() && divisor.product == 0)) return ir::Dim();
+    auto q = expr->DivExact(*divisor.expr);
+    return q ? q->ToDim() : ir::Dim();
   }
 };
 
 // The product of dims, leaving out index `skip`.
 inline DimFactors Factor(const std::vector<ir::Dim>& dims, int skip = -1) {
+  std::vector<ir::Dim> kept;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (int(i) != skip) kept.push_back(dims[i]);
   DimFactors f;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (int(i) == skip) continue;
-    if (dims[i].is_static()) f.product *= dims[i].value();
-    else if (dims[i].is_symbolic()) f.symbols[dims[i].symbol()]++;
-    else f.unknown = true;
-  }
+  f.expr = ir::DimProduct(kept);
+  // A zero factor makes the product 0 whatever the others are.
+  if (std::any_of(kept.begin(), kept.end(), [](const ir::Dim& d) { return d.is_static() && d.value() == 0; })) f.expr = ir::DimExpr::Constant(0);
+  if (f.is_static()) f.product = f.expr->constant();
   return f;
 }
 
-// The sum of dims: static when all are, the one non-static dim when the others are 0.
+// The sum of dims (static, symbolic, or unknown when one is unknown).
 inline ir::Dim SumDims(const std::vector<ir::Dim>& dims) {
-  int64_t sum = 0;
-  const ir::Dim* dynamic = nullptr;
+  ir::DimExpr sum;
   for (const ir::Dim& d : dims) {
-    if (d.is_static()) {
-      sum += d.value();
-    } else {
-      if (dynamic) return ir::Dim();
-      dynamic = &d;
-    }
+    auto e = ir::DimExpr::FromDim(d);
+    if (!e) return ir::Dim();
+    auto s = sum.Add(*e);
+    if (!s) return ir::Dim();
+    sum = *s;
   }
-  if (!dynamic) return ir::Dim::Static(sum);
-  return sum == 0 ? *dynamic : ir::Dim();
+  return sum.ToDim();
 }
 
 // Two dims that must be equal: the better known one, or nullopt when both are static and differ.

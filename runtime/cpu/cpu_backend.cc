@@ -47,6 +47,8 @@ class CpuBackend final : public Backend, public ProgramRunner {
   }
   std::vector<std::string> StepLabels(size_t program) const override { return programs_[program].labels; }
   std::string device_name() const override { return "cpu"; }
+  bool dynamic_shapes() const override { return true; }
+  Status Reshape(LoadedPlan& plan, const std::vector<int64_t>& key) override;
   std::vector<std::string> Fallbacks() const override { return fallbacks_; }
 
   // ProgramRunner: the bodies of control-flow steps.
@@ -70,13 +72,21 @@ class CpuBackend final : public Backend, public ProgramRunner {
   StatusOr<std::unique_ptr<Kernel>> MakeStepKernel(const std::string& kernel_name, const std::string& layout, bool widen,
                                                    const KernelArgs& a, std::string& label);
   Status PlaceTensors();
+  Status PlaceArena();
+  Status BuildKernels(std::vector<Program>& out, size_t& scratch_bytes);
   Status LoadGeneratedCode();
 
   SessionOptions options_;
   CpuContext ctx_;
   LoadedPlan* plan_ = nullptr;
   AlignedBuffer arena_, state_, scratch_;
+  size_t arena_capacity_ = 0, scratch_capacity_ = 0;
   std::vector<Program> programs_;
+  // Dynamic plans: the kernels of the shapes used last (most recent first), programs_ the
+  // current shape's; a shape seen again reuses its kernels instead of preparing them anew.
+  static constexpr size_t kCachedShapes = 8;
+  std::vector<int64_t> key_;
+  std::vector<std::pair<std::vector<int64_t>, std::vector<Program>>> cached_;
   std::vector<Io> bodies_;  // per program: its input and output tensors
   const std::function<void(const TensorData&)>* observer_ = nullptr;  // of the Run in progress
   std::unique_ptr<ElfModule> code_;
@@ -188,24 +198,37 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::MakeStepKernel(const std::string& 
   return kernel;
 }
 
+// The arena as the session placed it (the plan's offsets, or a dynamic plan's for the current
+// shape), grown when a shape needs more. Refused before allocating: a plan (or a corrupt one)
+// asking for more than this machine's memory would otherwise fail later, or be killed, deep
+// inside a run.
+Status CpuBackend::PlaceArena() {
+  uint64_t memory = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+  uint64_t state_bytes = plan_->view->meta->state_bytes();
+  if (plan_->arena_bytes > memory || state_bytes > memory - std::min(memory, plan_->arena_bytes))
+    return OutOfRange("the plan needs " + std::to_string(plan_->arena_bytes) + " bytes of arena and " + std::to_string(state_bytes) +
+                      " bytes of state, more than this machine's " + std::to_string(memory) + " bytes of memory");
+  if (!arena_ || plan_->arena_bytes > arena_capacity_) {
+    arena_ = AllocateAligned(size_t(plan_->arena_bytes));
+    if (!arena_) return Internal("cannot allocate the arena (" + std::to_string(plan_->arena_bytes) + " bytes)");
+    arena_capacity_ = size_t(plan_->arena_bytes);
+  }
+  std::vector<Tensor>& tensors = *plan_->tensors;
+  const plan::Plan* p = plan_->view->meta;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (p->tensors()->Get(flatbuffers::uoffset_t(i))->placement() == plan::Placement_Arena) tensors[i].data = arena_.get() + plan_->arena_offsets[i];
+  return Status::Ok();
+}
+
 // Arena and state tensors get their host storage; state starts from its initial value.
 Status CpuBackend::PlaceTensors() {
+  PRECIS_RETURN_IF_ERROR(PlaceArena());
   const plan::Plan* p = plan_->view->meta;
-  // Refused before allocating: a plan (or a corrupt one) asking for more than this machine's memory
-  // would otherwise fail later, or be killed, deep inside a run.
-  uint64_t memory = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
-  if (p->arena_bytes() > memory || p->state_bytes() > memory - std::min(memory, p->arena_bytes()))
-    return OutOfRange("the plan needs " + std::to_string(p->arena_bytes()) + " bytes of arena and " + std::to_string(p->state_bytes()) +
-                             " bytes of state, more than this machine's " + std::to_string(memory) + " bytes of memory");
-  arena_ = AllocateAligned(size_t(p->arena_bytes()));
   state_ = AllocateAligned(size_t(p->state_bytes()));
-  if (!arena_ || !state_)
-    return Internal("cannot allocate the arena (" + std::to_string(p->arena_bytes()) + " bytes) and state (" +
-                    std::to_string(p->state_bytes()) + " bytes)");
+  if (!state_) return Internal("cannot allocate the state (" + std::to_string(p->state_bytes()) + " bytes)");
   std::vector<Tensor>& tensors = *plan_->tensors;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const plan::TensorDesc* d = p->tensors()->Get(flatbuffers::uoffset_t(i));
-    if (d->placement() == plan::Placement_Arena) tensors[i].data = arena_.get() + d->offset();
     if (d->placement() != plan::Placement_State) continue;
     tensors[i].data = state_.get() + d->offset();
     if (tensors[i].bytes) std::memcpy(tensors[i].data, plan_->view->constants + d->init_offset(), tensors[i].bytes);
@@ -213,19 +236,12 @@ Status CpuBackend::PlaceTensors() {
   return Status::Ok();
 }
 
-Status CpuBackend::Prepare(LoadedPlan& plan) {
-  plan_ = &plan;
-  PRECIS_RETURN_IF_ERROR(PlaceTensors());
-  PRECIS_RETURN_IF_ERROR(LoadGeneratedCode());
-  size_t scratch_bytes = 0;
-  for (const ProgramSteps& p : plan.programs) {
-    Io& io = bodies_.emplace_back();
-    for (int id : p.inputs) io.inputs.push_back(&(*plan.tensors)[size_t(id)]);
-    for (int id : p.outputs) io.outputs.push_back(&(*plan.tensors)[size_t(id)]);
-  }
-  for (const ProgramSteps& p : plan.programs) {
-    ctx_.program = int(programs_.size());
-    Program& out = programs_.emplace_back();
+// A kernel for every step of every program, for the tensors' current dims.
+Status CpuBackend::BuildKernels(std::vector<Program>& programs, size_t& scratch_bytes) {
+  fallbacks_.clear();
+  for (const ProgramSteps& p : plan_->programs) {
+    ctx_.program = int(programs.size());
+    Program& out = programs.emplace_back();
     for (size_t i = 0; i < p.steps.size(); ++i) {
       std::string label;
       PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, MakeStepKernel(p.kernels[i], p.layouts[i], (p.widen[i] & 1) != 0, p.steps[i], label));
@@ -239,12 +255,66 @@ Status CpuBackend::Prepare(LoadedPlan& plan) {
       out.labels.push_back(std::move(label));
     }
   }
+  ctx_.program = -1;
+  return Status::Ok();
+}
+
+Status CpuBackend::Prepare(LoadedPlan& plan) {
+  plan_ = &plan;
+  bodies_.clear();  // a dynamic plan's first shape may be prepared again after a failed try
+  programs_.clear();
+  PRECIS_RETURN_IF_ERROR(PlaceTensors());
+  PRECIS_RETURN_IF_ERROR(LoadGeneratedCode());
+  for (const ProgramSteps& p : plan.programs) {
+    Io& io = bodies_.emplace_back();
+    for (int id : p.inputs) io.inputs.push_back(&(*plan.tensors)[size_t(id)]);
+    for (int id : p.outputs) io.outputs.push_back(&(*plan.tensors)[size_t(id)]);
+  }
+  size_t scratch_bytes = 0;
+  Status built = BuildKernels(programs_, scratch_bytes);
+  ctx_.program = -1;
+  PRECIS_RETURN_IF_ERROR(built);
   if (scratch_bytes) {
     scratch_ = AllocateAligned(scratch_bytes);
     if (!scratch_) return Internal("cannot allocate kernel scratch (" + std::to_string(scratch_bytes) + " bytes)");
+    scratch_capacity_ = scratch_bytes;
   }
-  ctx_.program = -1;
   ctx_.scratch = scratch_.get();
+  key_ = plan.binding;
+  return Status::Ok();
+}
+
+// A dynamic plan's new shape: the arena placed again (grown when needed) and the shape's kernels,
+// from the cache or built. The current kernels are cached under their shape first; a shape whose
+// kernels fail to build leaves no kernels current (the session binds anew before the next run).
+Status CpuBackend::Reshape(LoadedPlan& plan, const std::vector<int64_t>& key) {
+  plan_ = &plan;
+  PRECIS_RETURN_IF_ERROR(PlaceArena());
+  if (!programs_.empty() && !key_.empty()) cached_.insert(cached_.begin(), {key_, std::move(programs_)});
+  programs_.clear();
+  key_.clear();
+  auto hit = std::find_if(cached_.begin(), cached_.end(), [&](const auto& c) { return c.first == key; });
+  size_t scratch_bytes = 0;
+  if (hit != cached_.end()) {
+    programs_ = std::move(hit->second);
+    cached_.erase(hit);
+    for (const Program& p : programs_)
+      for (const auto& k : p.kernels) scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
+  } else {
+    std::vector<Program> built;
+    Status s = BuildKernels(built, scratch_bytes);
+    ctx_.program = -1;
+    PRECIS_RETURN_IF_ERROR(s);
+    programs_ = std::move(built);
+  }
+  if (cached_.size() > kCachedShapes) cached_.resize(kCachedShapes);
+  if (scratch_bytes > scratch_capacity_) {
+    scratch_ = AllocateAligned(scratch_bytes);
+    if (!scratch_) return Internal("cannot allocate kernel scratch (" + std::to_string(scratch_bytes) + " bytes)");
+    scratch_capacity_ = scratch_bytes;
+  }
+  ctx_.scratch = scratch_.get();
+  key_ = key;
   return Status::Ok();
 }
 

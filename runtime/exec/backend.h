@@ -40,6 +40,11 @@ struct LoadedPlan {
   std::vector<Tensor>* tensors = nullptr;  // constants readable on the host; the rest without data
   std::vector<ProgramSteps> programs;
   std::vector<int> state;                  // ids of State tensors
+  // Where arena tensors lie: the plan's offsets, or for a dynamic plan those the session planned
+  // for the current binding of its symbols (then tensors' dims and byte sizes are that binding's).
+  std::vector<uint64_t> arena_offsets;     // per tensor (0 for non-arena tensors)
+  uint64_t arena_bytes = 0;
+  std::vector<int64_t> binding;            // a dynamic plan's symbol values (Prepare and Reshape)
 };
 
 class Backend {
@@ -57,6 +62,16 @@ class Backend {
   virtual std::vector<std::string> StepLabels(size_t program) const = 0;
   virtual std::string device_name() const = 0;
   virtual bool graph_replay() const { return false; }
+  // Dynamic plans: whether the backend runs them, and Reshape, called after Prepare whenever the
+  // session has bound the symbols anew (tensor dims, byte sizes and arena offsets changed): the
+  // arena is placed again and every step gets a kernel for the new dims. `key` (the binding)
+  // names the shape, so a backend may keep the kernels of recent shapes and reuse them.
+  virtual bool dynamic_shapes() const { return false; }
+  virtual Status Reshape(LoadedPlan& plan, const std::vector<int64_t>& key) {
+    (void)plan;
+    (void)key;
+    return Unimplemented("this backend runs plans with static shapes only");
+  }
   // Steps (and programs) running a slower path than planned: a library refused the problem and a
   // plain kernel runs it, a CUDA graph capture failed. One line each, naming the step.
   virtual std::vector<std::string> Fallbacks() const { return {}; }

@@ -7,6 +7,7 @@
 
 struct precis_session {
   std::unique_ptr<precis::Session> session;
+  std::vector<int64_t> shape;  // precis_output_shape's answer
 };
 
 namespace {
@@ -36,7 +37,7 @@ int Info(const std::vector<precis::TensorInfo>& infos, int i, const char** name,
 int Wrap(precis::StatusOr<std::unique_ptr<precis::Session>> s, precis_session** out) {
   if (!out) return Fail("out is null");
   if (!s.ok()) return Fail(s.status());
-  *out = new precis_session{std::move(s).value()};
+  *out = new precis_session{std::move(s).value(), {}};
   return 0;
 }
 
@@ -154,6 +155,16 @@ int precis_load_state(precis_session* s, const char* path) {
   if (!s || !path) return Fail("null argument");
   precis::Status st = s->session->LoadState(path);
   return st.ok() ? 0 : Fail(st);
+}
+
+int precis_output_shape(precis_session* s, const char* name, const int64_t** dims, int* rank) {
+  if (!s || !name) return Fail("null argument");
+  auto out = s->session->Output(name);
+  if (!out.ok()) return Fail(out.status());
+  s->shape = out->info.dims;
+  if (dims) *dims = s->shape.data();
+  if (rank) *rank = int(s->shape.size());
+  return 0;
 }
 
 int precis_output(const precis_session* s, const char* name, const void** data, size_t* bytes) {

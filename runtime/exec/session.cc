@@ -13,6 +13,7 @@
 #include "runtime/exec/backend.h"
 #include "runtime/exec/in_place.h"
 #include "runtime/exec/state_file.h"
+#include "runtime/plan/memory_plan.h"
 #include "runtime/plan/plan_format.h"
 
 namespace precis {
@@ -46,7 +47,58 @@ struct Session::Impl {
   };
   std::vector<Storage> storage;
 
+  // Dynamic plans (plan.fbs Plan.symbols): each tensor's symbolic dims as polynomials over the
+  // symbols; the binding the backend is prepared for; what the inputs set since the last Run
+  // bind; and the inputs' bytes, kept by the session (the arena moves when the shape changes).
+  struct Term {
+    int64_t coeff = 0;
+    std::vector<int> factors;  // symbol indices
+  };
+  struct SymDim {
+    size_t index = 0;  // which dim of the tensor
+    std::vector<Term> terms;
+    std::string text;  // "2*batch*seq"
+  };
+  struct Atom {  // floor(P / k) (plan.fbs Plan.dim_atoms)
+    int64_t k = 1;
+    std::vector<Term> terms;
+    std::string text;  // "(H+1)/2"
+  };
+  struct StagedInput {
+    AlignedBuffer bytes;
+    size_t capacity = 0;
+    std::vector<int64_t> dims;
+    bool set = false;
+  };
+  bool dynamic = false;
+  bool prepared = false;
+  std::vector<std::string> symbols;
+  std::vector<std::vector<SymDim>> sym_dims;   // per tensor
+  std::vector<Atom> atoms;
+  std::vector<int64_t> bound, pending;         // per symbol; -1: none
+  std::vector<std::string> pending_from;       // the input that gave each pending value
+  std::unordered_map<int, StagedInput> staged; // by tensor id
+  std::vector<int> live_first, live_last, inplace_of;  // per tensor (arena tensors of dynamic plans)
+  // Bounds of the symbols (Plan.symbol_min/max; max -1: none). With every symbol bounded the arena
+  // is planned once at load, for the maximum, and kept for every binding that fits it.
+  std::vector<int64_t> sym_min, sym_max;
+  bool fixed_arena = false;
+  std::vector<uint64_t> fixed_offsets, fixed_bytes;
+  uint64_t fixed_arena_bytes = 0;
+
   Status Load(const uint8_t* data, size_t size);
+  Status LoadSymbols();
+  Status LoadSymbolicDims(size_t i, const plan::TensorDesc* d);
+  bool DecodePoly(const flatbuffers::Vector<int64_t>* code, size_t& pos, size_t atoms_known, std::vector<Term>& out, std::string& text) const;
+  bool EvaluatePoly(const std::vector<Term>& terms, const std::vector<int64_t>& b, const std::vector<int64_t>& atom_values, int64_t& v) const;
+  Status Rebind(const std::vector<int64_t>& binding);
+  Status Place(const std::vector<uint64_t>& offsets, uint64_t arena_bytes);
+  Status PrepareBackend(const std::vector<int64_t>& binding);
+  Status CheckOverlaps(const std::string& kernel_name, const rt::KernelArgs& a) const;
+  void SetUpProfiles();
+  Status SetDynamicInput(int id, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes);
+  Status PrepareDynamicRun(size_t program);
+  std::string Binding(const std::vector<int64_t>& values) const;
   Status LoadTensors();
   Status LoadPrograms();
   StatusOr<uint8_t*> SyntheticWeight(const rt::Tensor& t);
@@ -55,6 +107,114 @@ struct Session::Impl {
   StatusOr<int> FindState(const std::string& name) const;
 };
 
+// A dynamic plan's symbols: named, distinct.
+Status Session::Impl::LoadSymbols() {
+  const plan::Plan* p = view.meta;
+  dynamic = p->symbols() && p->symbols()->size() > 0;
+  if (!dynamic) return Status::Ok();
+  if (p->symbols()->size() > 64) return InvalidArgument("plan has more than 64 symbolic dims");
+  for (const flatbuffers::String* name : *p->symbols()) {
+    if (!name || name->size() == 0) return InvalidArgument("plan has a symbolic dim without a name");
+    if (std::find(symbols.begin(), symbols.end(), name->str()) != symbols.end()) return InvalidArgument("plan names symbolic dim '" + name->str() + "' twice");
+    symbols.push_back(name->str());
+  }
+  sym_min.assign(symbols.size(), 0);
+  sym_max.assign(symbols.size(), -1);
+  if (p->symbol_min() || p->symbol_max()) {
+    if (!p->symbol_min() || !p->symbol_max() || p->symbol_min()->size() != symbols.size() || p->symbol_max()->size() != symbols.size())
+      return InvalidArgument("plan symbol bounds do not match its symbols");
+    for (size_t k = 0; k < symbols.size(); ++k) {
+      sym_min[k] = p->symbol_min()->Get(flatbuffers::uoffset_t(k));
+      sym_max[k] = p->symbol_max()->Get(flatbuffers::uoffset_t(k));
+      if (sym_min[k] < 0 || sym_max[k] < -1 || sym_max[k] > (int64_t(1) << 40) || (sym_max[k] >= 0 && sym_min[k] > sym_max[k]))
+        return InvalidArgument("plan symbol '" + symbols[k] + "' has bad bounds");
+    }
+  }
+  if (const flatbuffers::Vector<int64_t>* code = p->dim_atoms()) {
+    for (size_t pos = 0; pos < code->size();) {
+      if (atoms.size() >= 256) return InvalidArgument("plan has more than 256 floor divisions in its dims");
+      Atom a;
+      a.k = code->Get(flatbuffers::uoffset_t(pos++));
+      std::string inner;
+      if (a.k < 1 || !DecodePoly(code, pos, atoms.size(), a.terms, inner)) return InvalidArgument("plan has a bad floor division in its dims");
+      a.text = "(" + inner + ")/" + std::to_string(a.k);
+      atoms.push_back(std::move(a));
+    }
+  }
+  bound.assign(symbols.size(), -1);
+  pending.assign(symbols.size(), -1);
+  pending_from.assign(symbols.size(), "");
+  return Status::Ok();
+}
+
+// Tensor i of a dynamic plan: its symbolic dims (the -1 entries of its dims, decoded from
+// dim_code) and, for arena tensors, the live range the runtime plans its arena from.
+// One polynomial of a dim code (plan.fbs TensorDesc.dim_code) from `code` at `pos`: its terms
+// and its text. Factors are symbols (f >= 0) or the first `atoms` floor atoms (f < 0).
+bool Session::Impl::DecodePoly(const flatbuffers::Vector<int64_t>* code, size_t& pos, size_t atoms_known, std::vector<Term>& out,
+                               std::string& text) const {
+  size_t size = code ? code->size() : 0;
+  auto next = [&](int64_t& v) {
+    if (pos >= size) return false;
+    v = code->Get(flatbuffers::uoffset_t(pos++));
+    return true;
+  };
+  int64_t terms = 0;
+  if (!next(terms) || terms < 1 || terms > 16) return false;
+  for (int64_t n = 0; n < terms; ++n) {
+    Term term;
+    int64_t factors = 0;
+    if (!next(term.coeff) || !next(factors) || factors < 0 || factors > 8) return false;
+    std::string product;
+    for (int64_t f = 0; f < factors; ++f) {
+      int64_t sym = 0;
+      if (!next(sym) || sym >= int64_t(symbols.size()) || sym < -int64_t(atoms_known)) return false;
+      term.factors.push_back(int(sym));
+      product += (f ? "*" : "") + (sym >= 0 ? symbols[size_t(sym)] : atoms[size_t(-1 - sym)].text);
+    }
+    std::string c = std::to_string(term.coeff);
+    text += (n && term.coeff >= 0 ? "+" : "") + (factors == 0 ? c : term.coeff == 1 ? product : term.coeff == -1 ? "-" + product : c + "*" + product);
+    out.push_back(std::move(term));
+  }
+  return true;
+}
+
+// A polynomial's value for binding `b` (atom values in `atom_values`); false on overflow.
+bool Session::Impl::EvaluatePoly(const std::vector<Term>& terms, const std::vector<int64_t>& b, const std::vector<int64_t>& atom_values,
+                                 int64_t& v) const {
+  v = 0;
+  bool overflow = false;
+  for (const Term& term : terms) {
+    int64_t x = term.coeff;
+    for (int f : term.factors) overflow |= __builtin_mul_overflow(x, f >= 0 ? b[size_t(f)] : atom_values[size_t(-1 - f)], &x);
+    overflow |= __builtin_add_overflow(v, x, &v);
+  }
+  return !overflow;
+}
+
+Status Session::Impl::LoadSymbolicDims(size_t i, const plan::TensorDesc* d) {
+  const rt::Tensor& t = tensors[i];
+  std::vector<SymDim>& out = sym_dims[i];
+  const flatbuffers::Vector<int64_t>* code = d->dim_code();
+  size_t pos = 0, size = code ? code->size() : 0;
+  for (size_t k = 0; k < t.dims.size(); ++k) {
+    if (t.dims[k] < -1 || t.dims[k] > (int64_t(1) << 40)) return InvalidArgument("plan tensor '" + t.name + "' has bad dims");
+    if (t.dims[k] != -1) continue;
+    SymDim sd;
+    sd.index = k;
+    if (!DecodePoly(code, pos, atoms.size(), sd.terms, sd.text)) return InvalidArgument("plan tensor '" + t.name + "' has a bad symbolic dim");
+    out.push_back(std::move(sd));
+  }
+  if (pos != size) return InvalidArgument("plan tensor '" + t.name + "' has a bad symbolic dim");
+  if (!out.empty() && (d->placement() != plan::Placement_Arena || d->bytes() != 0))
+    return InvalidArgument("plan tensor '" + t.name + "' has symbolic dims but is not an arena tensor");
+  live_first[i] = d->live_first();
+  live_last[i] = d->live_last();
+  inplace_of[i] = d->inplace_of();
+  if (inplace_of[i] < -1 || inplace_of[i] >= int(tensors.size())) return InvalidArgument("plan tensor '" + t.name + "' has a bad in-place source");
+  return Status::Ok();
+}
+
 // The tensor table: dtypes, dims and byte sizes checked against each other and against the
 // section each tensor lies in. Constants point at the plan's bytes; the backend places the rest.
 Status Session::Impl::LoadTensors() {
@@ -62,6 +222,13 @@ Status Session::Impl::LoadTensors() {
   if (!p->tensors()) return InvalidArgument("plan lacks its tensor table");
   tensors.resize(p->tensors()->size());
   storage.resize(tensors.size());
+  PRECIS_RETURN_IF_ERROR(LoadSymbols());
+  if (dynamic) {
+    sym_dims.resize(tensors.size());
+    live_first.assign(tensors.size(), 0);
+    live_last.assign(tensors.size(), 0);
+    inplace_of.assign(tensors.size(), -1);
+  }
   for (size_t i = 0; i < tensors.size(); ++i) {
     const plan::TensorDesc* d = p->tensors()->Get(flatbuffers::uoffset_t(i));
     rt::Tensor& t = tensors[i];
@@ -69,6 +236,11 @@ Status Session::Impl::LoadTensors() {
     if (!IsValidDataType(d->dtype())) return InvalidArgument("plan tensor '" + t.name + "' has an invalid dtype");
     t.dtype = DataType(d->dtype());
     if (d->dims()) t.dims.assign(d->dims()->begin(), d->dims()->end());
+    storage[i] = {int(d->placement()), d->offset()};
+    if (dynamic) {
+      PRECIS_RETURN_IF_ERROR(LoadSymbolicDims(i, d));
+      if (!sym_dims[i].empty()) continue;  // sized when the symbols are bound
+    }
     // The product of the nonzero dims is bounded too: [0, 2^62, 2^62] holds no element, but a
     // kernel's index arithmetic over its dims would overflow.
     int64_t n = 1, nonzero = 1;
@@ -86,7 +258,6 @@ Status Session::Impl::LoadTensors() {
     size_t align = DataTypeSize(t.dtype) ? DataTypeSize(t.dtype) : 1;
     if (d->offset() % align || (d->placement() == plan::Placement_State && d->init_offset() % align))
       return InvalidArgument("plan tensor '" + t.name + "' is misaligned for its element type");
-    storage[i] = {int(d->placement()), d->offset()};
     switch (d->placement()) {
       case plan::Placement_Constant:
         t.is_constant = true;
@@ -101,7 +272,7 @@ Status Session::Impl::LoadTensors() {
         t.data = const_cast<uint8_t*>(view.constants) + d->offset();
         break;
       case plan::Placement_Arena:
-        if (outside(d->offset(), p->arena_bytes())) return InvalidArgument("plan tensor '" + t.name + "' lies outside its section");
+        if (!dynamic && outside(d->offset(), p->arena_bytes())) return InvalidArgument("plan tensor '" + t.name + "' lies outside its section");
         break;
       case plan::Placement_State:
         if (outside(d->offset(), p->state_bytes()) || outside(d->init_offset(), view.constants_size))
@@ -136,26 +307,10 @@ StatusOr<uint8_t*> Session::Impl::SyntheticWeight(const rt::Tensor& t) {
   return synthetic.back().get();
 }
 
-StatusOr<rt::KernelArgs> Session::Impl::StepArgs(const plan::Step* s) {
-  std::string kernel_name = s->kernel() ? s->kernel()->str() : "";
-  rt::KernelArgs a;
-  a.node = kernel_name + " '" + (s->node() ? s->node()->str() : "") + "'";
-  auto ids = [&](const flatbuffers::Vector<int32_t>* v, std::vector<rt::Tensor*>& out) -> Status {
-    if (!v) return Status::Ok();
-    for (int32_t id : *v) {
-      if (id == -1) out.push_back(nullptr);
-      else if (id < 0 || size_t(id) >= tensors.size()) return InvalidArgument(a.node + ": tensor id out of range");
-      else out.push_back(&tensors[size_t(id)]);
-    }
-    return Status::Ok();
-  };
-  PRECIS_RETURN_IF_ERROR(ids(s->inputs(), a.inputs));
-  PRECIS_RETURN_IF_ERROR(ids(s->outputs(), a.outputs));
-  // Constants are read-only (a mapped plan file): no step may write one.
-  for (const rt::Tensor* t : a.outputs)
-    if (t && t->is_constant) return InvalidArgument(a.node + ": writes the constant '" + t->name + "'");
-  // Output 0 may share the bytes of one input where the kernel runs in place (in_place.h);
-  // any other overlap between a step's operands is refused.
+// Output 0 may share the bytes of one input where the kernel runs in place (in_place.h); any
+// other overlap between a step's operands is refused. (Dynamic plans: checked for each arena
+// plan the session makes.)
+Status Session::Impl::CheckOverlaps(const std::string& kernel_name, const rt::KernelArgs& a) const {
   auto region = [&](const rt::Tensor* t) { return storage[size_t(t - tensors.data())]; };
   int in_place = rt::InPlaceInput(kernel_name);
   const rt::Tensor* in_place_source = in_place >= 0 && size_t(in_place) < a.inputs.size() ? a.inputs[size_t(in_place)] : nullptr;
@@ -180,6 +335,28 @@ StatusOr<rt::KernelArgs> Session::Impl::StepArgs(const plan::Step* s) {
     for (size_t k = o + 1; k < a.outputs.size(); ++k)
       if (overlaps(a.outputs[k])) return InvalidArgument(a.node + ": outputs '" + out->name + "' and '" + a.outputs[k]->name + "' overlap");
   }
+  return Status::Ok();
+}
+
+StatusOr<rt::KernelArgs> Session::Impl::StepArgs(const plan::Step* s) {
+  std::string kernel_name = s->kernel() ? s->kernel()->str() : "";
+  rt::KernelArgs a;
+  a.node = kernel_name + " '" + (s->node() ? s->node()->str() : "") + "'";
+  auto ids = [&](const flatbuffers::Vector<int32_t>* v, std::vector<rt::Tensor*>& out) -> Status {
+    if (!v) return Status::Ok();
+    for (int32_t id : *v) {
+      if (id == -1) out.push_back(nullptr);
+      else if (id < 0 || size_t(id) >= tensors.size()) return InvalidArgument(a.node + ": tensor id out of range");
+      else out.push_back(&tensors[size_t(id)]);
+    }
+    return Status::Ok();
+  };
+  PRECIS_RETURN_IF_ERROR(ids(s->inputs(), a.inputs));
+  PRECIS_RETURN_IF_ERROR(ids(s->outputs(), a.outputs));
+  // Constants are read-only (a mapped plan file): no step may write one.
+  for (const rt::Tensor* t : a.outputs)
+    if (t && t->is_constant) return InvalidArgument(a.node + ": writes the constant '" + t->name + "'");
+  if (!dynamic) PRECIS_RETURN_IF_ERROR(CheckOverlaps(kernel_name, a));
   if (s->attrs())
     for (const plan::Attr* attr : *s->attrs()) {
       if (!attr->name()) return InvalidArgument(a.node + ": an attribute has no name");
@@ -270,8 +447,38 @@ Status Session::Impl::Load(const uint8_t* data, size_t size) {
   PRECIS_ASSIGN_OR_RETURN(backend, factory(options));
   loaded.view = &view;
   loaded.tensors = &tensors;
+  loaded.arena_offsets.assign(tensors.size(), 0);
+  if (dynamic) {
+    std::string names;
+    for (const auto& n : symbols) names += (names.empty() ? "" : ", ") + n;
+    if (!backend->dynamic_shapes())
+      return Unimplemented("the plan has symbolic dims (" + names + "); the " + (options.device == Device::kCuda ? "CUDA" : "") +
+                           " backend runs plans with static shapes only so far: compile with --shape");
+    if (!loaded.state.empty()) return InvalidArgument("the plan has symbolic dims (" + names + ") and state; plans with state have static shapes");
+    // Every symbol bounded: prepared now for the maximum, whose arena every binding reuses.
+    if (std::all_of(sym_max.begin(), sym_max.end(), [](int64_t m) { return m >= 0; })) {
+      PRECIS_RETURN_IF_ERROR(Rebind(sym_max).WithContext("preparing the plan for its largest shape (" + Binding(sym_max) + ")"));
+      fixed_arena = true;
+      fixed_arena_bytes = loaded.arena_bytes;
+      fixed_offsets = loaded.arena_offsets;
+      fixed_bytes.assign(tensors.size(), 0);
+      for (size_t i = 0; i < tensors.size(); ++i) fixed_bytes[i] = tensors[i].bytes;
+    }
+    return Status::Ok();  // otherwise prepared at the first Run, once the inputs have bound the symbols
+  }
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (storage[i].placement == plan::Placement_Arena) loaded.arena_offsets[i] = storage[i].offset;
+  loaded.arena_bytes = view.meta->arena_bytes();
   PRECIS_RETURN_IF_ERROR(backend->Prepare(loaded));
-  if (options.profile)
+  prepared = true;
+  SetUpProfiles();
+  home.reserve(tensors.size());
+  for (const auto& t : tensors) home.push_back(t.data);
+  return Status::Ok();
+}
+
+void Session::Impl::SetUpProfiles() {
+  if (options.profile && profiles.empty())
     for (size_t p = 0; p < loaded.programs.size(); ++p) {
       std::vector<StepProfile>& entries = profiles.emplace_back();
       std::vector<std::string> labels = backend->StepLabels(p);
@@ -280,8 +487,99 @@ Status Session::Impl::Load(const uint8_t* data, size_t size) {
         entries.push_back({labels[i], s->node() ? s->node()->str() : "", 0.0, 0});
       }
     }
-  home.reserve(tensors.size());
-  for (const auto& t : tensors) home.push_back(t.data);
+}
+
+std::string Session::Impl::Binding(const std::vector<int64_t>& values) const {
+  std::string s;
+  for (size_t k = 0; k < symbols.size(); ++k) s += (k ? ", " : "") + symbols[k] + "=" + (values[k] < 0 ? "?" : std::to_string(values[k]));
+  return s;
+}
+
+// A new binding of a dynamic plan's symbols: every tensor's dims and byte size, the arena planned
+// for them (the compiler's planner, over the live ranges the plan records), the operand overlap
+// check, and the backend's kernels for the new shapes.
+Status Session::Impl::Rebind(const std::vector<int64_t>& b) {
+  std::vector<int64_t> atom_values;
+  for (const Atom& a : atoms) {
+    int64_t v = 0;
+    if (!EvaluatePoly(a.terms, b, atom_values, v)) return InvalidArgument("the dim " + a.text + " is out of range for " + Binding(b));
+    atom_values.push_back(v / a.k - (v % a.k < 0 ? 1 : 0));  // floor, also below 0
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (sym_dims[i].empty()) continue;
+    rt::Tensor& t = tensors[i];
+    for (const SymDim& d : sym_dims[i]) {
+      int64_t v = 0;
+      bool overflow = !EvaluatePoly(d.terms, b, atom_values, v);
+      if (overflow || v < 0 || v > (int64_t(1) << 40))
+        return InvalidArgument("tensor '" + t.name + "': dim " + std::to_string(d.index) + " (" + d.text + ") is " +
+                               (overflow ? std::string("out of range") : std::to_string(v)) + " for " + Binding(b) +
+                               ": the input shapes do not fit the model");
+      t.dims[d.index] = v;
+    }
+    int64_t n = 1, nonzero = 1;
+    for (int64_t dim : t.dims) {
+      if (dim > 0 && nonzero > (int64_t(1) << 50) / dim) return InvalidArgument("tensor '" + t.name + "' would hold more than 2^50 elements for " + Binding(b));
+      if (dim > 0) nonzero *= dim;
+      n *= dim;
+    }
+    t.numel = n;
+    t.bytes = size_t(n) * DataTypeSize(t.dtype);
+  }
+  // A bounded plan keeps the arena of its largest shape while every tensor fits its bytes there.
+  bool fits = fixed_arena;
+  for (size_t i = 0; fits && i < tensors.size(); ++i)
+    fits = storage[i].placement != plan::Placement_Arena || tensors[i].bytes <= fixed_bytes[i];
+  // (Tensors planned in place of each other at the maximum may differ in size at this binding:
+  // the overlap check refuses the shared bytes, and the arena is planned for this binding.)
+  if (fits && Place(fixed_offsets, fixed_arena_bytes).ok()) return PrepareBackend(b);
+  std::vector<plan::PlannedTensor> planned;
+  std::vector<size_t> ids;
+  std::unordered_map<size_t, int> index;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (storage[i].placement != plan::Placement_Arena) continue;
+    index[i] = int(planned.size());
+    ids.push_back(i);
+    planned.push_back({tensors[i].bytes, live_first[i], live_last[i], -1});
+  }
+  for (size_t k = 0; k < ids.size(); ++k)
+    if (int src = inplace_of[ids[k]]; src >= 0 && index.count(size_t(src))) planned[k].inplace_of = index[size_t(src)];
+  plan::MemoryPlan mp = plan::PlanMemory(planned);
+  if (mp.arena_bytes > (size_t(1) << 40) || (options.max_arena_bytes && mp.arena_bytes > options.max_arena_bytes))
+    return InvalidArgument("the plan would need " + std::to_string(mp.arena_bytes) + " bytes of arena for " + Binding(b) +
+                           (options.max_arena_bytes ? ", more than SessionOptions::max_arena_bytes (" + std::to_string(options.max_arena_bytes) + ")"
+                                                    : std::string(", more than 2^40")));
+  std::vector<uint64_t> offsets(tensors.size(), 0);
+  for (size_t k = 0; k < ids.size(); ++k) offsets[ids[k]] = mp.offsets[k];
+  PRECIS_RETURN_IF_ERROR(Place(offsets, mp.arena_bytes));
+  return PrepareBackend(b);
+}
+
+// Arena tensors at `offsets` (their dims already set for the new binding), operand overlaps
+// checked.
+Status Session::Impl::Place(const std::vector<uint64_t>& offsets, uint64_t arena_bytes) {
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (storage[i].placement == plan::Placement_Arena) {
+      storage[i].offset = offsets[i];
+      loaded.arena_offsets[i] = offsets[i];
+    }
+  loaded.arena_bytes = arena_bytes;
+  for (const rt::ProgramSteps& prog : loaded.programs)
+    for (size_t i = 0; i < prog.steps.size(); ++i) PRECIS_RETURN_IF_ERROR(CheckOverlaps(prog.kernels[i], prog.steps[i]));
+  return Status::Ok();
+}
+
+// The backend prepared (the first time) or reshaped for binding `b`.
+Status Session::Impl::PrepareBackend(const std::vector<int64_t>& b) {
+  loaded.binding = b;
+  if (!prepared) {
+    PRECIS_RETURN_IF_ERROR(backend->Prepare(loaded));
+    prepared = true;
+    SetUpProfiles();
+  } else {
+    PRECIS_RETURN_IF_ERROR(backend->Reshape(loaded, b));
+  }
+  bound = b;
   return Status::Ok();
 }
 
@@ -340,7 +638,21 @@ StatusOr<std::vector<TensorInfo>> Session::ProgramOutputs(const std::string& pro
   return impl_->io[p].outputs;
 }
 
-size_t Session::arena_bytes() const { return size_t(impl_->view.meta->arena_bytes()); }
+const std::vector<std::string>& Session::symbols() const { return impl_->symbols; }
+
+std::vector<std::string> Session::DimNames(const std::string& name) const {
+  int id = -1;
+  if (auto in = impl_->input_ids.find(name); in != impl_->input_ids.end()) id = in->second;
+  else if (auto out = impl_->output_ids.find(name); out != impl_->output_ids.end()) id = out->second;
+  if (id < 0) return {};
+  const plan::TensorDesc* d = impl_->view.meta->tensors()->Get(flatbuffers::uoffset_t(id));
+  std::vector<std::string> names(d->dims() ? d->dims()->size() : 0);
+  if (impl_->dynamic)
+    for (const Impl::SymDim& sd : impl_->sym_dims[size_t(id)]) names[sd.index] = sd.text;
+  return names;
+}
+
+size_t Session::arena_bytes() const { return impl_->dynamic ? size_t(impl_->loaded.arena_bytes) : size_t(impl_->view.meta->arena_bytes()); }
 const std::string& Session::precision() const { return impl_->precision; }
 std::string Session::device_name() const {
   std::string name = impl_->backend->device_name();
@@ -383,6 +695,7 @@ Status Session::SetInput(const std::string& name, DataType dtype, const std::vec
   rt::Tensor& t = impl_->tensors[size_t(it->second)];
   if (dtype != t.dtype)
     return InvalidArgument("input '" + name + "' must be " + DataTypeName(t.dtype) + ", got " + DataTypeName(dtype));
+  if (impl_->dynamic) return impl_->SetDynamicInput(it->second, dtype, dims, data, bytes);
   if (dims != t.dims)
     return InvalidArgument("input '" + name + "' must have shape " + DimsToString(t.dims) + ", got " + DimsToString(dims));
   if (bytes != t.bytes) return InvalidArgument("input '" + name + "' needs " + std::to_string(t.bytes) + " bytes, got " + std::to_string(bytes));
@@ -394,6 +707,7 @@ Status Session::SetInput(const std::string& name, DataType dtype, const std::vec
 Status Session::BindInput(const std::string& name, const void* data, size_t bytes) {
   auto it = impl_->input_ids.find(name);
   if (it == impl_->input_ids.end()) return InvalidArgument("no input named '" + name + "'");
+  if (impl_->dynamic) return InvalidArgument("input '" + name + "': the plan has symbolic dims; give its value with SetInput (its shape binds them)");
   rt::Tensor& t = impl_->tensors[size_t(it->second)];
   if (bytes != t.bytes) return InvalidArgument("input '" + name + "' needs " + std::to_string(t.bytes) + " bytes, got " + std::to_string(bytes));
   t.data = static_cast<uint8_t*>(const_cast<void*>(data));
@@ -403,10 +717,100 @@ Status Session::BindInput(const std::string& name, const void* data, size_t byte
 Status Session::BindOutput(const std::string& name, void* data, size_t bytes) {
   auto it = impl_->output_ids.find(name);
   if (it == impl_->output_ids.end()) return InvalidArgument("no output named '" + name + "'");
+  if (impl_->dynamic) return InvalidArgument("output '" + name + "': the plan has symbolic dims; read outputs with Output() after Run");
   rt::Tensor& t = impl_->tensors[size_t(it->second)];
   if (t.is_constant) return InvalidArgument("output '" + name + "' is a constant and cannot be bound");
   if (bytes != t.bytes) return InvalidArgument("output '" + name + "' needs " + std::to_string(t.bytes) + " bytes, got " + std::to_string(bytes));
   t.data = static_cast<uint8_t*>(data);
+  return Status::Ok();
+}
+
+// An input of a dynamic plan: static dims as planned; a dim that is a symbol binds it (inputs
+// set since the last Run must agree); the bytes wait in the session until Run.
+Status Session::Impl::SetDynamicInput(int id, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes) {
+  const rt::Tensor& t = tensors[size_t(id)];
+  const plan::TensorDesc* d = view.meta->tensors()->Get(flatbuffers::uoffset_t(id));
+  std::vector<int64_t> pattern(d->dims()->begin(), d->dims()->end());
+  std::string expected = "[";
+  for (size_t k = 0; k < pattern.size(); ++k) {
+    std::string dim = std::to_string(pattern[k]);
+    for (const SymDim& sd : sym_dims[size_t(id)])
+      if (sd.index == k) dim = sd.text;
+    expected += (k ? ", " : "") + dim;
+  }
+  expected += "]";
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("input '" + t.name + "' must have shape " + expected + ", got " + DimsToString(dims) + " (" + why + ")");
+  };
+  (void)dtype;
+  if (dims.size() != pattern.size()) return bad("rank " + std::to_string(dims.size()));
+  int64_t n = 1, nonzero = 1;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] < 0 || dims[k] > (int64_t(1) << 40)) return bad("dim " + std::to_string(k) + " is out of range");
+    if (pattern[k] != -1 && dims[k] != pattern[k]) return bad("dim " + std::to_string(k) + " is " + std::to_string(pattern[k]));
+    if (dims[k] > 0 && nonzero > (int64_t(1) << 50) / dims[k]) return bad("too many elements");
+    if (dims[k] > 0) nonzero *= dims[k];
+    n *= dims[k];
+  }
+  if (bytes != size_t(n) * DataTypeSize(t.dtype))
+    return InvalidArgument("input '" + t.name + "' of shape " + DimsToString(dims) + " needs " + std::to_string(size_t(n) * DataTypeSize(t.dtype)) +
+                           " bytes, got " + std::to_string(bytes));
+  std::vector<std::pair<size_t, int64_t>> binds;
+  for (const SymDim& sd : sym_dims[size_t(id)]) {
+    if (sd.terms.size() != 1 || sd.terms[0].coeff != 1 || sd.terms[0].factors.size() != 1 || sd.terms[0].factors[0] < 0) continue;  // checked at Run
+    size_t sym = size_t(sd.terms[0].factors[0]);
+    int64_t v = dims[sd.index];
+    if (v < sym_min[sym] || (sym_max[sym] >= 0 && v > sym_max[sym]))
+      return bad(symbols[sym] + " = " + std::to_string(v) + " is outside the plan's bounds " + std::to_string(sym_min[sym]) + ".." +
+                 (sym_max[sym] >= 0 ? std::to_string(sym_max[sym]) : std::string("")));
+    for (const auto& [other, value] : binds)
+      if (other == sym && value != v) return bad(symbols[sym] + " is both " + std::to_string(value) + " and " + std::to_string(v));
+    if (pending[sym] >= 0 && pending[sym] != v && pending_from[sym] != t.name)
+      return InvalidArgument("input '" + t.name + "' gives " + symbols[sym] + " = " + std::to_string(v) + ", but input '" + pending_from[sym] +
+                             "' gave " + symbols[sym] + " = " + std::to_string(pending[sym]) + " for the same run");
+    binds.push_back({sym, v});
+  }
+  for (const auto& [sym, v] : binds) {
+    pending[sym] = v;
+    pending_from[sym] = t.name;
+  }
+  StagedInput& st = staged[id];
+  if (bytes > st.capacity) {
+    st.bytes = AllocateAligned(bytes);
+    if (!st.bytes) return Internal("cannot allocate " + std::to_string(bytes) + " bytes for input '" + t.name + "'");
+    st.capacity = bytes;
+  }
+  if (bytes) std::memcpy(st.bytes.get(), data, bytes);
+  st.dims = dims;
+  st.set = true;
+  return Status::Ok();
+}
+
+// Before a run of a dynamic plan: the binding the inputs give (symbols they did not set keep
+// their values), prepared anew when it changed, and every input of the program set for it.
+Status Session::Impl::PrepareDynamicRun(size_t program) {
+  std::vector<int64_t> b = bound;
+  for (size_t k = 0; k < symbols.size(); ++k)
+    if (pending[k] >= 0) b[k] = pending[k];
+  for (size_t k = 0; k < symbols.size(); ++k)
+    if (b[k] < 0) return InvalidArgument("symbolic dim '" + symbols[k] + "' has no value yet: set the inputs (their shapes bind " + Binding(b) + ")");
+  if (b != bound) {
+    Status s = Rebind(b);
+    if (!s.ok()) {
+      bound.assign(symbols.size(), -1);  // tensors may hold a part of the failed binding
+      return s;
+    }
+  }
+  std::fill(pending.begin(), pending.end(), -1);
+  for (int id : loaded.programs[program].inputs) {
+    rt::Tensor& t = tensors[size_t(id)];
+    auto it = staged.find(id);
+    if (it == staged.end() || !it->second.set) return InvalidArgument("input '" + t.name + "' has not been set");
+    if (it->second.dims != t.dims)
+      return InvalidArgument("input '" + t.name + "' was set with shape " + DimsToString(it->second.dims) + ", but this run has " + Binding(bound) +
+                             ", which gives it " + DimsToString(t.dims) + ": set it again");
+    t.data = it->second.bytes.get();
+  }
   return Status::Ok();
 }
 
@@ -416,6 +820,7 @@ Status Session::Run(const std::string& program) {
   Impl& m = *impl_;
   PRECIS_ASSIGN_OR_RETURN(size_t p, m.FindProgram(program));
   m.last_program = p;
+  if (m.dynamic) PRECIS_RETURN_IF_ERROR(m.PrepareDynamicRun(p));
   return m.backend->Run(p, m.profiles.empty() ? nullptr : &m.profiles[p], m.observer);
 }
 
@@ -480,6 +885,7 @@ StatusOr<TensorData> Session::Output(const std::string& name) const {
   auto it = impl_->output_ids.find(name);
   if (it == impl_->output_ids.end()) return InvalidArgument("no output named '" + name + "' (outputs: " + Names(impl_->output_ids) + ")");
   const rt::Tensor& t = impl_->tensors[size_t(it->second)];
+  if (impl_->dynamic && !impl_->prepared) return InvalidArgument("output '" + name + "': the plan has symbolic dims and has not run yet");
   return TensorData{{t.name, t.dtype, t.dims}, t.data};
 }
 

@@ -17,7 +17,9 @@ bool Misaligned(const flatbuffers::Vector<int64_t>* v) { return v && v->size() >
 Status CheckVectorAlignment(const Plan* meta) {
   if (meta->tensors())
     for (const TensorDesc* d : *meta->tensors())
-      if (Misaligned(d->dims())) return InvalidArgument("plan tensor dims are misaligned");
+      if (Misaligned(d->dims()) || Misaligned(d->dim_code())) return InvalidArgument("plan tensor dims are misaligned");
+  if (Misaligned(meta->symbol_min()) || Misaligned(meta->symbol_max()) || Misaligned(meta->dim_atoms()))
+    return InvalidArgument("plan symbol bounds are misaligned");
   for (const Program* p : *meta->programs())
     if (p->steps())
       for (const Step* s : *p->steps())

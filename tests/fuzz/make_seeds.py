@@ -192,6 +192,17 @@ def inference_models():
         [f32("x", [2, 2])], y(2, 2),
         [const("LW", w(2, 2)), const("M", np.array(3, np.int64)), const("two", np.array(2, np.int64)),
          const("zero", np.array(0, np.int64)), const("init", np.zeros(2, np.float32))])
+    # A dynamic plan (symbolic dims bound at run time): Shape arithmetic into a Reshape, Range.
+    models["dynamic"] = model(
+        [n("MatMul", ["x", "DW"], ["mm"]), n("Shape", ["x"], ["s"]), n("Gather", ["s", "zero"], ["b"], axis=0),
+         n("Gather", ["s", "one"], ["t"], axis=0), n("Mul", ["b", "t"], ["bt"]), n("Unsqueeze", ["bt", "ax0"], ["btu"]),
+         n("Concat", ["btu", "three"], ["target"], axis=0), n("Reshape", ["mm", "target"], ["r"]),
+         n("Range", ["zero", "t", "one"], ["pos"]), n("Cast", ["pos"], ["posf"], to=TensorProto.FLOAT),
+         n("ReduceSum", ["posf"], ["ps"], keepdims=0), n("Concat", ["x", "x"], ["c"], axis=1),
+         n("ReduceSum", ["c", "ax1"], ["cs"], keepdims=0), n("Add", ["cs", "ps"], ["y"])],
+        [f32("x", ["batch", "seq", 4])], [f32("r", ["batch*seq", 3]), f32("y", ["batch", 4])],
+        [const("DW", w(4, 3)), const("zero", np.array(0, np.int64)), const("one", np.array(1, np.int64)),
+         const("ax0", np.array([0], np.int64)), const("ax1", np.array([1], np.int64)), const("three", np.array([3], np.int64))])
     return models
 
 
@@ -226,7 +237,7 @@ def make_plan_seeds(precis, out, tmp):
         path = os.path.join(tmp, name + ".onnx")
         onnx.save(m, path)
         compile_and_slim(path, name + "_fp32")
-        if name in ("mlp", "norm", "conv", "reduce", "control_flow"):
+        if name in ("mlp", "norm", "conv", "reduce", "control_flow", "dynamic"):
             compile_and_slim(path, name + "_fp16", "--precision", "fp16")
     train = training_models()
     for name, m in train.items():

@@ -68,7 +68,15 @@ void RunPrograms(precis::Session& session) {
   for (const std::string& program : session.programs()) {
     auto inputs = session.ProgramInputs(program);
     if (!inputs.ok()) continue;
-    for (const precis::TensorInfo& input : *inputs) {
+    for (precis::TensorInfo input : *inputs) {
+      // A dynamic plan's symbolic dims are 2; its static dims are the plan's (up to 2^40 each,
+      // unchecked before the symbols are bound): inputs past the memory cap are not set.
+      double bytes = double(precis::DataTypeSize(input.dtype));
+      for (int64_t& d : input.dims) {
+        if (d < 0) d = 2;
+        bytes *= double(d);
+      }
+      if (bytes > double(kMaxPlanMemory)) continue;
       std::vector<uint8_t> zeros(input.ByteSize());
       (void)session.SetInput(input.name, input.dtype, input.dims, zeros.data(), zeros.size());
     }
@@ -108,6 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.profile = (flags & 2) != 0;
   options.synthetic_weights = true;  // seeds compiled with --strip-weights stay small
   options.max_loop_iterations = 1000;  // a mutated trip count must not hang the fuzzer
+  options.max_arena_bytes = kMaxPlanMemory;  // nor a mutated dynamic plan's dims exhaust memory
   auto session = precis::Session::FromBuffer(bytes.data(), bytes.size(), options);
   Say("open", session.status());
   if (!session.ok()) return 0;

@@ -52,6 +52,14 @@ int main(int argc, char** argv) {
   const void* data;
   size_t bytes;
   if (precis_output(s, out_name, &data, &bytes) != 0) return 1;
+  /* After a run an output's shape is what output_info says (a static plan); unknown names fail. */
+  const int64_t* shape;
+  int shape_rank;
+  if (precis_output_shape(s, out_name, &shape, &shape_rank) != 0 || shape_rank != rank || memcmp(shape, dims, sizeof(int64_t) * (size_t)rank) != 0 ||
+      precis_output_shape(s, "no such output", &shape, &shape_rank) == 0) {
+    fprintf(stderr, "output_shape: %s\n", precis_last_error());
+    return 1;
+  }
   /* The example ends in a softmax over 10 classes: the probabilities sum to 1. */
   const float* p = data;
   double sum = 0;

@@ -352,6 +352,68 @@ graph "cf" {
 }
 
 // `precis run` on hostile plans: exit 1 (not a signal), one line naming the problem.
+// A dynamic plan (x: f32[batch,4]): symbolic dims whose code is truncated or names no symbol, a
+// constant with a symbolic dim, a bad in-place source, and a dim that overflows once bound.
+TEST(HostilePlan, DynamicPlans) {
+  static const std::vector<uint8_t> dynamic = [] {
+    std::string text = kModel;
+    text.replace(text.find("%x: f32[2,4]"), 12, "%x: f32[batch,4]");
+    auto model = ir::ParseModel(text);
+    EXPECT_TRUE(model.ok()) << model.status().ToString();
+    auto result = driver::Compile(**model, driver::CompileOptions{});
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    return result->plan.bytes;
+  }();
+  auto refused = [&](const Edit& edit, const std::string& message) {
+    std::vector<uint8_t> bytes = RewritePlan(dynamic, edit);
+    Status s = [&]() -> Status {
+      PRECIS_ASSIGN_OR_RETURN(auto session, Session::FromBuffer(bytes.data(), bytes.size()));
+      std::vector<float> x(12, 1.0f);
+      PRECIS_RETURN_IF_ERROR(session->SetInput("x", DataType::kF32, {3, 4}, x.data(), x.size() * 4));
+      return session->Run();
+    }();
+    ASSERT_FALSE(s.ok()) << "a hostile plan was accepted; expected: " << message;
+    EXPECT_NE(s.ToString().find(message), std::string::npos) << s.ToString();
+    std::printf("  refused: %s\n", s.ToString().c_str());
+  };
+  // Unchanged, the plan runs (else the refusals prove nothing).
+  {
+    std::vector<uint8_t> bytes = RewritePlan(dynamic, [](plan::PlanT&, auto&) {});
+    auto session = Session::FromBuffer(bytes.data(), bytes.size());
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    std::vector<float> x(12, 1.0f);
+    ASSERT_TRUE((*session)->SetInput("x", DataType::kF32, {3, 4}, x.data(), x.size() * 4).ok());
+    Status run = (*session)->Run();
+    ASSERT_TRUE(run.ok()) << run.ToString();
+  }
+  refused([](plan::PlanT& p, auto&) { p.symbols.push_back("batch"); }, "names symbolic dim 'batch' twice");
+  refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, 1, 1, 5}; }, "has a bad symbolic dim");
+  refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, 1}; }, "has a bad symbolic dim");
+  refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dim_code.push_back(0); }, "has a bad symbolic dim");
+  refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dims[1] = -5; }, "has bad dims");
+  refused([](plan::PlanT& p, auto&) {
+    auto& w = *p.tensors[size_t(TensorId(p, "W"))];
+    w.dims[0] = -1;
+    w.dim_code = {1, 1, 1, 0};
+  }, "is not an arena tensor");
+  refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->inplace_of = 1 << 20; }, "bad in-place source");
+  // Floor atoms: a divisor of 0, an atom that refers to itself, a factor naming no atom.
+  refused([](plan::PlanT& p, auto&) { p.dim_atoms = {0, 1, 1, 1, 0}; }, "bad floor division");
+  refused([](plan::PlanT& p, auto&) { p.dim_atoms = {2, 1, 1, 1, -1}; }, "bad floor division");
+  refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, 1, 1, -1}; }, "has a bad symbolic dim");
+  refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, int64_t(1) << 62, 1, 0}; }, "out of range");
+  // Two tensors live at once made to look disjoint: they share bytes, and the step reading one
+  // and writing the other is refused.
+  refused([](plan::PlanT& p, auto&) {
+    auto& h = *p.tensors[size_t(TensorId(p, "h"))];
+    auto& s = *p.tensors[size_t(TensorId(p, "s"))];
+    auto& t = *p.tensors[size_t(TensorId(p, "t"))];
+    h.live_last = 1000;  // h keeps its bytes: t's lowest free slot is s's
+    s.live_last = s.live_first;
+    t.live_first = s.live_first + 1;
+  }, "overlaps its input 's'");
+}
+
 TEST(HostilePlan, PrecisRunRefusesThem) {
   std::string dir = ::testing::TempDir() + "/hostile_plans";
   std::filesystem::create_directories(dir);

@@ -460,10 +460,20 @@ std::string InferOutput(const std::string& graph_body, int opset = 18, size_t ou
   return output < ctx.outputs().size() ? ir::PrintType(ctx.outputs()[output]) : "none";
 }
 
-TEST(NnShapes, ConvKeepsSymbolicBatchAndChannelsLosesSymbolicSpatial) {
+TEST(NnShapes, ConvKeepsSymbolicDimsWithFloorDivisions) {
+  // H: floor((H + 1 + 1 - 3) / 2) + 1 = floor((H + 1) / 2), written with the multiple taken out.
   EXPECT_EQ(InferOutput("  input %x: f32[N,3,H,31]\n  input %w: f32[M,3,3,4]\n  %y = Conv(%x, %w) {strides = [2, 3], pads = [1, 1, 1, 2]}\n"
                         "  output %y\n"),
-            "f32[N,M,?,11]");
+            "f32[N,M,\"(H+1)/2\",11]");
+  // Stride 1: no division (H + 2 - 3 + 1 = H); SAME_UPPER with stride 4: ceil(H / 4).
+  EXPECT_EQ(InferOutput("  input %x: f32[N,3,H,W]\n  input %w: f32[8,3,3,3]\n  %y = Conv(%x, %w) {pads = [1, 1, 1, 1]}\n  output %y\n"),
+            "f32[N,8,H,W]");
+  EXPECT_EQ(InferOutput("  input %x: f32[N,3,H,W]\n  input %w: f32[8,3,3,3]\n  %y = Conv(%x, %w) {auto_pad = \"SAME_UPPER\", strides = [4, 1]}\n"
+                        "  output %y\n"),
+            "f32[N,8,\"(H+3)/4\",W]");
+  // ceil_mode with a stride: whether the last window starts in the padding depends on the value.
+  EXPECT_EQ(InferOutput("  input %x: f32[N,C,H,8]\n  %y = MaxPool(%x) {kernel_shape = [3, 3], strides = [2, 2], ceil_mode = 1}\n  output %y\n"),
+            "f32[N,C,?,4]");
   // SAME_LOWER: ceil(31 / 3) = 11 whatever the kernel.
   EXPECT_EQ(InferOutput("  input %x: f32[1,4,10,31]\n  input %w: f32[8,2,5,5]\n  %y = Conv(%x, %w) {group = 2, auto_pad = \"SAME_LOWER\", "
                         "strides = [4, 3]}\n  output %y\n"),

@@ -6,12 +6,14 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
 
 #include "precis/session.h"
 #include "runtime/plan/report_flops.h"
 #include "runtime/base/half.h"
 #include "tools/precis/commands.h"
 #include "tools/precis/options.h"
+#include "tools/precis/tensor_io.h"
 
 namespace precis::tools {
 namespace {
@@ -22,6 +24,7 @@ constexpr const char* kBenchUsage =
     "                    [--no-graphs]\n"
     "                    [--batch N] [--shape NAME=DIMS ...] [--precision fp32|fp16|bf16] (for .onnx models)\n"
     "                    [--program NAME] (a plan's program other than the default, e.g. train_step)\n"
+    "                    [--dim NAME=N ...] (a dynamic plan's symbolic dims; default 1)\n"
     "Prints the median latency, throughput and achieved TFLOP/s (from the plan's FLOP count).\n"
     "--profile: time per kernel and the 8 slowest steps; --profile-steps N: the N slowest steps.\n"
     "--fp32-weights: CPU, keep FP32 copies of 16-bit MatMul/Gemm weights made at load (faster at small\n"
@@ -58,6 +61,7 @@ int BenchCommand(const std::vector<std::string>& args) {
   std::string model, program;
   int iterations = 20, warmup = 3;
   int64_t batch_option = 0;
+  std::map<std::string, int64_t> dim_values;
   bool json = false;
   size_t slowest = 8;  // steps listed by --profile
   SessionOptions session_options;
@@ -74,13 +78,16 @@ int BenchCommand(const std::vector<std::string>& args) {
       Status s = ParseDevice(*v, &session_options.device, &session_options.device_id);
       if (!s.ok()) return UsageError("bench", s.message(), kBenchUsage);
       compile_options.target = session_options.device == Device::kCuda ? "cuda" : "cpu";
+    } else if (a == "--dim" && (v = value())) {
+      Status st = ParseDimOption(*v, dim_values);
+      if (!st.ok()) return UsageError("bench", st.message(), kBenchUsage);
     } else if (a == "--batch" && (v = value())) {
       batch_option = std::atoll(v->c_str());
       if (batch_option <= 0) return UsageError("bench", "--batch needs a positive number", kBenchUsage);
       compile_options.batch = batch_option;
     } else if (a == "--no-graphs") session_options.cuda_graphs = false;
     else if (a == "--shape" && (v = value())) {
-      Status s = ParseShapeOption(*v, compile_options.shapes);
+      Status s = ParseShapeOption(*v, compile_options.shapes, &compile_options.dim_bounds);
       if (!s.ok()) return UsageError("bench", s.message(), kBenchUsage);
     } else if (a == "--reference") session_options.reference_kernels = true;
     else if (a == "--fp32-weights") session_options.cpu_fp32_weights = true;
@@ -118,7 +125,19 @@ int BenchCommand(const std::vector<std::string>& args) {
   Session& s = **session;
   std::mt19937 rng(0);
   std::uniform_real_distribution<float> real(-1.0f, 1.0f);
-  for (const TensorInfo& info : s.inputs()) {
+  std::set<std::string> defaulted;
+  std::vector<TensorInfo> inputs;
+  for (const TensorInfo& plan_info : s.inputs()) {
+    auto concrete = ConcreteInput(s, plan_info, dim_values, defaulted);
+    if (!concrete.ok()) return ReportError("bench", concrete.status());
+    inputs.push_back(*concrete);
+  }
+  if (!defaulted.empty()) {
+    std::string names;
+    for (const auto& n : defaulted) names += (names.empty() ? "" : ", ") + n;
+    std::fprintf(stderr, "precis bench: symbolic dims %s = 1 (set them with --dim NAME=N)\n", names.c_str());
+  }
+  for (const TensorInfo& info : inputs) {
     std::vector<uint8_t> data(info.ByteSize());
     for (int64_t i = 0; i < info.NumElements(); ++i) {
       uint8_t* p = data.data() + size_t(i) * DataTypeSize(info.dtype);
@@ -132,15 +151,18 @@ int BenchCommand(const std::vector<std::string>& args) {
     if (!st.ok()) return ReportError("bench", st);
   }
   std::vector<double> ms;
+  double first_ms = 0;  // a dynamic plan's first run prepares the shape (arena plan, kernels)
   for (int i = 0; i < warmup + iterations; ++i) {
     auto start = std::chrono::steady_clock::now();
     Status st = program.empty() ? s.Run() : s.Run(program);
     if (!st.ok()) return ReportError("bench", st);
-    if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    double run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (i == 0) first_ms = run_ms;
+    if (i >= warmup) ms.push_back(run_ms);
   }
   std::sort(ms.begin(), ms.end());
   double median = ms[ms.size() / 2];
-  int64_t batch = s.inputs().empty() || s.inputs()[0].dims.empty() ? 1 : s.inputs()[0].dims[0];
+  int64_t batch = inputs.empty() || inputs[0].dims.empty() ? 1 : inputs[0].dims[0];
   if (batch_option > 0 && batch != batch_option)
     return ReportError("bench", InvalidArgument("the plan was compiled for batch " + std::to_string(batch) + ", not " +
                                                 std::to_string(batch_option) + " (compile the model with that batch)"));
@@ -149,14 +171,16 @@ int BenchCommand(const std::vector<std::string>& args) {
   if (json) {
     std::printf("{\"model\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f, \"iterations\": %d, "
                 "\"batch\": %lld, \"throughput_per_s\": %.2f, \"arena_bytes\": %zu, \"compile_ms\": %.1f, \"flops\": %.6g, "
-                "\"tflops_per_s\": %.4f, \"device\": \"%s\", \"graph_replay\": %s, \"precision\": \"%s\", \"fallbacks\": %zu}\n",
+                "\"tflops_per_s\": %.4f, \"device\": \"%s\", \"graph_replay\": %s, \"precision\": \"%s\", \"fallbacks\": %zu, "
+                "\"first_run_ms\": %.4f, \"dynamic\": %s}\n",
                 model.c_str(), median, ms.front(), ms.back(), iterations, static_cast<long long>(batch),
                 1000.0 * double(batch) / median, s.arena_bytes(), compile_ms, flops, tflops, s.device_name().c_str(),
-                s.graph_replay() ? "true" : "false", s.precision().c_str(), s.fallbacks().size());
+                s.graph_replay() ? "true" : "false", s.precision().c_str(), s.fallbacks().size(), first_ms, s.symbols().empty() ? "false" : "true");
   } else {
     std::printf("%s: median %.3f ms (min %.3f, max %.3f) over %d runs; %.1f samples/s at batch %lld; %.3f TFLOP/s; arena %s; %s%s\n",
                 model.c_str(), median, ms.front(), ms.back(), iterations, 1000.0 * double(batch) / median, static_cast<long long>(batch),
                 tflops, FormatBytes(s.arena_bytes()).c_str(), s.device_name().c_str(), s.graph_replay() ? " (CUDA graph)" : "");
+    if (!s.symbols().empty()) std::printf("dynamic plan: first run %.3f ms (binds the shape: arena plan and kernels)\n", first_ms);
   }
   // Slower paths than planned (a library refused a step): counted, and named, never silent.
   std::vector<std::string> fallbacks = s.fallbacks();

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "precis/session.h"
 #include "runtime/base/half.h"
@@ -40,7 +41,12 @@ StatusOr<std::vector<Sample>> LoadSamples(const std::string& source, const Sessi
     std::mt19937_64 rng(12345);
     for (int i = 0; i < n; ++i) {
       Sample s;
-      for (const TensorInfo& info : session.inputs()) s[info.name] = HostTensor{info.name, info.dtype, info.dims, RandomData(info, rng)};
+      // A dynamic plan's symbolic dims are 1 in random samples (files give their own shapes).
+      std::set<std::string> defaulted;
+      for (const TensorInfo& plan_info : session.inputs()) {
+        PRECIS_ASSIGN_OR_RETURN(TensorInfo info, ConcreteInput(session, plan_info, {}, defaulted));
+        s[info.name] = HostTensor{info.name, info.dtype, info.dims, RandomData(info, rng)};
+      }
       samples.push_back(std::move(s));
     }
     return samples;

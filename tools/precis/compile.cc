@@ -16,7 +16,7 @@ namespace precis::tools {
 namespace {
 
 constexpr const char* kCompileUsage =
-    "usage: precis compile MODEL.onnx -o MODEL.plan [--shape NAME=1x3x224x224 ...]\n"
+    "usage: precis compile MODEL.onnx -o MODEL.plan [--shape NAME=1x3x224x224 ...] [--shape SYMBOL=LO..HI ...]\n"
     "                      [--precision fp32|fp16|bf16] [--device cpu|cuda] [--batch N] [--strip-weights]\n"
     "                      [--layout auto|nchw] [--no-epilogue-fusion] (with --device cuda)\n"
     "                      [--report FILE.json] [--report-text]\n"
@@ -24,7 +24,9 @@ constexpr const char* kCompileUsage =
     "                      [--keep-fp32 OP[,OP]] [--keep-fp32-nodes REGEX] [--force-low REGEX]\n"
     "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--no-fold-batchnorm] [--no-codegen] [--quiet]\n"
     "                      [--verify-passes] (verify the IR after every pass; also PRECIS_VERIFY_PASSES=1)\n"
-    "       precis compile MODEL.onnx --train ... (a training plan: precis compile --train --help)\n";
+    "       precis compile MODEL.onnx --train ... (a training plan: precis compile --train --help)\n"
+    "Without --shape, symbolic input dims (batch, seq) stay symbolic: a dynamic plan that runs at any input shape\n"
+    "(docs/dynamic-shapes.md); --shape SYMBOL=LO..HI bounds one (the arena is planned once when all are bounded).\n";
 
 }  // namespace
 
@@ -59,7 +61,7 @@ int CompileCommand(const std::vector<std::string>& args) {
     } else if (a == "--shape") {
       const std::string* v = value();
       if (!v) return UsageError("compile", "--shape needs NAME=DIMS", kCompileUsage);
-      Status s = ParseShapeOption(*v, options.shapes);
+      Status s = ParseShapeOption(*v, options.shapes, &options.dim_bounds);
       if (!s.ok()) return UsageError("compile", s.message(), kCompileUsage);
     } else if (a == "--precision") {
       const std::string* v = value();
@@ -163,8 +165,18 @@ int CompileCommand(const std::vector<std::string>& args) {
     std::printf("  nodes      %zu imported, %d folded into constants, %d folded into Conv or BatchNormalization (BatchNormalization, per-channel Mul/Add), %zu remain\n",
                 result->nodes_before, result->folded_nodes, result->folded_batchnorms, result->nodes_after);
     std::printf("  steps      %zu\n", p.steps);
-    std::printf("  arena      %s (lower bound %s, %d in place)\n", FormatBytes(p.arena_bytes).c_str(),
-                FormatBytes(p.arena_lower_bound).c_str(), p.inplace_count);
+    if (!p.symbols.empty()) {
+      std::string names;
+      for (const auto& n : p.symbols) names += (names.empty() ? "" : ", ") + n;
+      std::string bounds;
+      for (const auto& [name, range] : options.dim_bounds)
+        bounds += (bounds.empty() ? "" : ", ") + name + " " + std::to_string(range.first) + ".." + std::to_string(range.second);
+      std::printf("  shapes     dynamic in %s: the runtime binds them from the inputs and plans the arena per shape%s\n", names.c_str(),
+                  bounds.empty() ? "" : (" (bounds: " + bounds + (options.dim_bounds.size() == p.symbols.size() ? "; arena planned once, for the maximum)" : ")")).c_str());
+    } else {
+      std::printf("  arena      %s (lower bound %s, %d in place)\n", FormatBytes(p.arena_bytes).c_str(),
+                  FormatBytes(p.arena_lower_bound).c_str(), p.inplace_count);
+    }
     std::printf("  constants  %s\n", FormatBytes(p.constant_bytes).c_str());
     std::printf("  plan file  %s\n", FormatBytes(p.bytes.size()).c_str());
     if (options.precision != "fp32") {

@@ -17,7 +17,7 @@ constexpr const char* kUsage =
     "      operator histogram, parameters per dtype, subgraphs; --ir prints the text IR\n"
     "      (--full: every constant inline), --json a machine-readable summary\n"
     "\n"
-    "  compile MODEL.onnx -o MODEL.plan [--shape NAME=1x3x224x224 ...] [--precision fp32|fp16|bf16]\n"
+    "  compile MODEL.onnx -o MODEL.plan [--shape NAME=1x3x224x224 | SYMBOL=LO..HI ...] [--precision fp32|fp16|bf16]\n"
     "          [--report FILE.json] [--report-text] [--calibrate random:N|DIR|FILE.npz] [overrides]\n"
     "      compile a model to a plan file and print a summary (steps, arena, constants, precision)\n"
     "\n"

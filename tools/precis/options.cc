@@ -2,14 +2,25 @@
 #include "tools/precis/options.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 
 namespace precis::tools {
 
-Status ParseShapeOption(const std::string& text, std::map<std::string, std::vector<int64_t>>& shapes) {
+Status ParseShapeOption(const std::string& text, std::map<std::string, std::vector<int64_t>>& shapes,
+                        std::map<std::string, std::pair<int64_t, int64_t>>* bounds) {
   auto eq = text.rfind('=');
   if (eq == std::string::npos || eq == 0) return InvalidArgument("--shape expects NAME=DIMS, e.g. input=1x3x224x224");
   std::string name = text.substr(0, eq), dims = text.substr(eq + 1);
+  if (size_t dots = dims.find(".."); dots != std::string::npos) {
+    if (!bounds) return InvalidArgument("--shape " + text + ": bounds of a symbolic dim apply when compiling a model");
+    std::string lo = dims.substr(0, dots), hi = dims.substr(dots + 2);
+    auto number = [](const std::string& s) { return !s.empty() && s.size() <= 13 && s.find_first_not_of("0123456789") == std::string::npos; };
+    if (!number(lo) || !number(hi) || std::stoll(lo) > std::stoll(hi) || std::stoll(hi) > (int64_t(1) << 40))
+      return InvalidArgument("--shape " + text + ": expected SYMBOL=LO..HI with 0 <= LO <= HI <= 2^40");
+    if (!bounds->emplace(name, std::make_pair(std::stoll(lo), std::stoll(hi))).second) return InvalidArgument("--shape given twice for '" + name + "'");
+    return Status::Ok();
+  }
   std::vector<int64_t> out;
   if (!dims.empty() && dims != "scalar") {
     size_t pos = 0;
@@ -54,6 +65,38 @@ std::string FormatMs(double ms) {
   else if (ms >= 0.001) std::snprintf(buf, sizeof buf, "%.3f", ms);
   else std::snprintf(buf, sizeof buf, "<0.001");
   return buf;
+}
+
+StatusOr<TensorInfo> ConcreteInput(const Session& session, const TensorInfo& info, const std::map<std::string, int64_t>& values,
+                                   std::set<std::string>& defaulted) {
+  for (const auto& [name, v] : values)
+    if (std::find(session.symbols().begin(), session.symbols().end(), name) == session.symbols().end())
+      return InvalidArgument("--dim " + name + "=" + std::to_string(v) + ": the plan has no symbolic dim '" + name + "'" +
+                             (session.symbols().empty() ? " (its shapes are static)" : ""));
+  TensorInfo out = info;
+  std::vector<std::string> names = session.DimNames(info.name);
+  for (size_t k = 0; k < out.dims.size() && k < names.size(); ++k) {
+    if (names[k].empty()) continue;
+    auto it = values.find(names[k]);
+    if (it != values.end()) {
+      out.dims[k] = it->second;
+    } else if (std::find(session.symbols().begin(), session.symbols().end(), names[k]) != session.symbols().end()) {
+      out.dims[k] = 1;
+      defaulted.insert(names[k]);
+    } else {
+      return InvalidArgument("input '" + info.name + "' has dim " + std::to_string(k) + " = " + names[k] + ": give the input's value with --input");
+    }
+  }
+  return out;
+}
+
+Status ParseDimOption(const std::string& text, std::map<std::string, int64_t>& values) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 >= text.size()) return InvalidArgument("--dim expects NAME=N, got '" + text + "'");
+  std::string n = text.substr(eq + 1);
+  if (n.size() > 12 || n.find_first_not_of("0123456789") != std::string::npos) return InvalidArgument("--dim " + text + ": N must be a size");
+  values[text.substr(0, eq)] = std::stoll(n);
+  return Status::Ok();
 }
 
 }  // namespace precis::tools

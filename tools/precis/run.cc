@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <set>
 
 #include "precis/session.h"
 #include "runtime/base/half.h"
@@ -18,7 +19,7 @@ namespace precis::tools {
 namespace {
 
 constexpr const char* kRunUsage =
-    "usage: precis run MODEL.plan|MODEL.onnx [--input NAME=FILE.npy|FILE.pb ...] [--random] [--seed N]\n"
+    "usage: precis run MODEL.plan|MODEL.onnx [--input NAME=FILE.npy|FILE.pb ...] [--random [--dim NAME=N ...]] [--seed N]\n"
     "                  [--output-dir DIR] [--compare DIR] [--shape NAME=DIMS ...] [--threads N] [--reference] [--fp32-weights]\n"
     "                  [--device cpu|cuda|cuda:N]\n"
     "                  [--precision fp32|fp16|bf16] (for .onnx models)\n"
@@ -103,6 +104,7 @@ int RunCommand(const std::vector<std::string>& args) {
   std::vector<std::pair<std::string, std::string>> input_files;
   bool random = false;
   uint64_t seed = 0;
+  std::map<std::string, int64_t> dim_values;
   SessionOptions session_options;
   driver::CompileOptions compile_options;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -115,6 +117,10 @@ int RunCommand(const std::vector<std::string>& args) {
       input_files.push_back({v->substr(0, eq), v->substr(eq + 1)});
     } else if (a == "--random") {
       random = true;
+    } else if (a == "--dim") {
+      const std::string* v = value();
+      Status s = v ? ParseDimOption(*v, dim_values) : InvalidArgument("--dim needs NAME=N");
+      if (!s.ok()) return UsageError("run", s.message(), kRunUsage);
     } else if (a == "--seed") {
       const std::string* v = value();
       if (!v) return UsageError("run", "--seed needs a number", kRunUsage);
@@ -129,7 +135,7 @@ int RunCommand(const std::vector<std::string>& args) {
       compare_dir = *v;
     } else if (a == "--shape") {
       const std::string* v = value();
-      Status s = v ? ParseShapeOption(*v, compile_options.shapes) : InvalidArgument("--shape needs NAME=DIMS");
+      Status s = v ? ParseShapeOption(*v, compile_options.shapes, &compile_options.dim_bounds) : InvalidArgument("--shape needs NAME=DIMS");
       if (!s.ok()) return UsageError("run", s.message(), kRunUsage);
     } else if (a == "--threads") {
       const std::string* v = value();
@@ -184,15 +190,23 @@ int RunCommand(const std::vector<std::string>& args) {
     if (!st.ok()) return ReportError("run", st);
     given.push_back(name);
   }
-  for (const TensorInfo& info : s.inputs()) {
-    if (std::find(given.begin(), given.end(), info.name) != given.end()) continue;
+  std::set<std::string> defaulted;
+  for (const TensorInfo& plan_info : s.inputs()) {
+    if (std::find(given.begin(), given.end(), plan_info.name) != given.end()) continue;
     if (!random)
-      return ReportError("run", InvalidArgument("input '" + info.name + "' (" + DataTypeName(info.dtype) + " " +
-                                                DimsToString(info.dims) + ") is not given: pass --input " + info.name +
+      return ReportError("run", InvalidArgument("input '" + plan_info.name + "' (" + DataTypeName(plan_info.dtype) + " " +
+                                                DimsToString(plan_info.dims) + ") is not given: pass --input " + plan_info.name +
                                                 "=FILE or --random"));
-    auto data = RandomData(info, rng);
-    Status st = s.SetInput(info.name, info.dtype, info.dims, data.data(), data.size());
+    auto info = ConcreteInput(s, plan_info, dim_values, defaulted);
+    if (!info.ok()) return ReportError("run", info.status());
+    auto data = RandomData(*info, rng);
+    Status st = s.SetInput(info->name, info->dtype, info->dims, data.data(), data.size());
     if (!st.ok()) return ReportError("run", st);
+  }
+  if (!defaulted.empty()) {
+    std::string names;
+    for (const auto& n : defaulted) names += (names.empty() ? "" : ", ") + n;
+    std::fprintf(stderr, "precis run: random inputs with symbolic dims %s = 1 (set them with --dim NAME=N)\n", names.c_str());
   }
   auto start = std::chrono::steady_clock::now();
   Status st = s.Run();

@@ -178,6 +178,84 @@ class ShapeKernel : public Kernel {
   std::vector<int64_t> dims_;
 };
 
+// Slice whose starts/ends/axes/steps are computed at run time (a dynamic plan's shape arithmetic:
+// x[:, :seq] of a longer buffer): the view is built in Run from their values, in vectors sized
+// in Init (no allocation); the output's dims, from the plan's shape expressions, must be what the
+// values give. Constant bounds take the view built once in Init.
+class SliceKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    PRECIS_RETURN_IF_ERROR(CheckCopyable(args, args.in(0), args.out(0)));
+    esize_ = DataTypeSize(args.in(0)->dtype);
+    runtime_ = false;
+    for (size_t i = 1; i < 5 && i < args.inputs.size(); ++i)
+      if (const Tensor* t = args.in(i); t && !t->is_constant) {
+        if (!IsIndexType(t->dtype) || t->rank() > 1) return args.Error("starts, ends, axes and steps must be 1-D integer tensors");
+        runtime_ = true;
+      }
+    if (!runtime_) {
+      StridedView view;
+      PRECIS_RETURN_IF_ERROR(SliceView(args, *args.in(0), *args.out(0), view));
+      if (DimProduct(view.dims, 0, view.dims.size()) != args.out(0)->numel)
+        return args.Error("output shape " + DimsToString(args.out(0)->dims) + " does not match the operator");
+      view_ = Coalesce(view);
+      return Status::Ok();
+    }
+    if (args.attrs.Has("starts")) return args.Error("run-time bounds need the input form of Slice (opset 10 on)");
+    if (args.out(0)->rank() != args.in(0)->rank()) return args.Error("output rank differs from the input");
+    size_t rank = size_t(args.in(0)->rank());
+    view_.dims.assign(rank, 0);
+    view_.strides.assign(rank, 0);
+    dense_ = DenseStrides(args.in(0)->dims);
+    return Status::Ok();
+  }
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    if (runtime_) PRECIS_RETURN_IF_ERROR(RuntimeView(args));
+    StridedCopy(args.in(0)->data, args.out(0)->data, view_, esize_);
+    return Status::Ok();
+  }
+
+ private:
+  Status RuntimeView(const KernelArgs& args) {
+    const Tensor& in = *args.in(0);
+    const Tensor& out = *args.out(0);
+    const Tensor* starts = args.in(1);
+    const Tensor* ends = args.in(2);
+    const Tensor* axes = args.in(3);
+    const Tensor* steps = args.in(4);
+    if (!starts || !ends || starts->numel != ends->numel || (axes && axes->numel != starts->numel) || (steps && steps->numel != starts->numel))
+      return args.Error("starts, ends, axes and steps differ in length");
+    int64_t rank = in.rank();
+    for (int64_t d = 0; d < rank; ++d) {
+      view_.dims[size_t(d)] = in.dims[size_t(d)];
+      view_.strides[size_t(d)] = dense_[size_t(d)];
+    }
+    view_.offset = 0;
+    for (int64_t i = 0; i < starts->numel; ++i) {
+      int64_t axis = axes ? IndexAt(*axes, i) : i;
+      if (axis < 0) axis += rank;
+      int64_t step = steps ? IndexAt(*steps, i) : 1;
+      if (axis < 0 || axis >= rank || step == 0) return args.Error("invalid axis or step");
+      size_t a = size_t(axis);
+      SliceAxis range = SliceRange(IndexAt(*starts, i), IndexAt(*ends, i), step, in.dims[a]);
+      view_.dims[a] = range.count;
+      if (range.count == 0) continue;
+      view_.offset += range.start * dense_[a];
+      view_.strides[a] = dense_[a] * step;
+    }
+    for (int64_t d = 0; d < rank; ++d)
+      if (view_.dims[size_t(d)] != out.dims[size_t(d)])
+        return args.Error("the run-time bounds give dim " + std::to_string(d) + " = " + std::to_string(view_.dims[size_t(d)]) + ", the plan's shape " +
+                          DimsToString(out.dims) + " (the input shapes do not fit the model)");
+    return Status::Ok();
+  }
+
+  StridedView view_;
+  std::vector<int64_t> dense_;
+  size_t esize_ = 0;
+  bool runtime_ = false;
+};
+
 class SizeKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext&) override {
@@ -200,7 +278,7 @@ void AddTensorResizeKernels(KernelRegistry& r);
 void RegisterTensorKernels(KernelRegistry& r) {
   r.Register("Reshape", Make<ReshapeKernel>);
   r.Register("Transpose", Make<ViewKernel<TransposeView>>);
-  r.Register("Slice", Make<ViewKernel<SliceView>>);
+  r.Register("Slice", Make<SliceKernel>);
   r.Register("Expand", Make<ViewKernel<ExpandView>>);
   r.Register("Tile", Make<ViewKernel<TileView>>);
   r.Register("DepthToSpace", Make<ViewKernel<DepthToSpaceView>>);

@@ -39,7 +39,9 @@ int precis_session_from_buffer_with_options(const void* data, size_t size, const
 
 int precis_num_inputs(const precis_session* session);
 int precis_num_outputs(const precis_session* session);
-/* Name, element type and dims of input/output i; `dims` points into the session. */
+/* Name, element type and dims of input/output i; `dims` points into the session. In a dynamic plan
+ * (compiled without --shape) a symbolic dim is -1: the dims given to precis_set_input bind it, and
+ * an output's shape after a run is that of precis_output (docs/dynamic-shapes.md). */
 int precis_input_info(const precis_session* session, int i, const char** name, int* dtype, const int64_t** dims, int* rank);
 int precis_output_info(const precis_session* session, int i, const char** name, int* dtype, const int64_t** dims, int* rank);
 
@@ -51,6 +53,9 @@ int precis_run_program(precis_session* session, const char* program);
 int precis_num_programs(const precis_session* session);
 int precis_program_name(const precis_session* session, int i, const char** name);
 int precis_output(const precis_session* session, const char* name, const void** data, size_t* bytes);
+/* The shape of output `name` after the last run (a dynamic plan's outputs change with the inputs);
+ * `dims` stays valid until the next call on this session. */
+int precis_output_shape(precis_session* session, const char* name, const int64_t** dims, int* rank);
 
 /* State tensors (persisting across runs: trained weights, optimizer moments, counters). Read and
  * write copy `bytes` (the tensor's exact size); save/load write and read all state as one file

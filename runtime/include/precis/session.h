@@ -45,6 +45,9 @@ struct SessionOptions {
   int64_t max_loop_iterations = 0;  // > 0: a Loop step that would run more iterations fails with
                                    // an error naming it (bounded work for untrusted plans; a
                                    // loop's trip count may come from the plan or from its data)
+  uint64_t max_arena_bytes = 0;    // > 0: a dynamic plan whose arena for the bound shape would be
+                                   // larger fails Run with an error (bounded memory for untrusted
+                                   // inputs); 0: the machine's memory is the limit
 };
 
 // "cpu", "cuda" or "cuda:N" -> device and device id; an error names the accepted forms.
@@ -77,7 +80,14 @@ class Session {
   const std::vector<std::string>& programs() const;
   StatusOr<std::vector<TensorInfo>> ProgramInputs(const std::string& program) const;
   StatusOr<std::vector<TensorInfo>> ProgramOutputs(const std::string& program) const;
+  // The arena of the shape run last (a dynamic plan plans one per binding of its symbols).
   size_t arena_bytes() const;
+  // A dynamic plan (compiled without --shape) has symbolic dims ("batch", "seq"): the shapes
+  // given to SetInput bind them, and each new binding is prepared at the next Run (its kernels
+  // are kept for the 8 shapes used last). Empty for a static plan. DimNames gives an input's or
+  // output's dims by name ("" for a static dim, "batch", "2*seq"); empty for an unknown name.
+  const std::vector<std::string>& symbols() const;
+  std::vector<std::string> DimNames(const std::string& name) const;
   const std::string& precision() const;
   // "cpu", or the CUDA device's name ("cuda: NVIDIA H200"); and whether Run() replays a CUDA graph.
   std::string device_name() const;

@@ -24,6 +24,8 @@ bool IsValidDataType(uint8_t code);
 struct TensorInfo {
   std::string name;
   DataType dtype = DataType::kUndefined;
+  // In a dynamic plan (compiled without --shape), a symbolic dim is -1 here (Session::DimNames
+  // names it: "batch", "2*seq").
   std::vector<int64_t> dims;
   int64_t NumElements() const {
     int64_t n = 1;

@@ -1,12 +1,12 @@
-// PlanMemory (see memory_planner.h): in-place groups by union-find, then greedy-by-size
+// PlanMemory (see memory_plan.h): in-place groups by union-find, then greedy-by-size
 // placement of the groups.
-#include "compiler/emit/memory_planner.h"
+#include "runtime/plan/memory_plan.h"
 
 #include <algorithm>
 #include <map>
 #include <numeric>
 
-namespace precis::emit {
+namespace precis::plan {
 namespace {
 
 size_t Align(size_t n) { return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
@@ -85,19 +85,22 @@ MemoryPlan PlanMemory(const std::vector<PlannedTensor>& tensors) {
   }
   for (auto& [root, g] : groups)
     for (int m : g.members) plan.offsets[size_t(m)] = g.offset;
-  // Lower bound: the most bytes live at once (group sizes, since in-place members share).
-  int min_step = 0, max_step = 0;
+  // Lower bound: the most bytes live at once (group sizes, since in-place members share), swept
+  // over the groups' start and end events (not step by step: a dynamic plan's live ranges come
+  // from the plan file and may span any int range).
+  std::vector<std::pair<int64_t, int64_t>> events;  // (step, +bytes at first / -bytes after last)
   for (auto& [root, g] : groups) {
-    min_step = std::min(min_step, g.first);
-    max_step = std::max(max_step, g.last);
+    if (g.first > g.last || g.bytes == 0) continue;
+    events.push_back({g.first, int64_t(g.bytes)});
+    events.push_back({int64_t(g.last) + 1, -int64_t(g.bytes)});
   }
-  for (int s = min_step; s <= max_step; ++s) {
-    size_t live = 0;
-    for (auto& [root, g] : groups)
-      if (g.first <= s && s <= g.last) live += g.bytes;
-    plan.lower_bound = std::max(plan.lower_bound, live);
+  std::sort(events.begin(), events.end());  // at one step the ends (negative) come first
+  int64_t live = 0;
+  for (const auto& [step, delta] : events) {
+    live += delta;
+    plan.lower_bound = std::max(plan.lower_bound, size_t(std::max<int64_t>(live, 0)));
   }
   return plan;
 }
 
-}  // namespace precis::emit
+}  // namespace precis::plan

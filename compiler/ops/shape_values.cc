@@ -1,0 +1,253 @@
+// KnownValues (see shape_values.h).
+#include "compiler/ops/shape_values.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "compiler/ops/op_registry.h"
+
+namespace precis::ops {
+namespace {
+
+using Values = std::vector<ir::DimExpr>;
+
+// A constant integer (or bool) tensor's values, or the known values of a computed one.
+std::optional<Values> ValuesOf(const ir::Node& node, size_t i, int64_t opset) {
+  if (i >= node.inputs().size() || !node.inputs()[i]) return std::nullopt;
+  const ir::Value* v = node.inputs()[i];
+  if (v->known_values()) return *v->known_values();
+  if (!v->is_constant() || !v->data() || !v->data()->has_data()) return std::nullopt;
+  ir::DType dt = v->data()->dtype();
+  if (!ir::IsInteger(dt) && dt != ir::DType::kBool) return std::nullopt;
+  if (size_t(v->data()->NumElements()) > kMaxKnownValues) return std::nullopt;
+  InferContext ctx(node, opset);
+  auto ints = ctx.ConstantInts(i);
+  if (!ints.ok()) return std::nullopt;
+  Values out;
+  for (int64_t x : *ints) out.push_back(ir::DimExpr::Constant(x));
+  return out;
+}
+
+std::optional<std::vector<int64_t>> Constants(const Values& v) {
+  std::vector<int64_t> out;
+  for (const auto& e : v) {
+    if (!e.is_constant()) return std::nullopt;
+    out.push_back(e.constant());
+  }
+  return out;
+}
+
+bool IsIntegerType(const ir::Value* v) {
+  return v && v->type().is_tensor() && (ir::IsInteger(v->type().dtype()) || v->type().dtype() == ir::DType::kBool);
+}
+
+int64_t RankOf(const ir::Value* v) { return v && v->type().is_tensor() ? v->type().shape().rank() : -1; }
+
+// Elementwise over two value lists of equal length or one of length 1 (NumPy broadcasting of
+// the 1-D and scalar tensors shape arithmetic uses).
+template <typename F>
+std::optional<Values> Binary(const Values& a, const Values& b, F f) {
+  if (a.size() != b.size() && a.size() != 1 && b.size() != 1) return std::nullopt;
+  size_t n = std::max(a.size(), b.size());
+  Values out;
+  for (size_t k = 0; k < n; ++k) {
+    auto r = f(a[a.size() == 1 ? 0 : k], b[b.size() == 1 ? 0 : k]);
+    if (!r) return std::nullopt;
+    out.push_back(*r);
+  }
+  return out;
+}
+
+// Integer division as the Div kernel does it (truncation toward zero) for constants; symbolic
+// values only where the division is exact.
+std::optional<ir::DimExpr> Divide(const ir::DimExpr& a, const ir::DimExpr& b) {
+  if (a.is_constant() && b.is_constant()) {
+    if (b.constant() == 0 || (b.constant() == -1 && a.constant() == INT64_MIN)) return std::nullopt;
+    return ir::DimExpr::Constant(a.constant() / b.constant());
+  }
+  return a.DivExact(b);
+}
+
+std::optional<Values> Compute(const ir::Node& node, int64_t opset) {
+  const std::string& op = node.op_type();
+  const ir::Value* out = node.outputs().empty() ? nullptr : node.outputs()[0];
+  if (!IsIntegerType(out)) return std::nullopt;
+  auto in = [&](size_t i) { return ValuesOf(node, i, opset); };
+  InferContext ctx(node, opset);
+
+  if (op == "Shape") {
+    const ir::Type& t = node.inputs()[0] ? node.inputs()[0]->type() : ir::Type();
+    if (!t.is_tensor() || !t.shape().has_rank()) return std::nullopt;
+    int64_t rank = t.shape().rank();
+    int64_t start = opset >= 15 ? ctx.Int("start", 0) : 0, end = opset >= 15 ? ctx.Int("end", rank) : rank;
+    auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+    Values v;
+    for (int64_t i = clamp(start); i < clamp(end); ++i) {
+      auto e = ir::DimExpr::FromDim(t.shape().dims()[size_t(i)]);
+      if (!e) return std::nullopt;
+      v.push_back(*e);
+    }
+    return v;
+  }
+  if (op == "Size") {
+    const ir::Type& t = node.inputs()[0] ? node.inputs()[0]->type() : ir::Type();
+    if (!t.is_tensor() || !t.shape().has_rank()) return std::nullopt;
+    auto p = ir::DimProduct(t.shape().dims());
+    if (!p) return std::nullopt;
+    return Values{*p};
+  }
+  if (op == "Identity" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") return in(0);
+  if (op == "Cast") {
+    if (!IsIntegerType(node.inputs()[0])) return std::nullopt;
+    auto v = in(0);
+    // A narrowing cast of a symbolic value could wrap: only 32- and 64-bit targets keep them.
+    if (v && out->type().dtype() != ir::DType::kI64 && out->type().dtype() != ir::DType::kI32 && !Constants(*v)) return std::nullopt;
+    return v;
+  }
+  if (op == "Concat") {
+    if (RankOf(out) != 1) return std::nullopt;
+    Values all;
+    for (size_t i = 0; i < node.inputs().size(); ++i) {
+      auto v = in(i);
+      if (!v) return std::nullopt;
+      all.insert(all.end(), v->begin(), v->end());
+    }
+    return all;
+  }
+  if (op == "Gather") {
+    auto data = in(0);
+    auto idx = in(1);
+    if (!data || !idx || RankOf(node.inputs()[0]) != 1 || RankOf(node.inputs()[1]) > 1) return std::nullopt;
+    auto k = Constants(*idx);
+    if (!k) return std::nullopt;
+    Values v;
+    for (int64_t i : *k) {
+      int64_t n = int64_t(data->size());
+      if (i < -n || i >= n) return std::nullopt;
+      v.push_back((*data)[size_t(i < 0 ? i + n : i)]);
+    }
+    return v;
+  }
+  if (op == "Slice") {
+    auto data = in(0);
+    if (!data || RankOf(node.inputs()[0]) != 1) return std::nullopt;
+    int64_t n = int64_t(data->size()), start = 0, end = n, step = 1;
+    std::vector<int64_t> starts, ends, axes{0}, steps{1};
+    if (opset < 10) {
+      auto s = ctx.Ints("starts"), e = ctx.Ints("ends");
+      if (!s || !e) return std::nullopt;
+      starts = *s, ends = *e;
+      if (auto a = ctx.Ints("axes")) axes = *a;
+    } else {
+      auto s = in(1), e = in(2);
+      if (!s || !e) return std::nullopt;
+      auto sc = Constants(*s), ec = Constants(*e);
+      if (!sc || !ec) return std::nullopt;
+      starts = *sc, ends = *ec;
+      if (node.inputs().size() > 3 && node.inputs()[3]) {
+        auto a = in(3);
+        if (!a || !Constants(*a)) return std::nullopt;
+        axes = *Constants(*a);
+      }
+      if (node.inputs().size() > 4 && node.inputs()[4]) {
+        auto st = in(4);
+        if (!st || !Constants(*st)) return std::nullopt;
+        steps = *Constants(*st);
+      }
+    }
+    if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || steps.size() != 1 || (axes[0] != 0 && axes[0] != -1)) return std::nullopt;
+    step = steps[0];
+    if (step == 0) return std::nullopt;
+    auto norm = [n](int64_t v, int64_t lo, int64_t hi) { return std::clamp<int64_t>(v < 0 ? v + n : v, lo, hi); };
+    if (step > 0) {
+      start = norm(starts[0], 0, n);
+      end = norm(ends[0], 0, n);
+    } else {
+      start = norm(starts[0], -1, n - 1);
+      end = norm(ends[0], -1, n - 1);
+    }
+    Values v;
+    for (int64_t i = start; step > 0 ? i < end : i > end; i += step) v.push_back((*data)[size_t(i)]);
+    return v;
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    auto a = in(0), b = in(1);
+    if (!a || !b) return std::nullopt;
+    if (op == "Add") return Binary(*a, *b, [](const ir::DimExpr& x, const ir::DimExpr& y) { return x.Add(y); });
+    if (op == "Sub") return Binary(*a, *b, [](const ir::DimExpr& x, const ir::DimExpr& y) { return x.Sub(y); });
+    if (op == "Mul") return Binary(*a, *b, [](const ir::DimExpr& x, const ir::DimExpr& y) { return x.Mul(y); });
+    return Binary(*a, *b, Divide);
+  }
+  if (op == "Equal") {
+    auto a = in(0), b = in(1);
+    if (!a || !b) return std::nullopt;
+    // Decided where the difference is a constant (x == x, x + 1 vs x), or cannot be 0 because
+    // symbols are dims (>= 0): every coefficient of one sign and a nonzero constant of that sign
+    // (batch vs -1, the test exporters emit before an Expand).
+    return Binary(*a, *b, [](const ir::DimExpr& x, const ir::DimExpr& y) -> std::optional<ir::DimExpr> {
+      auto d = x.Sub(y);
+      if (!d) return std::nullopt;
+      if (d->is_constant()) return ir::DimExpr::Constant(d->constant() == 0 ? 1 : 0);
+      bool nonneg = true, nonpos = true;
+      for (const auto& [m, c] : d->terms()) {
+        if (m.empty()) continue;
+        nonneg &= c > 0;
+        nonpos &= c < 0;
+      }
+      if ((nonneg && d->constant() > 0) || (nonpos && d->constant() < 0)) return ir::DimExpr::Constant(0);
+      return std::nullopt;
+    });
+  }
+  if (op == "Where") {
+    auto c = in(0), x = in(1), y = in(2);
+    if (!c || !x || !y) return std::nullopt;
+    auto cc = Constants(*c);
+    if (!cc) return std::nullopt;
+    size_t n = std::max({c->size(), x->size(), y->size()});
+    for (size_t s : {c->size(), x->size(), y->size()})
+      if (s != n && s != 1) return std::nullopt;
+    Values v;
+    for (size_t k = 0; k < n; ++k) {
+      bool take_x = (*cc)[cc->size() == 1 ? 0 : k] != 0;
+      const Values& src = take_x ? *x : *y;
+      v.push_back(src[src.size() == 1 ? 0 : k]);
+    }
+    return v;
+  }
+  if (op == "ConstantOfShape") {
+    auto shape = in(0);
+    if (!shape) return std::nullopt;
+    auto dims = Constants(*shape);
+    if (!dims) return std::nullopt;
+    int64_t count = 1;
+    for (int64_t d : *dims) {
+      if (d < 0 || (d > 0 && count > int64_t(kMaxKnownValues) / d)) return std::nullopt;
+      count *= d;
+    }
+    int64_t fill = 0;
+    if (const ir::Attribute* a = node.FindAttribute("value")) {
+      if (a->kind != ir::Attribute::Kind::kTensor || !a->t.has_data() || a->t.NumElements() != 1) return std::nullopt;
+      ir::DType dt = a->t.dtype();
+      const uint8_t* p = a->t.buffer().data();
+      if (dt == ir::DType::kI64) std::memcpy(&fill, p, 8);
+      else if (dt == ir::DType::kI32) { int32_t x; std::memcpy(&x, p, 4); fill = x; }
+      else return std::nullopt;
+    }
+    return Values(size_t(count), ir::DimExpr::Constant(fill));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::vector<ir::DimExpr>> KnownValues(const ir::Node& node, int64_t opset) {
+  if (!node.domain().empty() || node.outputs().empty() || !node.outputs()[0]) return std::nullopt;
+  auto v = Compute(node, opset);
+  if (!v || v->size() > kMaxKnownValues) return std::nullopt;
+  // The count must agree with the output's type where that is static.
+  const ir::Type& t = node.outputs()[0]->type();
+  if (t.is_tensor() && t.shape().is_static() && t.shape().NumElements() && *t.shape().NumElements() != int64_t(v->size())) return std::nullopt;
+  return v;
+}
+
+}  // namespace precis::ops

@@ -1,0 +1,187 @@
+// Dynamic plans (symbolic dims bound at run time): one plan run at several shapes in one session,
+// shape arithmetic (Shape -> Gather -> Mul -> Concat -> Reshape) turned into symbolic dims, and
+// the errors a caller gets for inconsistent inputs. Expected values are computed here with plain
+// double loops, never by the code under test.
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "compiler/emit/plan_emitter.h"
+#include "compiler/ir/text.h"
+#include "passes/infer_shapes.h"
+#include "precis/session.h"
+
+namespace precis {
+namespace {
+
+// y = Reshape(MatMul(x, w), [batch*seq, 3]) with the target computed from Shape(x);
+// c = Concat(x, m) along axis 1 ([batch, 2*seq, 4]); s = x + m.
+constexpr const char* kModel = R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "dyn" {
+  input %x: f32[batch,seq,4]
+  input %m: f32[batch,seq,4]
+  const %w: f32[4,3] = [0.5, -1.0, 2.0, 1.5, 0.25, -0.5, -2.0, 1.0, 0.75, 0.125, 3.0, -1.25]
+  const %i0: i64[] = [0]
+  const %i1: i64[] = [1]
+  const %ax: i64[1] = [0]
+  const %three: i64[1] = [3]
+  %mm = MatMul(%x, %w)
+  %shape = Shape(%x)
+  %b = Gather(%shape, %i0) {axis = 0}
+  %t = Gather(%shape, %i1) {axis = 0}
+  %bt = Mul(%b, %t)
+  %btu = Unsqueeze(%bt, %ax)
+  %target = Concat(%btu, %three) {axis = 0}
+  %y = Reshape(%mm, %target)
+  %c = Concat(%x, %m) {axis = 1}
+  %s = Add(%x, %m)
+  output %y
+  output %c
+  output %s
+}
+)";
+
+const float kW[4][3] = {{0.5f, -1.0f, 2.0f}, {1.5f, 0.25f, -0.5f}, {-2.0f, 1.0f, 0.75f}, {0.125f, 3.0f, -1.25f}};
+
+std::vector<uint8_t> Plan(const emit::EmitOptions& options = {}) {
+  auto model = ir::ParseModel(kModel);
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  auto inferred = passes::InferShapesAndFold(**model);
+  EXPECT_TRUE(inferred.ok()) << inferred.status().ToString();
+  auto emitted = emit::EmitPlan(**model, options);
+  EXPECT_TRUE(emitted.ok()) << emitted.status().ToString();
+  EXPECT_EQ(emitted->symbols, (std::vector<std::string>{"batch", "seq"}));
+  return emitted->bytes;
+}
+
+std::vector<float> Values(int64_t n, float scale) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = scale * float((i * 7) % 11) - 2.0f;
+  return v;
+}
+
+// Sets x and m of shape [b, t, 4], runs, and checks the three outputs against double loops.
+void RunAndCheck(Session& s, int64_t b, int64_t t) {
+  SCOPED_TRACE("batch " + std::to_string(b) + ", seq " + std::to_string(t));
+  std::vector<float> x = Values(b * t * 4, 0.5f), m = Values(b * t * 4, -0.25f);
+  ASSERT_TRUE(s.SetInput("x", DataType::kF32, {b, t, 4}, x.data(), x.size() * 4).ok());
+  ASSERT_TRUE(s.SetInput("m", DataType::kF32, {b, t, 4}, m.data(), m.size() * 4).ok());
+  Status run = s.Run();
+  ASSERT_TRUE(run.ok()) << run.ToString();
+  auto y = s.Output("y");
+  ASSERT_TRUE(y.ok());
+  ASSERT_EQ(y->info.dims, (std::vector<int64_t>{b * t, 3}));
+  const float* yv = static_cast<const float*>(y->data);
+  for (int64_t r = 0; r < b * t; ++r)
+    for (int k = 0; k < 3; ++k) {
+      double want = 0;
+      for (int j = 0; j < 4; ++j) want += double(x[size_t(r * 4 + j)]) * kW[j][k];
+      // FP32 accumulation of 4 products of exactly representable values: within 1e-5 relative.
+      EXPECT_NEAR(yv[r * 3 + k], want, 1e-5 * (1 + std::fabs(want))) << "y[" << r << "," << k << "]";
+    }
+  auto c = s.Output("c");
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->info.dims, (std::vector<int64_t>{b, 2 * t, 4}));
+  const float* cv = static_cast<const float*>(c->data);
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < 2 * t; ++j)
+      for (int k = 0; k < 4; ++k) {
+        float want = j < t ? x[size_t((i * t + j) * 4 + k)] : m[size_t((i * t + j - t) * 4 + k)];
+        EXPECT_EQ(cv[(i * 2 * t + j) * 4 + k], want);
+      }
+  auto sum = s.Output("s");
+  ASSERT_TRUE(sum.ok());
+  const float* sv = static_cast<const float*>(sum->data);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(sv[i], x[i] + m[i]);
+}
+
+TEST(DynamicPlan, OneSessionRunsSeveralShapes) {
+  std::vector<uint8_t> bytes = Plan();
+  auto session = Session::FromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  Session& s = **session;
+  EXPECT_EQ(s.symbols(), (std::vector<std::string>{"batch", "seq"}));
+  EXPECT_EQ(s.DimNames("x"), (std::vector<std::string>{"batch", "seq", ""}));
+  EXPECT_EQ(s.DimNames("y"), (std::vector<std::string>{"batch*seq", ""}));
+  EXPECT_EQ(s.DimNames("c"), (std::vector<std::string>{"batch", "2*seq", ""}));
+  EXPECT_EQ(s.inputs()[0].dims, (std::vector<int64_t>{-1, -1, 4}));
+  RunAndCheck(s, 2, 3);
+  size_t small = s.arena_bytes();
+  RunAndCheck(s, 3, 17);
+  EXPECT_GT(s.arena_bytes(), small);
+  RunAndCheck(s, 2, 3);  // a shape seen before (its kernels come from the cache)
+  EXPECT_EQ(s.arena_bytes(), small);
+  RunAndCheck(s, 1, 1);
+  RunAndCheck(s, 4, 0);  // empty tensors
+}
+
+TEST(DynamicPlan, InconsistentInputsAreRefused) {
+  std::vector<uint8_t> bytes = Plan();
+  auto session = Session::FromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  Session& s = **session;
+  std::vector<float> data(2 * 5 * 4, 1.0f);
+  // Nothing set yet.
+  Status none = s.Run();
+  EXPECT_FALSE(none.ok());
+  EXPECT_NE(none.message().find("has no value yet"), std::string::npos) << none.message();
+  EXPECT_FALSE(s.Output("y").ok());
+  // A static dim that differs, and a byte count that does not match the shape.
+  Status wrong = s.SetInput("x", DataType::kF32, {2, 5, 3}, data.data(), 2 * 5 * 3 * 4);
+  EXPECT_NE(wrong.message().find("must have shape [batch, seq, 4]"), std::string::npos) << wrong.message();
+  EXPECT_FALSE(s.SetInput("x", DataType::kF32, {2, 5, 4}, data.data(), 8).ok());
+  // Two inputs that bind seq differently for one run.
+  ASSERT_TRUE(s.SetInput("x", DataType::kF32, {2, 5, 4}, data.data(), data.size() * 4).ok());
+  Status conflict = s.SetInput("m", DataType::kF32, {2, 4, 4}, data.data(), 2 * 4 * 4 * 4);
+  EXPECT_NE(conflict.message().find("gives seq = 4, but input 'x' gave seq = 5"), std::string::npos) << conflict.message();
+  ASSERT_TRUE(s.SetInput("m", DataType::kF32, {2, 5, 4}, data.data(), data.size() * 4).ok());
+  ASSERT_TRUE(s.Run().ok());
+  // x changes shape, m is not set again: its bytes are of the old shape.
+  ASSERT_TRUE(s.SetInput("x", DataType::kF32, {1, 5, 4}, data.data(), 5 * 4 * 4).ok());
+  Status stale = s.Run();
+  EXPECT_NE(stale.message().find("input 'm' was set with shape 2x5x4"), std::string::npos) << stale.message();
+  // Binding by pointer needs a shape: refused for dynamic plans.
+  EXPECT_FALSE(s.BindInput("x", data.data(), data.size() * 4).ok());
+  EXPECT_FALSE(s.BindOutput("s", data.data(), data.size() * 4).ok());
+  // The session still runs once both inputs agree again.
+  ASSERT_TRUE(s.SetInput("m", DataType::kF32, {1, 5, 4}, data.data(), 5 * 4 * 4).ok());
+  EXPECT_TRUE(s.Run().ok());
+}
+
+// Every symbol bounded: the arena is planned once at load for the largest shape and kept for
+// every shape; inputs outside the bounds are refused; a bound on no symbol is a compile error.
+TEST(DynamicPlan, BoundedSymbolsPlanTheArenaOnce) {
+  emit::EmitOptions options;
+  options.dim_bounds = {{"batch", {1, 4}}, {"seq", {1, 32}}};
+  std::vector<uint8_t> bytes = Plan(options);
+  auto session = Session::FromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  Session& s = **session;
+  size_t arena = s.arena_bytes();
+  // The largest shape's tensors: x and m (4*32*4 floats each), y, c and s, and the MatMul
+  // output: at least 4*32*4*4 bytes each for x, m, s, twice that for c.
+  EXPECT_GE(arena, size_t(4 * 32 * 4 * 4) * 5);
+  RunAndCheck(s, 2, 3);
+  EXPECT_EQ(s.arena_bytes(), arena);
+  RunAndCheck(s, 4, 32);
+  RunAndCheck(s, 1, 1);
+  EXPECT_EQ(s.arena_bytes(), arena);
+  std::vector<float> data(1 * 33 * 4, 0.0f);
+  Status outside = s.SetInput("x", DataType::kF32, {1, 33, 4}, data.data(), data.size() * 4);
+  EXPECT_NE(outside.message().find("seq = 33 is outside the plan's bounds 1..32"), std::string::npos) << outside.message();
+
+  auto model = ir::ParseModel(kModel);
+  ASSERT_TRUE(model.ok());
+  ASSERT_TRUE(passes::InferShapesAndFold(**model).ok());
+  emit::EmitOptions wrong;
+  wrong.dim_bounds = {{"sequence", {1, 8}}};
+  auto emitted = emit::EmitPlan(**model, wrong);
+  ASSERT_FALSE(emitted.ok());
+  EXPECT_NE(emitted.status().message().find("no symbolic dim 'sequence' (its symbolic dims: batch, seq)"), std::string::npos)
+      << emitted.status().message();
+}
+
+}  // namespace
+}  // namespace precis
