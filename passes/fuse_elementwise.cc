@@ -23,33 +23,37 @@ constexpr size_t kMaxGroupInputs = 8;
 
 bool FloatDtype(ir::DType t) { return t == ir::DType::kF32 || t == ir::DType::kF16 || t == ir::DType::kBF16; }
 
-std::optional<std::vector<int64_t>> StaticDims(const ir::Value* v) {
+// A float value's dims, static or symbolic (a dynamic plan's); nullopt for other values or an
+// unknown dim.
+using Dims = std::vector<ir::Dim>;
+std::optional<Dims> ShapeDims(const ir::Value* v) {
   if (!v || !v->type().is_tensor() || !FloatDtype(v->type().dtype())) return std::nullopt;
   const ir::Shape& s = v->type().shape();
-  if (!s.has_rank() || !s.is_static()) return std::nullopt;
-  std::vector<int64_t> dims;
-  for (const ir::Dim& d : s.dims()) dims.push_back(d.value());
-  return dims;
+  if (!s.has_rank()) return std::nullopt;
+  for (const ir::Dim& d : s.dims())
+    if (d.is_unknown()) return std::nullopt;
+  return s.dims();
 }
 
-int64_t Numel(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
+bool IsOne(const ir::Dim& d) { return d.is_static() && d.value() == 1; }
+bool IsScalar(const Dims& dims) { return std::all_of(dims.begin(), dims.end(), IsOne); }
+bool IsEmpty(const Dims& dims) {
+  return std::any_of(dims.begin(), dims.end(), [](const ir::Dim& d) { return d.is_static() && d.value() == 0; });
 }
 
 // How a value of dims `v` broadcast to `out` is read as a fused load: element i of the output reads
 // element (i / inner) % count; {1, 1} for one element. nullopt when `v` keeps more than one
-// contiguous block of `out`'s dims (or does not broadcast to it).
-std::optional<std::pair<int64_t, int64_t>> Period(const std::vector<int64_t>& v, const std::vector<int64_t>& out) {
+// contiguous block of `out`'s dims (or does not broadcast to it), or when inner or count would
+// depend on symbolic dims (the fused program holds them as numbers).
+std::optional<std::pair<int64_t, int64_t>> Period(const Dims& v, const Dims& out) {
   if (v.size() > out.size()) return std::nullopt;
-  std::vector<int64_t> padded(out.size() - v.size(), 1);
+  Dims padded(out.size() - v.size(), ir::Dim::Static(1));
   padded.insert(padded.end(), v.begin(), v.end());
   int lo = -1, hi = -1, state = 0;  // 0: before the kept block, 1: in it, 2: after it
   for (size_t k = 0; k < out.size(); ++k) {
-    if (out[k] == 1) continue;
+    if (IsOne(out[k])) continue;
     bool kept = padded[k] == out[k];
-    if (!kept && padded[k] != 1) return std::nullopt;
+    if (!kept && !IsOne(padded[k])) return std::nullopt;
     if (kept) {
       if (state == 2) return std::nullopt;
       state = 1;
@@ -61,8 +65,14 @@ std::optional<std::pair<int64_t, int64_t>> Period(const std::vector<int64_t>& v,
   }
   if (lo < 0) return std::make_pair(int64_t(1), int64_t(1));
   int64_t inner = 1, count = 1;
-  for (size_t k = size_t(hi) + 1; k < out.size(); ++k) inner *= out[k];
-  for (int k = lo; k <= hi; ++k) count *= out[size_t(k)];
+  for (size_t k = size_t(hi) + 1; k < out.size(); ++k) {
+    if (!out[k].is_static()) return std::nullopt;
+    inner *= out[k].value();
+  }
+  for (int k = lo; k <= hi; ++k) {
+    if (!out[size_t(k)].is_static()) return std::nullopt;
+    count *= out[size_t(k)].value();
+  }
   return std::make_pair(inner, count);
 }
 
@@ -104,8 +114,8 @@ std::optional<std::vector<ir::Value*>> FusableInputs(const ir::Node& n) {
   if (!n.domain().empty() || n.outputs().size() != 1 || !n.outputs()[0]) return std::nullopt;
   for (const auto& a : n.attributes())
     if (!a.graphs.empty()) return std::nullopt;
-  auto out = StaticDims(n.outputs()[0]);
-  if (!out || Numel(*out) == 0) return std::nullopt;
+  auto out = ShapeDims(n.outputs()[0]);
+  if (!out || IsEmpty(*out)) return std::nullopt;
   const std::string& op = n.op_type();
   std::vector<ir::Value*> data;
   if (BinaryOps().count(op)) {
@@ -127,7 +137,7 @@ std::optional<std::vector<ir::Value*>> FusableInputs(const ir::Node& n) {
     return std::nullopt;
   }
   for (const ir::Value* v : data) {
-    auto dims = StaticDims(v);
+    auto dims = ShapeDims(v);
     if (!dims || (*dims != *out && !Period(*dims, *out))) return std::nullopt;
   }
   return data;
@@ -149,7 +159,7 @@ class Builder {
   // writes the last node's dims or one element (groups grow only along such values), so each load
   // broadcasts relative to the last node's output (Period).
   void Build(const std::vector<ir::Node*>& nodes, const std::vector<ir::Value*>& extra) {
-    out_dims_ = *StaticDims(nodes.back()->outputs()[0]);
+    out_dims_ = *ShapeDims(nodes.back()->outputs()[0]);
     for (ir::Node* n : nodes) {
       std::vector<int64_t> regs;
       const std::string& op = n->op_type();
@@ -226,7 +236,7 @@ class Builder {
     if (auto k = ScalarConstant(v)) {
       r = Emit({fz::Op::kConst, Const(*k), 0, 0});
     } else {
-      std::vector<int64_t> dims = *StaticDims(v);
+      Dims dims = *ShapeDims(v);
       int64_t inner = 0, count = 0;
       if (dims != out_dims_) std::tie(inner, count) = *Period(dims, out_dims_);
       r = Emit({fz::Op::kLoad, int64_t(inputs.size()), int64_t(ir::DTypeToOnnx(v->type().dtype())), inner, count});
@@ -237,7 +247,7 @@ class Builder {
   }
 
   std::unordered_map<const ir::Value*, int64_t> regs_;
-  std::vector<int64_t> out_dims_;
+  Dims out_dims_;
 };
 
 }  // namespace
@@ -270,15 +280,15 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
       if (v->kind() != ir::Value::Kind::kNodeOutput) continue;
       // A value the plan keeps joins only as an extra output of the group, with the group's dims.
       bool kept = outputs.count(v) > 0;
-      if (kept && (*StaticDims(v) != *StaticDims(n->outputs()[0]) || groups[g].extra_outputs.size() >= kMaxExtraOutputs)) continue;
+      if (kept && (*ShapeDims(v) != *ShapeDims(n->outputs()[0]) || groups[g].extra_outputs.size() >= kMaxExtraOutputs)) continue;
       auto it = group_of.find(v->producer());
       if (it == group_of.end() || it->second == g) continue;
       bool only_here = std::all_of(v->uses().begin(), v->uses().end(), [&](const ir::Use& u) { return u.node == n; });
       if (!only_here) continue;
       // A producer writing a broadcast operand (fewer elements than `n` writes) stays outside: its
       // values would be computed once per output element.
-      auto vd = StaticDims(v);
-      if (*vd != *StaticDims(n->outputs()[0]) && Numel(*vd) != 1) continue;
+      auto vd = ShapeDims(v);
+      if (*vd != *ShapeDims(n->outputs()[0]) && !IsScalar(*vd)) continue;
       Group merged{groups[it->second].nodes, true, {}};
       merged.nodes.insert(merged.nodes.end(), groups[g].nodes.begin(), groups[g].nodes.end());
       merged.extra_outputs = groups[it->second].extra_outputs;
@@ -315,7 +325,7 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
     // One-element results (scalar arithmetic, mostly folded already) stay unfused: the fused
     // step's dims come from its full-size inputs.
     const ir::Node* last = *std::max_element(g.nodes.begin(), g.nodes.end(), [](const ir::Node* a, const ir::Node* b) { return a->index() < b->index(); });
-    if (Numel(*StaticDims(last->outputs()[0])) == 1) continue;
+    if (IsScalar(*ShapeDims(last->outputs()[0]))) continue;
     std::sort(g.nodes.begin(), g.nodes.end(), [](const ir::Node* a, const ir::Node* b) { return a->index() < b->index(); });
     Builder b;
     b.Build(g.nodes, g.extra_outputs);

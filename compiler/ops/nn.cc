@@ -6,7 +6,7 @@
 // onnxruntime and the ONNX reference do); SAME_* gives ceil(in / s) with the total padding split
 // evenly and the odd unit at the end (SAME_UPPER) or the beginning (SAME_LOWER); VALID uses no
 // padding. Batch and channel dims pass through symbolically; a symbolic spatial dim gives the
-// same formula with floor divisions (ir::DimExpr), except in ceil_mode with a stride above 1. At most 3 spatial dims are accepted (the kernels' layout).
+// same formula with floor divisions (ir::DimExpr), except in ceil_mode. At most 3 spatial dims are accepted (the kernels' layout).
 #include "compiler/ir/dim_expr.h"
 #include "compiler/ops/infer_helpers.h"
 #include "compiler/ops/op_registry.h"
@@ -59,8 +59,7 @@ Status ReadWindowSpec(const InferContext& ctx, size_t n, std::vector<int64_t> ke
 
 // Output size of spatial dim i for a symbolic input size (a dynamic plan's): SAME padding gives
 // (in+s-1)/s, explicit padding (in+pb+pe-eff_k)/s+1, floor divisions (ir::DimExpr atoms). Unknown
-// in ceil_mode with a stride above 1 (whether the last window starts in the padding depends on
-// the value).
+// in ceil_mode (whether the last window starts in the end padding depends on the value).
 ir::Dim SymbolicWindowOutput(const WindowSpec& w, size_t i, const ir::Dim& in_dim) {
   auto in = ir::DimExpr::FromDim(in_dim);
   if (!in) return ir::Dim();
@@ -72,7 +71,7 @@ ir::Dim SymbolicWindowOutput(const WindowSpec& w, size_t i, const ir::Dim& in_di
     auto num = in->Add(ir::DimExpr::Constant(s - 1));
     out = num ? num->FloorDiv(s) : std::nullopt;
   } else {
-    if (w.ceil_mode && s > 1) return ir::Dim();
+    if (w.ceil_mode) return ir::Dim();  // the last window may start in the end padding
     auto span = in->Add(ir::DimExpr::Constant(w.pads[i] + w.pads[i + n] - eff_k));
     auto q = span ? span->FloorDiv(s) : std::nullopt;
     out = q ? q->Add(ir::DimExpr::Constant(1)) : std::nullopt;

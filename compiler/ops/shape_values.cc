@@ -100,9 +100,31 @@ std::optional<Values> Compute(const ir::Node& node, int64_t opset) {
   if (op == "Cast") {
     if (!IsIntegerType(node.inputs()[0])) return std::nullopt;
     auto v = in(0);
-    // A narrowing cast of a symbolic value could wrap: only 32- and 64-bit targets keep them.
-    if (v && out->type().dtype() != ir::DType::kI64 && out->type().dtype() != ir::DType::kI32 && !Constants(*v)) return std::nullopt;
-    return v;
+    if (!v) return std::nullopt;
+    ir::DType to = out->type().dtype();
+    if (to == ir::DType::kI64) return v;
+    // Other targets: constants that the target holds as they are (bool: 0/1); a symbolic value
+    // could wrap at run time, so it is not followed.
+    auto c = Constants(*v);
+    if (!c) return std::nullopt;
+    int64_t lo = 0, hi = 0;
+    switch (to) {
+      case ir::DType::kI32: lo = INT32_MIN, hi = INT32_MAX; break;
+      case ir::DType::kU32: lo = 0, hi = UINT32_MAX; break;
+      case ir::DType::kI16: lo = INT16_MIN, hi = INT16_MAX; break;
+      case ir::DType::kU16: lo = 0, hi = UINT16_MAX; break;
+      case ir::DType::kI8: lo = INT8_MIN, hi = INT8_MAX; break;
+      case ir::DType::kU8: lo = 0, hi = UINT8_MAX; break;
+      case ir::DType::kBool: lo = 0, hi = 1; break;
+      default: return std::nullopt;
+    }
+    Values out_values;
+    for (int64_t x : *c) {
+      if (to == ir::DType::kBool) x = x != 0;
+      if (x < lo || x > hi) return std::nullopt;
+      out_values.push_back(ir::DimExpr::Constant(x));
+    }
+    return out_values;
   }
   if (op == "Concat") {
     if (RankOf(out) != 1) return std::nullopt;

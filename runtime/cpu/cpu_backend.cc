@@ -86,7 +86,12 @@ class CpuBackend final : public Backend, public ProgramRunner {
   // current shape's; a shape seen again reuses its kernels instead of preparing them anew.
   static constexpr size_t kCachedShapes = 8;
   std::vector<int64_t> key_;
-  std::vector<std::pair<std::vector<int64_t>, std::vector<Program>>> cached_;
+  struct CachedShape {
+    std::vector<int64_t> key;
+    std::vector<Program> programs;
+    std::vector<std::string> fallbacks;
+  };
+  std::vector<CachedShape> cached_;
   std::vector<Io> bodies_;  // per program: its input and output tensors
   const std::function<void(const TensorData&)>* observer_ = nullptr;  // of the Run in progress
   std::unique_ptr<ElfModule> code_;
@@ -290,13 +295,14 @@ Status CpuBackend::Prepare(LoadedPlan& plan) {
 Status CpuBackend::Reshape(LoadedPlan& plan, const std::vector<int64_t>& key) {
   plan_ = &plan;
   PRECIS_RETURN_IF_ERROR(PlaceArena());
-  if (!programs_.empty() && !key_.empty()) cached_.insert(cached_.begin(), {key_, std::move(programs_)});
+  if (!programs_.empty() && !key_.empty()) cached_.insert(cached_.begin(), CachedShape{key_, std::move(programs_), fallbacks_});
   programs_.clear();
   key_.clear();
-  auto hit = std::find_if(cached_.begin(), cached_.end(), [&](const auto& c) { return c.first == key; });
+  auto hit = std::find_if(cached_.begin(), cached_.end(), [&](const CachedShape& c) { return c.key == key; });
   size_t scratch_bytes = 0;
   if (hit != cached_.end()) {
-    programs_ = std::move(hit->second);
+    programs_ = std::move(hit->programs);
+    fallbacks_ = std::move(hit->fallbacks);
     cached_.erase(hit);
     for (const Program& p : programs_)
       for (const auto& k : p.kernels) scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());

@@ -72,6 +72,7 @@ struct Session::Impl {
   };
   bool dynamic = false;
   bool prepared = false;
+  bool shape_ok = false;  // a dynamic plan's tensors match its bound shape (false after a failed rebind)
   std::vector<std::string> symbols;
   std::vector<std::vector<SymDim>> sym_dims;   // per tensor
   std::vector<Atom> atoms;
@@ -458,6 +459,7 @@ Status Session::Impl::Load(const uint8_t* data, size_t size) {
     // Every symbol bounded: prepared now for the maximum, whose arena every binding reuses.
     if (std::all_of(sym_max.begin(), sym_max.end(), [](int64_t m) { return m >= 0; })) {
       PRECIS_RETURN_IF_ERROR(Rebind(sym_max).WithContext("preparing the plan for its largest shape (" + Binding(sym_max) + ")"));
+      shape_ok = true;
       fixed_arena = true;
       fixed_arena_bytes = loaded.arena_bytes;
       fixed_offsets = loaded.arena_offsets;
@@ -730,7 +732,8 @@ Status Session::BindOutput(const std::string& name, void* data, size_t bytes) {
 Status Session::Impl::SetDynamicInput(int id, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes) {
   const rt::Tensor& t = tensors[size_t(id)];
   const plan::TensorDesc* d = view.meta->tensors()->Get(flatbuffers::uoffset_t(id));
-  std::vector<int64_t> pattern(d->dims()->begin(), d->dims()->end());
+  std::vector<int64_t> pattern;
+  if (d->dims()) pattern.assign(d->dims()->begin(), d->dims()->end());
   std::string expected = "[";
   for (size_t k = 0; k < pattern.size(); ++k) {
     std::string dim = std::to_string(pattern[k]);
@@ -795,11 +798,14 @@ Status Session::Impl::PrepareDynamicRun(size_t program) {
   for (size_t k = 0; k < symbols.size(); ++k)
     if (b[k] < 0) return InvalidArgument("symbolic dim '" + symbols[k] + "' has no value yet: set the inputs (their shapes bind " + Binding(b) + ")");
   if (b != bound) {
+    shape_ok = false;  // until the new shape is in place: tensors hold a part of it
     Status s = Rebind(b);
     if (!s.ok()) {
-      bound.assign(symbols.size(), -1);  // tensors may hold a part of the failed binding
+      bound.assign(symbols.size(), -1);
+      std::fill(pending.begin(), pending.end(), -1);  // the failed shape binds nothing: inputs start afresh
       return s;
     }
+    shape_ok = true;
   }
   std::fill(pending.begin(), pending.end(), -1);
   for (int id : loaded.programs[program].inputs) {
@@ -885,7 +891,8 @@ StatusOr<TensorData> Session::Output(const std::string& name) const {
   auto it = impl_->output_ids.find(name);
   if (it == impl_->output_ids.end()) return InvalidArgument("no output named '" + name + "' (outputs: " + Names(impl_->output_ids) + ")");
   const rt::Tensor& t = impl_->tensors[size_t(it->second)];
-  if (impl_->dynamic && !impl_->prepared) return InvalidArgument("output '" + name + "': the plan has symbolic dims and has not run yet");
+  if (impl_->dynamic && (!impl_->prepared || !impl_->shape_ok))
+    return InvalidArgument("output '" + name + "': the plan has symbolic dims and has not run at its current shape (none yet, or binding it failed)");
   return TensorData{{t.name, t.dtype, t.dims}, t.data};
 }
 

@@ -105,10 +105,14 @@ Status SliceView(const KernelArgs& args, const Tensor& in, const Tensor& out, St
   view.strides = strides;
   for (int64_t d = 0; d < in.rank(); ++d)
     if (out.dims[size_t(d)] > in.dims[size_t(d)]) return args.Error("output is larger than the input");
+  std::vector<bool> seen(size_t(in.rank()), false);
   for (size_t i = 0; i < starts.size(); ++i) {
     int64_t axis = NormalizeAxis(axes[i], in.rank());
     if (axis < 0 || axis >= in.rank() || steps[i] == 0) return args.Error("invalid axis or step");
     size_t a = size_t(axis);
+    // A repeated axis would add two starts to the offset while the dims keep one count.
+    if (seen[a]) return args.Error("axis " + std::to_string(axes[i]) + " is repeated");
+    seen[a] = true;
     SliceAxis range = SliceRange(starts[i], ends[i], steps[i], in.dims[a]);
     if (range.count != out.dims[a]) return args.Error("output dim " + std::to_string(a) + " does not match the slice");
     if (range.count == 0) continue;

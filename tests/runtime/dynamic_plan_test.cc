@@ -150,6 +150,28 @@ TEST(DynamicPlan, InconsistentInputsAreRefused) {
   EXPECT_TRUE(s.Run().ok());
 }
 
+// A shape whose arena is over SessionOptions::max_arena_bytes fails at Run; outputs are then
+// refused (their dims would be the failed shape's, their bytes the old arena's) until a run at a
+// shape that fits.
+TEST(DynamicPlan, OutputsAfterAFailedShapeAreRefused) {
+  std::vector<uint8_t> bytes = Plan();
+  SessionOptions options;
+  options.max_arena_bytes = 64 * 1024;
+  auto session = Session::FromBuffer(bytes.data(), bytes.size(), options);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  Session& s = **session;
+  RunAndCheck(s, 1, 2);
+  std::vector<float> big(4 * 1000 * 4, 1.0f);
+  ASSERT_TRUE(s.SetInput("x", DataType::kF32, {4, 1000, 4}, big.data(), big.size() * 4).ok());
+  ASSERT_TRUE(s.SetInput("m", DataType::kF32, {4, 1000, 4}, big.data(), big.size() * 4).ok());
+  Status run = s.Run();
+  EXPECT_NE(run.message().find("max_arena_bytes"), std::string::npos) << run.message();
+  auto y = s.Output("y");
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("has not run at its current shape"), std::string::npos) << y.status().message();
+  RunAndCheck(s, 2, 3);
+}
+
 // Every symbol bounded: the arena is planned once at load for the largest shape and kept for
 // every shape; inputs outside the bounds are refused; a bound on no symbol is a compile error.
 TEST(DynamicPlan, BoundedSymbolsPlanTheArenaOnce) {

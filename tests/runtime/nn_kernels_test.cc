@@ -471,7 +471,7 @@ TEST(NnShapes, ConvKeepsSymbolicDimsWithFloorDivisions) {
   EXPECT_EQ(InferOutput("  input %x: f32[N,3,H,W]\n  input %w: f32[8,3,3,3]\n  %y = Conv(%x, %w) {auto_pad = \"SAME_UPPER\", strides = [4, 1]}\n"
                         "  output %y\n"),
             "f32[N,8,\"(H+3)/4\",W]");
-  // ceil_mode with a stride: whether the last window starts in the padding depends on the value.
+  // ceil_mode: whether the last window starts in the end padding depends on the value.
   EXPECT_EQ(InferOutput("  input %x: f32[N,C,H,8]\n  %y = MaxPool(%x) {kernel_shape = [3, 3], strides = [2, 2], ceil_mode = 1}\n  output %y\n"),
             "f32[N,C,?,4]");
   // SAME_LOWER: ceil(31 / 3) = 11 whatever the kernel.

@@ -207,6 +207,7 @@ class SliceKernel : public Kernel {
     view_.dims.assign(rank, 0);
     view_.strides.assign(rank, 0);
     dense_ = DenseStrides(args.in(0)->dims);
+    seen_.assign(rank, 0);
     return Status::Ok();
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
@@ -231,12 +232,15 @@ class SliceKernel : public Kernel {
       view_.strides[size_t(d)] = dense_[size_t(d)];
     }
     view_.offset = 0;
+    std::fill(seen_.begin(), seen_.end(), 0);
     for (int64_t i = 0; i < starts->numel; ++i) {
       int64_t axis = axes ? IndexAt(*axes, i) : i;
       if (axis < 0) axis += rank;
       int64_t step = steps ? IndexAt(*steps, i) : 1;
       if (axis < 0 || axis >= rank || step == 0) return args.Error("invalid axis or step");
       size_t a = size_t(axis);
+      if (seen_[a]) return args.Error("an axis is repeated");  // two starts would add to the offset
+      seen_[a] = 1;
       SliceAxis range = SliceRange(IndexAt(*starts, i), IndexAt(*ends, i), step, in.dims[a]);
       view_.dims[a] = range.count;
       if (range.count == 0) continue;
@@ -252,6 +256,7 @@ class SliceKernel : public Kernel {
 
   StridedView view_;
   std::vector<int64_t> dense_;
+  std::vector<char> seen_;  // per axis, during RuntimeView
   size_t esize_ = 0;
   bool runtime_ = false;
 };
