@@ -406,7 +406,8 @@ class Emitter {
       if (p.body) continue;
       for (int id : p.inputs)
         for (const ir::DimExpr& e : tensors_[size_t(id)].symbolic)
-          if (e.terms().size() == 1 && e.terms().begin()->second == 1 && e.terms().begin()->first.size() == 1)
+          if (e.terms().size() == 1 && e.terms().begin()->second == 1 && e.terms().begin()->first.size() == 1 &&
+              !ir::DimExpr::ParseAtom(e.terms().begin()->first[0]))
             bound.insert(e.terms().begin()->first[0]);
     }
     for (const std::string& s : all) {

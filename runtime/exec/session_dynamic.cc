@@ -1,0 +1,303 @@
+// Session::Impl for dynamic plans (plan.fbs Plan.symbols; docs/dynamic-shapes.md): the symbols,
+// each tensor's symbolic dims and floor atoms, inputs that bind the symbols, and the arena
+// planned and the backend reshaped for each new binding.
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/exec/session_impl.h"
+#include "runtime/plan/memory_plan.h"
+
+namespace precis {
+
+// A dynamic plan's symbols: named, distinct.
+Status Session::Impl::LoadSymbols() {
+  const plan::Plan* p = view.meta;
+  dynamic = p->symbols() && p->symbols()->size() > 0;
+  if (!dynamic) return Status::Ok();
+  if (p->symbols()->size() > 64) return InvalidArgument("plan has more than 64 symbolic dims");
+  for (const flatbuffers::String* name : *p->symbols()) {
+    if (!name || name->size() == 0) return InvalidArgument("plan has a symbolic dim without a name");
+    if (std::find(symbols.begin(), symbols.end(), name->str()) != symbols.end()) return InvalidArgument("plan names symbolic dim '" + name->str() + "' twice");
+    symbols.push_back(name->str());
+  }
+  sym_min.assign(symbols.size(), 0);
+  sym_max.assign(symbols.size(), -1);
+  if (p->symbol_min() || p->symbol_max()) {
+    if (!p->symbol_min() || !p->symbol_max() || p->symbol_min()->size() != symbols.size() || p->symbol_max()->size() != symbols.size())
+      return InvalidArgument("plan symbol bounds do not match its symbols");
+    for (size_t k = 0; k < symbols.size(); ++k) {
+      sym_min[k] = p->symbol_min()->Get(flatbuffers::uoffset_t(k));
+      sym_max[k] = p->symbol_max()->Get(flatbuffers::uoffset_t(k));
+      if (sym_min[k] < 0 || sym_max[k] < -1 || sym_max[k] > (int64_t(1) << 40) || (sym_max[k] >= 0 && sym_min[k] > sym_max[k]))
+        return InvalidArgument("plan symbol '" + symbols[k] + "' has bad bounds");
+    }
+  }
+  if (const flatbuffers::Vector<int64_t>* code = p->dim_atoms()) {
+    for (size_t pos = 0; pos < code->size();) {
+      if (atoms.size() >= 256) return InvalidArgument("plan has more than 256 floor divisions in its dims");
+      Atom a;
+      a.k = code->Get(flatbuffers::uoffset_t(pos++));
+      std::string inner;
+      if (a.k < 1 || !DecodePoly(code, pos, atoms.size(), a.terms, inner)) return InvalidArgument("plan has a bad floor division in its dims");
+      a.text = "(" + inner + ")/" + std::to_string(a.k);
+      atoms.push_back(std::move(a));
+    }
+  }
+  bound.assign(symbols.size(), -1);
+  pending.assign(symbols.size(), -1);
+  pending_from.assign(symbols.size(), "");
+  return Status::Ok();
+}
+
+// One polynomial of a dim code (plan.fbs TensorDesc.dim_code) from `code` at `pos`: its terms
+// and its text. Factors are symbols (f >= 0) or the first `atoms` floor atoms (f < 0).
+bool Session::Impl::DecodePoly(const flatbuffers::Vector<int64_t>* code, size_t& pos, size_t atoms_known, std::vector<Term>& out,
+                               std::string& text) const {
+  size_t size = code ? code->size() : 0;
+  auto next = [&](int64_t& v) {
+    if (pos >= size) return false;
+    v = code->Get(flatbuffers::uoffset_t(pos++));
+    return true;
+  };
+  int64_t terms = 0;
+  if (!next(terms) || terms < 1 || terms > 16) return false;
+  for (int64_t n = 0; n < terms; ++n) {
+    Term term;
+    int64_t factors = 0;
+    if (!next(term.coeff) || !next(factors) || factors < 0 || factors > 8) return false;
+    std::string product;
+    for (int64_t f = 0; f < factors; ++f) {
+      int64_t sym = 0;
+      if (!next(sym) || sym >= int64_t(symbols.size()) || sym < -int64_t(atoms_known)) return false;
+      term.factors.push_back(int(sym));
+      product += (f ? "*" : "") + (sym >= 0 ? symbols[size_t(sym)] : atoms[size_t(-1 - sym)].text);
+    }
+    std::string c = std::to_string(term.coeff);
+    text += (n && term.coeff >= 0 ? "+" : "") + (factors == 0 ? c : term.coeff == 1 ? product : term.coeff == -1 ? "-" + product : c + "*" + product);
+    out.push_back(std::move(term));
+  }
+  return true;
+}
+
+// A polynomial's value for binding `b` (atom values in `atom_values`); false on overflow.
+bool Session::Impl::EvaluatePoly(const std::vector<Term>& terms, const std::vector<int64_t>& b, const std::vector<int64_t>& atom_values,
+                                 int64_t& v) const {
+  v = 0;
+  bool overflow = false;
+  for (const Term& term : terms) {
+    int64_t x = term.coeff;
+    for (int f : term.factors) overflow |= __builtin_mul_overflow(x, f >= 0 ? b[size_t(f)] : atom_values[size_t(-1 - f)], &x);
+    overflow |= __builtin_add_overflow(v, x, &v);
+  }
+  return !overflow;
+}
+
+// Tensor i of a dynamic plan: its symbolic dims (the -1 entries of its dims, decoded from
+// dim_code) and, for arena tensors, the live range the runtime plans its arena from.
+Status Session::Impl::LoadSymbolicDims(size_t i, const plan::TensorDesc* d) {
+  const rt::Tensor& t = tensors[i];
+  std::vector<SymDim>& out = sym_dims[i];
+  const flatbuffers::Vector<int64_t>* code = d->dim_code();
+  size_t pos = 0, size = code ? code->size() : 0;
+  for (size_t k = 0; k < t.dims.size(); ++k) {
+    if (t.dims[k] < -1 || t.dims[k] > (int64_t(1) << 40)) return InvalidArgument("plan tensor '" + t.name + "' has bad dims");
+    if (t.dims[k] != -1) continue;
+    SymDim sd;
+    sd.index = k;
+    if (!DecodePoly(code, pos, atoms.size(), sd.terms, sd.text)) return InvalidArgument("plan tensor '" + t.name + "' has a bad symbolic dim");
+    out.push_back(std::move(sd));
+  }
+  if (pos != size) return InvalidArgument("plan tensor '" + t.name + "' has a bad symbolic dim");
+  if (!out.empty() && (d->placement() != plan::Placement_Arena || d->bytes() != 0))
+    return InvalidArgument("plan tensor '" + t.name + "' has symbolic dims but is not an arena tensor");
+  live_first[i] = d->live_first();
+  live_last[i] = d->live_last();
+  inplace_of[i] = d->inplace_of();
+  if (inplace_of[i] < -1 || inplace_of[i] >= int(tensors.size())) return InvalidArgument("plan tensor '" + t.name + "' has a bad in-place source");
+  return Status::Ok();
+}
+
+
+std::string Session::Impl::Binding(const std::vector<int64_t>& values) const {
+  std::string s;
+  for (size_t k = 0; k < symbols.size(); ++k) s += (k ? ", " : "") + symbols[k] + "=" + (values[k] < 0 ? "?" : std::to_string(values[k]));
+  return s;
+}
+
+// A new binding of a dynamic plan's symbols: every tensor's dims and byte size, the arena planned
+// for them (the compiler's planner, over the live ranges the plan records), the operand overlap
+// check, and the backend's kernels for the new shapes.
+Status Session::Impl::Rebind(const std::vector<int64_t>& b) {
+  std::vector<int64_t> atom_values;
+  for (const Atom& a : atoms) {
+    int64_t v = 0;
+    if (!EvaluatePoly(a.terms, b, atom_values, v)) return InvalidArgument("the dim " + a.text + " is out of range for " + Binding(b));
+    atom_values.push_back(v / a.k - (v % a.k < 0 ? 1 : 0));  // floor, also below 0
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (sym_dims[i].empty()) continue;
+    rt::Tensor& t = tensors[i];
+    for (const SymDim& d : sym_dims[i]) {
+      int64_t v = 0;
+      bool overflow = !EvaluatePoly(d.terms, b, atom_values, v);
+      if (overflow || v < 0 || v > (int64_t(1) << 40))
+        return InvalidArgument("tensor '" + t.name + "': dim " + std::to_string(d.index) + " (" + d.text + ") is " +
+                               (overflow ? std::string("out of range") : std::to_string(v)) + " for " + Binding(b) +
+                               ": the input shapes do not fit the model");
+      t.dims[d.index] = v;
+    }
+    std::optional<int64_t> n = BoundedElements(t.dims);
+    if (!n) return InvalidArgument("tensor '" + t.name + "' would hold more than 2^50 elements for " + Binding(b));
+    t.numel = *n;
+    t.bytes = size_t(*n) * DataTypeSize(t.dtype);
+  }
+  // A bounded plan keeps the arena of its largest shape while every tensor fits its bytes there.
+  bool fits = fixed_arena;
+  for (size_t i = 0; fits && i < tensors.size(); ++i)
+    fits = storage[i].placement != plan::Placement_Arena || tensors[i].bytes <= fixed_bytes[i];
+  // (Tensors planned in place of each other at the maximum may differ in size at this binding:
+  // the overlap check refuses the shared bytes, and the arena is planned for this binding.)
+  if (fits && Place(fixed_offsets, fixed_arena_bytes).ok()) return PrepareBackend(b);
+  std::vector<plan::PlannedTensor> planned;
+  std::vector<size_t> ids;
+  std::unordered_map<size_t, int> index;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (storage[i].placement != plan::Placement_Arena) continue;
+    index[i] = int(planned.size());
+    ids.push_back(i);
+    planned.push_back({tensors[i].bytes, live_first[i], live_last[i], -1});
+  }
+  for (size_t k = 0; k < ids.size(); ++k)
+    if (int src = inplace_of[ids[k]]; src >= 0 && index.count(size_t(src))) planned[k].inplace_of = index[size_t(src)];
+  plan::MemoryPlan mp = plan::PlanMemory(planned);
+  if (mp.arena_bytes > (size_t(1) << 40) || (options.max_arena_bytes && mp.arena_bytes > options.max_arena_bytes))
+    return InvalidArgument("the plan would need " + std::to_string(mp.arena_bytes) + " bytes of arena for " + Binding(b) +
+                           (options.max_arena_bytes ? ", more than SessionOptions::max_arena_bytes (" + std::to_string(options.max_arena_bytes) + ")"
+                                                    : std::string(", more than 2^40")));
+  std::vector<uint64_t> offsets(tensors.size(), 0);
+  for (size_t k = 0; k < ids.size(); ++k) offsets[ids[k]] = mp.offsets[k];
+  PRECIS_RETURN_IF_ERROR(Place(offsets, mp.arena_bytes));
+  return PrepareBackend(b);
+}
+
+// Arena tensors at `offsets` (their dims already set for the new binding), operand overlaps
+// checked.
+Status Session::Impl::Place(const std::vector<uint64_t>& offsets, uint64_t arena_bytes) {
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (storage[i].placement == plan::Placement_Arena) {
+      storage[i].offset = offsets[i];
+      loaded.arena_offsets[i] = offsets[i];
+    }
+  loaded.arena_bytes = arena_bytes;
+  for (const rt::ProgramSteps& prog : loaded.programs)
+    for (size_t i = 0; i < prog.steps.size(); ++i) PRECIS_RETURN_IF_ERROR(CheckOverlaps(prog.kernels[i], prog.steps[i]));
+  return Status::Ok();
+}
+
+// The backend prepared (the first time) or reshaped for binding `b`.
+Status Session::Impl::PrepareBackend(const std::vector<int64_t>& b) {
+  loaded.binding = b;
+  if (!prepared) {
+    PRECIS_RETURN_IF_ERROR(backend->Prepare(loaded));
+    prepared = true;
+    SetUpProfiles();
+  } else {
+    PRECIS_RETURN_IF_ERROR(backend->Reshape(loaded, b));
+  }
+  bound = b;
+  return Status::Ok();
+}
+
+// An input of a dynamic plan: static dims as planned; a dim that is a symbol binds it (inputs
+// set since the last Run must agree); the bytes wait in the session until Run.
+Status Session::Impl::SetDynamicInput(int id, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes) {
+  const rt::Tensor& t = tensors[size_t(id)];
+  const plan::TensorDesc* d = view.meta->tensors()->Get(flatbuffers::uoffset_t(id));
+  std::vector<int64_t> pattern;
+  if (d->dims()) pattern.assign(d->dims()->begin(), d->dims()->end());
+  // The plan's shape as text ("[batch, seq, 16]"), built only for an error (SetInput runs per run).
+  auto bad = [&](const std::string& why) {
+    std::string expected = "[";
+    for (size_t k = 0; k < pattern.size(); ++k) {
+      std::string dim = std::to_string(pattern[k]);
+      for (const SymDim& sd : sym_dims[size_t(id)])
+        if (sd.index == k) dim = sd.text;
+      expected += (k ? ", " : "") + dim;
+    }
+    expected += "]";
+    return InvalidArgument("input '" + t.name + "' must have shape " + expected + ", got " + DimsToString(dims) + " (" + why + ")");
+  };
+  (void)dtype;
+  if (dims.size() != pattern.size()) return bad("rank " + std::to_string(dims.size()));
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] < 0 || dims[k] > (int64_t(1) << 40)) return bad("dim " + std::to_string(k) + " is out of range");
+    if (pattern[k] != -1 && dims[k] != pattern[k]) return bad("dim " + std::to_string(k) + " is " + std::to_string(pattern[k]));
+  }
+  std::optional<int64_t> n = BoundedElements(dims);
+  if (!n) return bad("too many elements");
+  if (bytes != size_t(*n) * DataTypeSize(t.dtype))
+    return InvalidArgument("input '" + t.name + "' of shape " + DimsToString(dims) + " needs " + std::to_string(size_t(*n) * DataTypeSize(t.dtype)) +
+                           " bytes, got " + std::to_string(bytes));
+  std::vector<std::pair<size_t, int64_t>> binds;
+  for (const SymDim& sd : sym_dims[size_t(id)]) {
+    if (sd.terms.size() != 1 || sd.terms[0].coeff != 1 || sd.terms[0].factors.size() != 1 || sd.terms[0].factors[0] < 0) continue;  // checked at Run
+    size_t sym = size_t(sd.terms[0].factors[0]);
+    int64_t v = dims[sd.index];
+    if (v < sym_min[sym] || (sym_max[sym] >= 0 && v > sym_max[sym]))
+      return bad(symbols[sym] + " = " + std::to_string(v) + " is outside the plan's bounds " + std::to_string(sym_min[sym]) + ".." +
+                 (sym_max[sym] >= 0 ? std::to_string(sym_max[sym]) : std::string("")));
+    for (const auto& [other, value] : binds)
+      if (other == sym && value != v) return bad(symbols[sym] + " is both " + std::to_string(value) + " and " + std::to_string(v));
+    if (pending[sym] >= 0 && pending[sym] != v && pending_from[sym] != t.name)
+      return InvalidArgument("input '" + t.name + "' gives " + symbols[sym] + " = " + std::to_string(v) + ", but input '" + pending_from[sym] +
+                             "' gave " + symbols[sym] + " = " + std::to_string(pending[sym]) + " for the same run");
+    binds.push_back({sym, v});
+  }
+  for (const auto& [sym, v] : binds) {
+    pending[sym] = v;
+    pending_from[sym] = t.name;
+  }
+  StagedInput& st = staged[id];
+  if (bytes > st.capacity) {
+    st.bytes = AllocateAligned(bytes);
+    if (!st.bytes) return Internal("cannot allocate " + std::to_string(bytes) + " bytes for input '" + t.name + "'");
+    st.capacity = bytes;
+  }
+  if (bytes) std::memcpy(st.bytes.get(), data, bytes);
+  st.dims = dims;
+  st.set = true;
+  return Status::Ok();
+}
+
+// Before a run of a dynamic plan: the binding the inputs give (symbols they did not set keep
+// their values), prepared anew when it changed, and every input of the program set for it.
+Status Session::Impl::PrepareDynamicRun(size_t program) {
+  std::vector<int64_t> b = bound;
+  for (size_t k = 0; k < symbols.size(); ++k)
+    if (pending[k] >= 0) b[k] = pending[k];
+  for (size_t k = 0; k < symbols.size(); ++k)
+    if (b[k] < 0) return InvalidArgument("symbolic dim '" + symbols[k] + "' has no value yet: set the inputs (their shapes bind " + Binding(b) + ")");
+  if (b != bound) {
+    shape_ok = false;  // until the new shape is in place: tensors hold a part of it
+    Status s = Rebind(b);
+    if (!s.ok()) {
+      bound.assign(symbols.size(), -1);
+      std::fill(pending.begin(), pending.end(), -1);  // the failed shape binds nothing: inputs start afresh
+      return s;
+    }
+    shape_ok = true;
+  }
+  std::fill(pending.begin(), pending.end(), -1);
+  for (int id : loaded.programs[program].inputs) {
+    rt::Tensor& t = tensors[size_t(id)];
+    auto it = staged.find(id);
+    if (it == staged.end() || !it->second.set) return InvalidArgument("input '" + t.name + "' has not been set");
+    if (it->second.dims != t.dims)
+      return InvalidArgument("input '" + t.name + "' was set with shape " + DimsToString(it->second.dims) + ", but this run has " + Binding(bound) +
+                             ", which gives it " + DimsToString(t.dims) + ": set it again");
+    t.data = it->second.bytes.get();
+  }
+  return Status::Ok();
+}
+
+}  // namespace precis

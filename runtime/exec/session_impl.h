@@ -1,0 +1,115 @@
+// Session::Impl, shared by session.cc (plan loading, the tensor table, dispatch) and
+// session_dynamic.cc (dynamic plans: symbolic dims bound from the inputs, the arena planned per
+// shape). Private to runtime/exec.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "precis/session.h"
+#include "runtime/base/aligned_buffer.h"
+#include "runtime/base/mapped_file.h"
+#include "runtime/exec/backend.h"
+#include "runtime/plan/plan_format.h"
+
+namespace precis {
+
+// The element count of `dims`, or nullopt when a dim is negative or the product of the nonzero
+// dims passes 2^50 ([0, 2^62, 2^62] holds no element, but index arithmetic over it overflows).
+std::optional<int64_t> BoundedElements(const std::vector<int64_t>& dims);
+
+struct Session::Impl {
+  SessionOptions options;
+  std::shared_ptr<const MappedFile> file;  // the mapped plan, or
+  AlignedBuffer owned_plan;                // a copy of a plan given as a buffer
+  plan::PlanView view;
+  std::vector<rt::Tensor> tensors;
+  std::vector<uint8_t*> home;  // each tensor's own storage, restored when unbound
+  rt::LoadedPlan loaded;
+  std::unique_ptr<rt::Backend> backend;
+  std::vector<std::string> program_names;  // every program, bodies of control-flow steps included
+  std::vector<std::string> entry_names;    // the programs a caller may run (not bodies)
+  struct ProgramIo {
+    std::vector<TensorInfo> inputs, outputs;
+  };
+  std::vector<ProgramIo> io;
+  size_t default_program = 0, last_program = 0;
+  std::unordered_map<std::string, int> input_ids, output_ids, state_ids;
+  std::vector<TensorInfo> state;
+  std::string precision;
+  std::vector<std::vector<StepProfile>> profiles;  // per program, when profiling
+  std::function<void(const TensorData&)> observer;
+  std::vector<AlignedBuffer> synthetic;  // weights of a --strip-weights plan
+  // Where each tensor lies: its placement (plan::Placement) and byte offset in that section.
+  struct Storage {
+    int placement = -1;
+    uint64_t offset = 0;
+  };
+  std::vector<Storage> storage;
+
+  // Dynamic plans (plan.fbs Plan.symbols): each tensor's symbolic dims as polynomials over the
+  // symbols; the binding the backend is prepared for; what the inputs set since the last Run
+  // bind; and the inputs' bytes, kept by the session (the arena moves when the shape changes).
+  struct Term {
+    int64_t coeff = 0;
+    std::vector<int> factors;  // symbol indices
+  };
+  struct SymDim {
+    size_t index = 0;  // which dim of the tensor
+    std::vector<Term> terms;
+    std::string text;  // "2*batch*seq"
+  };
+  struct Atom {  // floor(P / k) (plan.fbs Plan.dim_atoms)
+    int64_t k = 1;
+    std::vector<Term> terms;
+    std::string text;  // "(H+1)/2"
+  };
+  struct StagedInput {
+    AlignedBuffer bytes;
+    size_t capacity = 0;
+    std::vector<int64_t> dims;
+    bool set = false;
+  };
+  bool dynamic = false;
+  bool prepared = false;
+  bool shape_ok = false;  // a dynamic plan's tensors match its bound shape (false after a failed rebind)
+  std::vector<std::string> symbols;
+  std::vector<std::vector<SymDim>> sym_dims;   // per tensor
+  std::vector<Atom> atoms;
+  std::vector<int64_t> bound, pending;         // per symbol; -1: none
+  std::vector<std::string> pending_from;       // the input that gave each pending value
+  std::unordered_map<int, StagedInput> staged; // by tensor id
+  std::vector<int> live_first, live_last, inplace_of;  // per tensor (arena tensors of dynamic plans)
+  // Bounds of the symbols (Plan.symbol_min/max; max -1: none). With every symbol bounded the arena
+  // is planned once at load, for the maximum, and kept for every binding that fits it.
+  std::vector<int64_t> sym_min, sym_max;
+  bool fixed_arena = false;
+  std::vector<uint64_t> fixed_offsets, fixed_bytes;
+  uint64_t fixed_arena_bytes = 0;
+
+  Status Load(const uint8_t* data, size_t size);
+  Status LoadSymbols();
+  Status LoadSymbolicDims(size_t i, const plan::TensorDesc* d);
+  bool DecodePoly(const flatbuffers::Vector<int64_t>* code, size_t& pos, size_t atoms_known, std::vector<Term>& out, std::string& text) const;
+  bool EvaluatePoly(const std::vector<Term>& terms, const std::vector<int64_t>& b, const std::vector<int64_t>& atom_values, int64_t& v) const;
+  Status Rebind(const std::vector<int64_t>& binding);
+  Status Place(const std::vector<uint64_t>& offsets, uint64_t arena_bytes);
+  Status PrepareBackend(const std::vector<int64_t>& binding);
+  Status CheckOverlaps(const std::string& kernel_name, const rt::KernelArgs& a) const;
+  void SetUpProfiles();
+  Status SetDynamicInput(int id, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes);
+  Status PrepareDynamicRun(size_t program);
+  std::string Binding(const std::vector<int64_t>& values) const;
+  Status LoadTensors();
+  Status LoadPrograms();
+  StatusOr<uint8_t*> SyntheticWeight(const rt::Tensor& t);
+  StatusOr<rt::KernelArgs> StepArgs(const plan::Step* s);
+  StatusOr<size_t> FindProgram(const std::string& name) const;
+  StatusOr<int> FindState(const std::string& name) const;
+};
+
+}  // namespace precis
