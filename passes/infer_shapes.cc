@@ -32,6 +32,7 @@ class Inferrer {
 
   StatusOr<InferStats> Run() {
     ir::Graph& g = *model_.graph;
+    SeedValueSymbols(g);
     // Folding removes nodes, so walk by position and re-read the node list.
     for (size_t i = 0; i < g.nodes().size();) {
       ir::Node* node = g.nodes()[i].get();
@@ -126,6 +127,25 @@ class Inferrer {
     }
     return Status::Ok();
   }
+
+  // Small integer inputs of static shape may decide shapes (a Reshape's target given as an
+  // input): their elements become value symbols ("$K_E", ir::DimExpr), followed through the shape
+  // arithmetic like symbolic dims; the plan binds them from the input's values at run time.
+  static void SeedValueSymbols(ir::Graph& g) {
+    for (size_t k = 0; k < g.inputs().size(); ++k) {
+      ir::Value* v = g.inputs()[k];
+      const ir::Type& t = v->type();
+      if (v->known_values() || !t.is_tensor() || (t.dtype() != ir::DType::kI64 && t.dtype() != ir::DType::kI32) || !t.shape().is_static() ||
+          t.shape().rank() > 1)
+        continue;
+      auto n = t.shape().NumElements();
+      if (!n || *n < 1 || *n > kMaxValueSymbols) continue;
+      std::vector<ir::DimExpr> values;
+      for (int64_t e = 0; e < *n; ++e) values.push_back(ir::DimExpr::Symbol(ir::DimExpr::ValueSymbol(k, size_t(e))));
+      v->set_known_values(std::move(values));
+    }
+  }
+  static constexpr int64_t kMaxValueSymbols = 16;
 
   // Shape arithmetic over symbolic dims (ops/shape_values.h): output 0 gets its values as dim
   // expressions; where they all come out constant (the static dims of a symbolic shape), the

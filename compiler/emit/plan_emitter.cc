@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -402,6 +403,24 @@ class Emitter {
       if (t.kind == Kind::kState)
         return Unimplemented("the model has symbolic dims (" + *all.begin() + (all.size() > 1 ? ", ..." : "") + ") and the plan has state ('" +
                              t.value->name() + "'): plans with state (training) need static shapes; give them with --shape or --batch");
+    // Value symbols ("$K_E"): element E of an integer input of static shape, which carries the
+    // symbols as its known values (passes/infer_shapes.cc); named "input[E]" in the plan.
+    std::map<std::string, std::string> display;
+    for (const std::string& s : all) {
+      size_t input = 0, element = 0;
+      if (!ir::DimExpr::ParseValueSymbol(s, &input, &element)) continue;
+      int source = -1;
+      for (const Program& p : programs_)
+        for (int id : p.inputs) {
+          const std::vector<ir::DimExpr>* known = tensors_[size_t(id)].value->known_values();
+          if (!p.body && known && element < known->size() && (*known)[element] == ir::DimExpr::Symbol(s) && tensors_[size_t(id)].symbolic.empty())
+            source = id;
+        }
+      if (source < 0) return Internal("a shape depends on value " + s + ", which no input of the plan holds");
+      bound.insert(s);
+      value_symbols_.push_back({s, source, int64_t(element)});
+      display[s] = tensors_[size_t(source)].value->name() + "[" + std::to_string(element) + "]";
+    }
     for (const Program& p : programs_) {
       if (p.body) continue;
       for (int id : p.inputs)
@@ -419,7 +438,7 @@ class Emitter {
                                  "bind it (give the inputs concrete shapes with --shape)");
     }
     symbols_.assign(all.begin(), all.end());
-    result_.symbols = symbols_;
+    for (const std::string& s : symbols_) result_.symbols.push_back(display.count(s) ? display[s] : s);
     return Status::Ok();
   }
 
@@ -433,7 +452,7 @@ class Emitter {
       code.push_back(coeff);
       code.push_back(int64_t(monomial.size()));
       for (const std::string& s : monomial) {
-        if (auto atom = ir::DimExpr::ParseAtom(s)) {
+        if (auto atom = ir::ParseDimAtom(s)) {
           code.push_back(-1 - AtomIndex(s, *atom));
           continue;
         }
@@ -441,11 +460,19 @@ class Emitter {
       }
     }
   }
-  int64_t AtomIndex(const std::string& text, const std::pair<ir::DimExpr, int64_t>& atom) {
+  // Atoms of run-time values start with their kind instead of k (plan.fbs Plan.dim_atoms).
+  int64_t AtomIndex(const std::string& text, const ir::DimAtom& atom) {
     auto it = std::find(atom_texts_.begin(), atom_texts_.end(), text);
     if (it != atom_texts_.end()) return int64_t(it - atom_texts_.begin());
-    std::vector<int64_t> code{atom.second};
-    EncodeDim(atom.first, code);  // registers inner atoms first
+    using K = ir::DimAtom::Kind;
+    std::vector<int64_t> code{atom.kind == K::kFloor ? atom.k
+                              : atom.kind == K::kEq  ? -1
+                              : atom.kind == K::kNeg ? -2
+                              : atom.kind == K::kDiv ? -3
+                              : atom.kind == K::kMin ? -4
+                                                     : -5};
+    EncodeDim(atom.p, code);  // registers inner atoms first
+    if (atom.kind != K::kFloor && atom.kind != K::kEq && atom.kind != K::kNeg) EncodeDim(atom.q, code);
     atom_texts_.push_back(text);
     atom_code_.insert(atom_code_.end(), code.begin(), code.end());
     return int64_t(atom_texts_.size()) - 1;
@@ -565,7 +592,13 @@ class Emitter {
   std::vector<Step> steps_;
   std::vector<Program> programs_;
   std::vector<std::string> symbols_;  // sorted; empty for a static plan
-  std::vector<std::string> atom_texts_;  // floor atoms of symbolic dims, in Plan.dim_atoms order
+  std::vector<std::string> atom_texts_;  // atoms of symbolic dims, in Plan.dim_atoms order
+  struct ValueSymbolSource {
+    std::string symbol;
+    int tensor;
+    int64_t element;
+  };
+  std::vector<ValueSymbolSource> value_symbols_;
   std::vector<int64_t> atom_code_;
   size_t constants_size_ = 0, state_size_ = 0;
   EmittedPlan result_;
@@ -653,7 +686,14 @@ StatusOr<EmittedPlan> Emitter::Write() {
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> symbol_table;
   flatbuffers::Offset<flatbuffers::Vector<int64_t>> symbol_min, symbol_max, dim_atoms;
   if (!atom_code_.empty()) dim_atoms = b.CreateVector(atom_code_);
-  if (!symbols_.empty()) symbol_table = b.CreateVectorOfStrings(symbols_);
+  if (!symbols_.empty()) symbol_table = b.CreateVectorOfStrings(result_.symbols);
+  flatbuffers::Offset<flatbuffers::Vector<int64_t>> value_symbol_table;
+  if (!value_symbols_.empty()) {
+    std::vector<int64_t> triples;
+    for (const ValueSymbolSource& v : value_symbols_)
+      triples.insert(triples.end(), {int64_t(std::lower_bound(symbols_.begin(), symbols_.end(), v.symbol) - symbols_.begin()), int64_t(v.tensor), v.element});
+    value_symbol_table = b.CreateVector(triples);
+  }
   if (!options_.dim_bounds.empty()) {
     std::vector<int64_t> lo, hi;
     for (const std::string& s : symbols_) {
@@ -686,6 +726,7 @@ StatusOr<EmittedPlan> Emitter::Write() {
   if (!modules.empty()) root.add_modules(module_table);
   if (!symbols_.empty()) root.add_symbols(symbol_table);
   if (!atom_code_.empty()) root.add_dim_atoms(dim_atoms);
+  if (!value_symbols_.empty()) root.add_value_symbols(value_symbol_table);
   if (!options_.dim_bounds.empty()) {
     root.add_symbol_min(symbol_min);
     root.add_symbol_max(symbol_max);

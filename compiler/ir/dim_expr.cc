@@ -9,6 +9,7 @@ namespace {
 
 bool AddOverflows(int64_t a, int64_t b, int64_t* r) { return __builtin_add_overflow(a, b, r); }
 bool MulOverflows(int64_t a, int64_t b, int64_t* r) { return __builtin_mul_overflow(a, b, r); }
+bool IsIndicator(const std::string& factor) { return factor.rfind("eq(", 0) == 0 || factor.rfind("neg(", 0) == 0; }
 
 // Recursive descent over: expr := term (('+'|'-') term)*; term := factor ('*' factor)*;
 // factor := integer | name | '(' expr ')' | '-' factor.
@@ -99,10 +100,26 @@ class Parser {
       }
       return DimExpr::Constant(v);
     }
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      size_t start = pos_;
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$') {
+      size_t start = pos_++;
       while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
-      return DimExpr::Symbol(s_.substr(start, pos_ - start));
+      std::string name = s_.substr(start, pos_ - start);
+      if (name == "$") return std::nullopt;
+      bool binary = name == "div" || name == "min" || name == "max";
+      if ((binary || name == "eq" || name == "neg") && pos_ < s_.size() && s_[pos_] == '(') {
+        ++pos_;
+        auto a = Expr();
+        if (!a) return std::nullopt;
+        if (binary) {
+          if (!Eat(',')) return std::nullopt;
+          auto b = Expr();
+          if (!b || !Eat(')')) return std::nullopt;
+          return name == "div" ? a->FloorDivBy(*b) : name == "min" ? DimExpr::Min(*a, *b) : DimExpr::Max(*a, *b);
+        }
+        if (!Eat(')')) return std::nullopt;
+        return name == "eq" ? DimExpr::Eq(*a, DimExpr()) : DimExpr::Lt(*a, DimExpr());
+      }
+      return DimExpr::Symbol(name);
     }
     return std::nullopt;
   }
@@ -171,9 +188,11 @@ std::set<std::string> DimExpr::Symbols() const {
   std::set<std::string> out;
   for (const auto& [m, c] : terms_)
     for (const std::string& f : m) {
-      if (auto atom = ParseAtom(f)) {
-        std::set<std::string> inner = atom->first.Symbols();
-        out.insert(inner.begin(), inner.end());
+      if (auto atom = ParseDimAtom(f)) {
+        for (const DimExpr* part : {&atom->p, &atom->q}) {
+          std::set<std::string> inner = part->Symbols();
+          out.insert(inner.begin(), inner.end());
+        }
       } else {
         out.insert(f);
       }
@@ -182,22 +201,56 @@ std::set<std::string> DimExpr::Symbols() const {
 }
 
 std::optional<std::pair<DimExpr, int64_t>> DimExpr::ParseAtom(const std::string& factor) {
+  auto atom = ParseDimAtom(factor);
+  if (!atom || atom->kind != DimAtom::Kind::kFloor) return std::nullopt;
+  return std::make_pair(atom->p, atom->k);
+}
+
+std::optional<DimAtom> ParseDimAtom(const std::string& factor) {
+  DimAtom a;
+  auto inner = [&](size_t from) { return factor.size() > from && factor.back() == ')' ? DimExpr::Parse(factor.substr(from, factor.size() - from - 1)) : std::nullopt; };
+  if (factor.rfind("eq(", 0) == 0 || factor.rfind("neg(", 0) == 0) {
+    a.kind = factor[0] == 'e' ? DimAtom::Kind::kEq : DimAtom::Kind::kNeg;
+    auto p = inner(a.kind == DimAtom::Kind::kEq ? 3 : 4);
+    if (!p) return std::nullopt;
+    a.p = *p;
+    return a;
+  }
+  if (factor.rfind("div(", 0) == 0 || factor.rfind("min(", 0) == 0 || factor.rfind("max(", 0) == 0) {
+    // The comma at depth 0 splits P from Q.
+    int depth = 0;
+    for (size_t i = 4; i + 1 < factor.size(); ++i) {
+      depth += factor[i] == '(' ? 1 : factor[i] == ')' ? -1 : 0;
+      if (factor[i] != ',' || depth != 0) continue;
+      auto p = DimExpr::Parse(factor.substr(4, i - 4));
+      auto q = factor.back() == ')' ? DimExpr::Parse(factor.substr(i + 1, factor.size() - i - 2)) : std::nullopt;
+      if (!p || !q) return std::nullopt;
+      a.kind = factor[0] == 'd' ? DimAtom::Kind::kDiv : factor[1] == 'a' ? DimAtom::Kind::kMax : DimAtom::Kind::kMin;
+      a.p = *p;
+      a.q = *q;
+      return a;
+    }
+    return std::nullopt;
+  }
   if (factor.empty() || factor[0] != '(') return std::nullopt;
   size_t slash = factor.rfind(")/");
   if (slash == std::string::npos) return std::nullopt;
-  auto inner = Parse(factor.substr(1, slash - 1));
+  auto p = DimExpr::Parse(factor.substr(1, slash - 1));
   std::string k = factor.substr(slash + 2);
-  if (!inner || k.empty() || k.size() > 18 || k.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  return std::make_pair(*inner, int64_t(std::stoll(k)));
+  if (!p || k.empty() || k.size() > 18 || k.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  a.p = *p;
+  a.k = int64_t(std::stoll(k));
+  return a;
 }
 
 std::vector<std::string> DimExpr::Atoms() const {
   std::vector<std::string> out;
   for (const auto& [m, c] : terms_)
     for (const std::string& f : m)
-      if (auto atom = ParseAtom(f)) {
-        for (const std::string& inner : atom->first.Atoms())
-          if (std::find(out.begin(), out.end(), inner) == out.end()) out.push_back(inner);
+      if (auto atom = ParseDimAtom(f)) {
+        for (const DimExpr* part : {&atom->p, &atom->q})
+          for (const std::string& inner : part->Atoms())
+            if (std::find(out.begin(), out.end(), inner) == out.end()) out.push_back(inner);
         if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
       }
   return out;
@@ -248,6 +301,8 @@ std::optional<DimExpr> DimExpr::Mul(const DimExpr& o) const {
       Monomial m = ma;
       m.insert(m.end(), mb.begin(), mb.end());
       std::sort(m.begin(), m.end());
+      // An indicator (eq, neg) is its own square.
+      m.erase(std::unique(m.begin(), m.end(), [](const std::string& x, const std::string& y) { return x == y && IsIndicator(x); }), m.end());
       int64_t c, sum;
       if (MulOverflows(ca, cb, &c) || AddOverflows(r.terms_[m], c, &sum)) return std::nullopt;
       if (sum) r.terms_[m] = sum;
@@ -280,11 +335,28 @@ std::optional<int64_t> DimExpr::Evaluate(const std::map<std::string, int64_t>& s
     int64_t v = c;
     for (const std::string& s : m) {
       int64_t f = 0;
-      if (auto atom = ParseAtom(s)) {
-        auto inner = atom->first.Evaluate(symbols);
-        if (!inner) return std::nullopt;
-        f = *inner / atom->second;
-        if (*inner % atom->second < 0) --f;  // floor, also below 0
+      if (auto atom = ParseDimAtom(s)) {
+        auto p = atom->p.Evaluate(symbols);
+        if (!p) return std::nullopt;
+        switch (atom->kind) {
+          case DimAtom::Kind::kEq: f = *p == 0; break;
+          case DimAtom::Kind::kNeg: f = *p < 0; break;
+          case DimAtom::Kind::kMin:
+          case DimAtom::Kind::kMax: {
+            auto q = atom->q.Evaluate(symbols);
+            if (!q) return std::nullopt;
+            f = atom->kind == DimAtom::Kind::kMin ? std::min(*p, *q) : std::max(*p, *q);
+            break;
+          }
+          case DimAtom::Kind::kFloor:
+          case DimAtom::Kind::kDiv: {
+            auto q = atom->kind == DimAtom::Kind::kFloor ? std::optional<int64_t>(atom->k) : atom->q.Evaluate(symbols);
+            if (!q) return std::nullopt;
+            if (*q == -1 && *p == INT64_MIN) return std::nullopt;
+            f = *q == 0 ? 0 : *p / *q - ((*p % *q != 0) && ((*p < 0) != (*q < 0)) ? 1 : 0);  // floor
+            break;
+          }
+        }
       } else {
         auto it = symbols.find(s);
         if (it == symbols.end()) return std::nullopt;
@@ -295,6 +367,145 @@ std::optional<int64_t> DimExpr::Evaluate(const std::map<std::string, int64_t>& s
     if (AddOverflows(total, v, &total)) return std::nullopt;
   }
   return total;
+}
+
+namespace {
+
+// Atom texts longer than this are refused (the dim becomes unknown): a shape computation that
+// builds them is not worth following.
+constexpr size_t kMaxAtomText = 1 << 16;
+
+std::optional<DimExpr> AtomExpr(const std::string& text) {
+  if (text.size() > kMaxAtomText) return std::nullopt;
+  return DimExpr::Symbol(text);  // a factor like a symbol
+}
+
+int64_t Gcd(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a < 0 ? -a : a;
+}
+
+// d divided by the gcd of its coefficients (> 0), and negated when `fix_sign` and its first
+// non-constant term is negative: the one text of eq(d) for d, 2d and -d.
+std::optional<DimExpr> Normalized(const DimExpr& d, bool fix_sign) {
+  int64_t g = 0;
+  for (const auto& [m, c] : d.terms()) {
+    if (c == INT64_MIN) return d;
+    g = Gcd(g, c);
+  }
+  std::optional<DimExpr> r = d;
+  if (g > 1) r = d.DivExact(DimExpr::Constant(g));
+  if (!r || !fix_sign) return r;
+  for (const auto& [m, c] : r->terms())
+    if (!m.empty()) return c < 0 ? DimExpr().Sub(*r) : r;
+  return r;
+}
+
+
+}  // namespace
+
+bool DimExpr::KnownNonNegative() const {
+  for (const auto& [m, c] : terms_) {
+    if (c < 0) return false;
+    for (const std::string& f : m) {
+      if (auto atom = ParseDimAtom(f)) {
+        if (atom->kind == DimAtom::Kind::kEq || atom->kind == DimAtom::Kind::kNeg) continue;
+        if (atom->kind == DimAtom::Kind::kMax && (atom->p.KnownNonNegative() || atom->q.KnownNonNegative())) continue;
+        if (!atom->p.KnownNonNegative() || (atom->kind != DimAtom::Kind::kFloor && !atom->q.KnownNonNegative())) return false;
+      } else if (f[0] == '$') {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool DimExpr::HasValueSymbols() const {
+  for (const std::string& s : Symbols())
+    if (s[0] == '$') return true;
+  return false;
+}
+
+std::string DimExpr::ValueSymbol(size_t input, size_t element) { return "$" + std::to_string(input) + "_" + std::to_string(element); }
+
+bool DimExpr::ParseValueSymbol(const std::string& name, size_t* input, size_t* element) {
+  size_t underscore = name.find('_');
+  if (name.size() < 4 || name[0] != '$' || underscore == std::string::npos || underscore < 2 || underscore + 1 >= name.size()) return false;
+  std::string a = name.substr(1, underscore - 1), b = name.substr(underscore + 1);
+  if (a.size() > 9 || b.size() > 9 || a.find_first_not_of("0123456789") != std::string::npos || b.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  *input = size_t(std::stoul(a));
+  *element = size_t(std::stoul(b));
+  return true;
+}
+
+std::optional<DimExpr> DimExpr::Eq(const DimExpr& a, const DimExpr& b) {
+  auto d = a.Sub(b);
+  if (!d) return std::nullopt;
+  if (d->is_constant()) return Constant(d->constant() == 0 ? 1 : 0);
+  auto neg = DimExpr().Sub(*d);
+  // Dims are >= 0: d >= 1 (or d <= -1) is never 0.
+  if ((d->KnownNonNegative() && d->constant() > 0) || (neg && neg->KnownNonNegative() && neg->constant() > 0)) return Constant(0);
+  auto n = Normalized(*d, true);
+  if (!n) return std::nullopt;
+  return AtomExpr("eq(" + n->ToString() + ")");
+}
+
+std::optional<DimExpr> DimExpr::Lt(const DimExpr& a, const DimExpr& b) {
+  auto d = a.Sub(b);
+  if (!d) return std::nullopt;
+  if (d->is_constant()) return Constant(d->constant() < 0 ? 1 : 0);
+  if (d->KnownNonNegative()) return Constant(0);
+  auto neg = DimExpr().Sub(*d);
+  if (neg && neg->KnownNonNegative() && neg->constant() > 0) return Constant(1);
+  auto n = Normalized(*d, false);
+  if (!n) return std::nullopt;
+  return AtomExpr("neg(" + n->ToString() + ")");
+}
+
+std::optional<DimExpr> DimExpr::Select(const DimExpr& c, const DimExpr& a, const DimExpr& b) {
+  if (c.is_constant()) return c.constant() ? a : b;
+  if (a == b) return a;
+  auto d = a.Sub(b);
+  auto cd = d ? c.Mul(*d) : std::nullopt;
+  return cd ? b.Add(*cd) : std::nullopt;
+}
+
+namespace {
+
+// min or max: the operand where the order is known, else an atom with its operands in text order.
+std::optional<DimExpr> MinMax(const DimExpr& a, const DimExpr& b, bool min) {
+  auto lt = DimExpr::Lt(a, b);
+  if (!lt) return std::nullopt;
+  if (lt->is_constant()) return (lt->constant() != 0) == min ? a : b;
+  auto le = DimExpr::Lt(b, a);
+  if (le && le->is_constant() && le->constant() == 0) return min ? a : b;  // a <= b
+  std::string x = a.ToString(), y = b.ToString();
+  if (y < x) std::swap(x, y);
+  return AtomExpr(std::string(min ? "min(" : "max(") + x + "," + y + ")");
+}
+
+}  // namespace
+
+std::optional<DimExpr> DimExpr::Min(const DimExpr& a, const DimExpr& b) { return MinMax(a, b, true); }
+
+std::optional<DimExpr> DimExpr::Max(const DimExpr& a, const DimExpr& b) { return MinMax(a, b, false); }
+
+std::optional<DimExpr> DimExpr::FloorDivBy(const DimExpr& q) const {
+  if (q.is_constant()) {
+    int64_t k = q.constant();
+    if (k == 0) return Constant(0);
+    if (k > 0) return FloorDiv(k);
+    if (k == INT64_MIN) return std::nullopt;
+    auto neg = DimExpr().Sub(*this);
+    return neg ? neg->FloorDiv(-k) : std::nullopt;  // floor(p / k) = floor(-p / -k)
+  }
+  if (auto exact = DivExact(q)) return exact;
+  return AtomExpr("div(" + ToString() + "," + q.ToString() + ")");
 }
 
 std::optional<DimExpr> DimProduct(const std::vector<Dim>& dims) {

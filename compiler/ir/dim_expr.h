@@ -13,6 +13,12 @@
 // coefficient of P < k (multiples of k are taken out first: (H+3)/2 is 1+(H+1)/2); an atom is a
 // factor like a symbol. Symbols() lists the symbols inside atoms too; Atoms() the atoms.
 //
+// Values that decide shapes at run time (docs/dynamic-shapes.md) add atoms, each a factor like a
+// symbol: "eq(P)" is 1 where P = 0 and 0 elsewhere, "neg(P)" is 1 where P < 0, "div(P,Q)" is
+// floor(P / Q) (0 where Q = 0), "min(P,Q)" and "max(P,Q)". With them a select is arithmetic
+// (Select: c*a + (1-c)*b). They fold where the sign of P is known: symbols are
+// dims (>= 0) except value symbols, "$I_E" (element E of entry input I), which may be negative.
+//
 // Arithmetic returns nullopt where the result is not a polynomial (division that does not come
 // out exact) or a coefficient would overflow int64.
 #pragma once
@@ -56,10 +62,25 @@ class DimExpr {
   std::optional<DimExpr> DivExact(const DimExpr& o) const;
   // floor(this / k) for k > 0 (an atom unless it comes out exact).
   std::optional<DimExpr> FloorDiv(int64_t k) const;
-  // The floor atoms among the factors (each "(P)/k"), innermost first.
+  // The atoms among the factors ("(P)/k", "eq(P)", "neg(P)", "div(P,Q)", ...), innermost first.
   std::vector<std::string> Atoms() const;
   // A factor that is a floor atom: its polynomial and divisor.
   static std::optional<std::pair<DimExpr, int64_t>> ParseAtom(const std::string& factor);
+  // floor(this / q), 0 where q is 0 (an atom unless q is a constant or divides exactly).
+  std::optional<DimExpr> FloorDivBy(const DimExpr& q) const;
+  // 1 where a = b (a < b), else 0.
+  static std::optional<DimExpr> Eq(const DimExpr& a, const DimExpr& b);
+  static std::optional<DimExpr> Lt(const DimExpr& a, const DimExpr& b);
+  // c ? a : b for c in {0, 1}; min and max.
+  static std::optional<DimExpr> Select(const DimExpr& c, const DimExpr& a, const DimExpr& b);
+  static std::optional<DimExpr> Min(const DimExpr& a, const DimExpr& b);
+  static std::optional<DimExpr> Max(const DimExpr& a, const DimExpr& b);
+  // >= 0 for every binding (dims are >= 0; value symbols have no sign).
+  bool KnownNonNegative() const;
+  bool HasValueSymbols() const;
+  // "$I_E": element E of entry input I.
+  static std::string ValueSymbol(size_t input, size_t element);
+  static bool ParseValueSymbol(const std::string& name, size_t* input, size_t* element);
   // Value with every symbol bound; nullopt when one is missing or the arithmetic overflows.
   std::optional<int64_t> Evaluate(const std::map<std::string, int64_t>& symbols) const;
 
@@ -68,6 +89,15 @@ class DimExpr {
  private:
   std::map<Monomial, int64_t> terms_;  // no zero coefficients
 };
+
+// An atom's parts: floor(p / k), p = 0, p < 0, floor(p / q), min(p, q) or max(p, q).
+struct DimAtom {
+  enum class Kind { kFloor, kEq, kNeg, kDiv, kMin, kMax };
+  Kind kind = Kind::kFloor;
+  DimExpr p, q;
+  int64_t k = 0;
+};
+std::optional<DimAtom> ParseDimAtom(const std::string& factor);
 
 // The product of dims (nullopt when one is unknown or the product overflows).
 std::optional<DimExpr> DimProduct(const std::vector<Dim>& dims);

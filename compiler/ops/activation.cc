@@ -324,6 +324,7 @@ void RegisterUnaryOps(OpRegistry& r) {
       {"HardSigmoid", 1, F, P::kFollow}, {"HardSwish", 14, F, P::kFollow}, {"Mish", 18, F, P::kFollow},
       {"Gelu", 20, InferGelu, P::kFollow}, {"Not", 1, InferUnary<TypeClass::kBool>, P::kUntouched},
       {"BitwiseNot", 18, InferUnary<TypeClass::kInteger>, P::kUntouched},
+      {"Shrink", 9, InferUnary<TypeClass::kNumeric>, P::kFollow},
   };
   for (const Unary& u : ops) r.Register({"", u.op, u.since, INT_MAX, u.infer, true, 0, "", u.precision});
   r.Register({"", "IsNaN", 9, INT_MAX, InferFloatPredicate, true, -1, "", PrecisionClass::kUntouched});

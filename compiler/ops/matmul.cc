@@ -5,11 +5,9 @@
 namespace precis::ops {
 namespace {
 
-Status InferMatMul(InferContext& ctx) {
-  PRECIS_ASSIGN_OR_RETURN(auto a, ctx.InputDims(0));
-  PRECIS_ASSIGN_OR_RETURN(auto b, ctx.InputDims(1));
+// numpy matmul's output dims for operands a and b.
+StatusOr<std::vector<ir::Dim>> MatMulDims(InferContext& ctx, std::vector<ir::Dim> a, std::vector<ir::Dim> b) {
   if (a.empty() || b.empty()) return ctx.Error("operands must have rank >= 1");
-  if (ctx.input_dtype(0) != ctx.input_dtype(1)) return ctx.Error("operand dtypes differ");
   bool a_vec = a.size() == 1, b_vec = b.size() == 1;
   if (a_vec) a.insert(a.begin(), ir::Dim::Static(1));
   if (b_vec) b.push_back(ir::Dim::Static(1));
@@ -22,7 +20,36 @@ Status InferMatMul(InferContext& ctx) {
   std::vector<ir::Dim> out = *batch;
   if (!a_vec) out.push_back(a[a.size() - 2]);
   if (!b_vec) out.push_back(b.back());
+  return out;
+}
+
+Status InferMatMul(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto a, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto b, ctx.InputDims(1));
+  if (ctx.input_dtype(0) != ctx.input_dtype(1)) return ctx.Error("operand dtypes differ");
+  PRECIS_ASSIGN_OR_RETURN(auto out, MatMulDims(ctx, a, b));
   ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+// MatMulInteger (A, B, zero points; int32 out) and QLinearMatMul (a, a_scale, a_zero_point, b,
+// b_scale, b_zero_point, y_scale, y_zero_point; out typed as y_zero_point): 8-bit operands.
+Status InferQuantMatMul(InferContext& ctx) {
+  bool qlinear = ctx.node().op_type() == "QLinearMatMul";
+  size_t bi = qlinear ? 3 : 1;
+  PRECIS_ASSIGN_OR_RETURN(auto a, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto b, ctx.InputDims(bi));
+  for (size_t i : {size_t(0), bi})
+    if (ctx.input_dtype(i) != ir::DType::kU8 && ctx.input_dtype(i) != ir::DType::kI8)
+      return ctx.Unsupported("operand " + std::to_string(i) + " has dtype " + std::string(ir::DTypeName(ctx.input_dtype(i))) + " (supported: int8, uint8)");
+  PRECIS_ASSIGN_OR_RETURN(auto out, MatMulDims(ctx, a, b));
+  ir::DType dtype = ir::DType::kI32;
+  if (qlinear) {
+    if (!ctx.has_input(7)) return ctx.Error("needs y_zero_point");
+    dtype = ctx.input_dtype(7);
+    if (dtype != ir::DType::kU8 && dtype != ir::DType::kI8) return ctx.Unsupported("output dtype " + std::string(ir::DTypeName(dtype)));
+  }
+  ctx.SetOutput(0, dtype, out);
   return Status::Ok();
 }
 
@@ -45,11 +72,25 @@ Status InferGemm(InferContext& ctx) {
   return Status::Ok();
 }
 
+// Det: the determinants of [..., M, M] float matrices.
+Status InferDet(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto x, ctx.InputDims(0));
+  if (!ir::IsFloat(ctx.input_dtype(0))) return ctx.Error("input must be a float tensor");
+  if (x.size() < 2) return ctx.Error("input must have rank >= 2");
+  const ir::Dim &m = x[x.size() - 2], &n = x.back();
+  if (m.is_static() && n.is_static() && m.value() != n.value()) return ctx.Error("matrices must be square");
+  ctx.SetOutput(0, ctx.input_dtype(0), std::vector<ir::Dim>(x.begin(), x.end() - 2));
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterMatMulOps(OpRegistry& r) {
+  r.Register({"", "Det", 11, INT_MAX, InferDet, true, -1, "", PrecisionClass::kKeepFp32});
   r.Register({"", "MatMul", 1, INT_MAX, InferMatMul, true, -1, "", PrecisionClass::kCompute});
   r.Register({"", "Gemm", 6, INT_MAX, InferGemm, true, -1, "", PrecisionClass::kCompute});
+  r.Register({"", "MatMulInteger", 10, INT_MAX, InferQuantMatMul, true, -1, "", PrecisionClass::kUntouched});
+  r.Register({"", "QLinearMatMul", 10, INT_MAX, InferQuantMatMul, true, -1, "", PrecisionClass::kUntouched});
 }
 
 }  // namespace precis::ops

@@ -170,6 +170,42 @@ Status InferConv(InferContext& ctx) {
   return Status::Ok();
 }
 
+// ConvInteger (X, W, zero points; int32 out) and QLinearConv (x, x_scale, x_zero_point, w,
+// w_scale, w_zero_point, y_scale, y_zero_point, B; out typed as y_zero_point): 8-bit operands,
+// Conv's shapes.
+Status InferQuantConv(InferContext& ctx) {
+  bool qlinear = ctx.node().op_type() == "QLinearConv";
+  size_t wi = qlinear ? 3 : 1;
+  PRECIS_ASSIGN_OR_RETURN(auto x, SpatialInput(ctx));
+  PRECIS_ASSIGN_OR_RETURN(auto w, ctx.InputDims(wi));
+  for (size_t i : {size_t(0), wi})
+    if (ctx.input_dtype(i) != ir::DType::kU8 && ctx.input_dtype(i) != ir::DType::kI8)
+      return ctx.Unsupported("input " + std::to_string(i) + " has dtype " + std::string(ir::DTypeName(ctx.input_dtype(i))) + " (supported: int8, uint8)");
+  if (w.size() != x.size()) return ctx.Error("W has rank " + std::to_string(w.size()) + ", X has rank " + std::to_string(x.size()));
+  int64_t group = ctx.Int("group", 1);
+  if (group <= 0) return ctx.Error("group must be positive");
+  if (x[1].is_static() && w[1].is_static() && x[1].value() != w[1].value() * group)
+    return ctx.Error("X has " + std::to_string(x[1].value()) + " channels, W expects " + std::to_string(w[1].value()) + " x group " +
+                     std::to_string(group));
+  PRECIS_ASSIGN_OR_RETURN(auto kernel, ConvKernel(ctx, w));
+  WindowSpec spec;
+  PRECIS_RETURN_IF_ERROR(ReadWindowSpec(ctx, x.size() - 2, kernel, spec));
+  spec.ceil_mode = false;
+  std::vector<ir::Dim> out = {x[0], w[0]};
+  for (size_t i = 0; i + 2 < x.size(); ++i) {
+    PRECIS_ASSIGN_OR_RETURN(auto d, WindowOutput(ctx, spec, i, x[i + 2]));
+    out.push_back(d);
+  }
+  ir::DType dtype = ir::DType::kI32;
+  if (qlinear) {
+    if (!ctx.has_input(7)) return ctx.Error("needs y_zero_point");
+    dtype = ctx.input_dtype(7);
+    if (dtype != ir::DType::kU8 && dtype != ir::DType::kI8) return ctx.Unsupported("output dtype " + std::string(ir::DTypeName(dtype)));
+  }
+  ctx.SetOutput(0, dtype, out);
+  return Status::Ok();
+}
+
 // ConvTranspose: W is [C, M/group, k...]; out = s*(in-1) + output_padding + eff_k - pads, or
 // in*s for SAME_*, or the output_shape attribute (its last n values).
 Status InferConvTranspose(InferContext& ctx) {
@@ -273,6 +309,8 @@ Status InferGlobalPool(InferContext& ctx) {
 void RegisterNnOps(OpRegistry& r) {
   r.Register({"", "Conv", 1, INT_MAX, InferConv, true, -1, "", PrecisionClass::kCompute});
   r.Register({"", "ConvTranspose", 1, INT_MAX, InferConvTranspose, true, -1, "", PrecisionClass::kCompute});
+  r.Register({"", "ConvInteger", 10, INT_MAX, InferQuantConv, true, -1, "", PrecisionClass::kUntouched});
+  r.Register({"", "QLinearConv", 10, INT_MAX, InferQuantConv, true, -1, "", PrecisionClass::kUntouched});
   r.Register({"", "MaxPool", 1, INT_MAX, InferMaxPool, true, -1, "", PrecisionClass::kFollow});
   r.Register({"", "AveragePool", 1, INT_MAX, InferAveragePool, true, -1, "", PrecisionClass::kFollow});
   r.Register({"", "LpPool", 2, INT_MAX, InferLpPool, true, -1, "", PrecisionClass::kKeepFp32});

@@ -145,6 +145,8 @@ const OpRegistry& OpRegistry::Get() {
     OpRegistry r;
     RegisterElementwiseOps(r);
     RegisterMatMulOps(r);
+    RegisterQuantizeOps(r);
+    RegisterSignalOps(r);
     RegisterActivationOps(r);
     RegisterNnOps(r);
     RegisterTensorOps(r);

@@ -111,6 +111,8 @@ class OpRegistry {
 // Family registration functions (one per file); RegisterAllOps calls them all.
 void RegisterElementwiseOps(OpRegistry& r);
 void RegisterMatMulOps(OpRegistry& r);
+void RegisterQuantizeOps(OpRegistry& r);  // quantize.cc
+void RegisterSignalOps(OpRegistry& r);    // signal.cc
 void RegisterActivationOps(OpRegistry& r);
 void RegisterNnOps(OpRegistry& r);
 void RegisterTensorOps(OpRegistry& r);

@@ -12,6 +12,7 @@
 
 #include "compiler/ops/infer_helpers.h"
 #include "compiler/ops/op_registry.h"
+#include "compiler/ops/shape_values.h"
 
 namespace precis::ops {
 
@@ -61,8 +62,35 @@ Status InferReduce(InferContext& ctx) {
   if (!IsNumeric(dt) && !(kAllowBool && dt == ir::DType::kBool))
     return ctx.Unsupported("input dtype " + std::string(ir::DTypeName(dt)) + " is not supported");
   int64_t rank = int64_t(dims.size());
-  PRECIS_ASSIGN_OR_RETURN(auto reduced, ReducedAxes(ctx, rank, kAxesInputSince));
   bool keepdims = ctx.Int("keepdims", 1) != 0;
+  if (ctx.opset() >= kAxesInputSince && ctx.has_input(1) && !ctx.input_constant(1)) {
+    // Axes as run-time values (some of the axes: all or none need no values): a reduced dim
+    // becomes 1 or goes; the kernel reads the axes when it runs.
+    auto values = ctx.ShapeValues(1);
+    auto in_e = DimExprsOf(dims);
+    if (values.ok() && AnyValueSymbols(*values) && int64_t(values->size()) < rank && in_e) {
+      DimExprs axes;
+      for (const ir::DimExpr& a : *values)
+        if (auto n = AxisValue(a, rank)) axes.push_back(*n);
+      if (axes.size() != values->size()) return ctx.Unsupported("its axes are run-time values it cannot follow");
+      std::optional<DimExprs> out_e;
+      if (keepdims) {
+        out_e.emplace();
+        for (int64_t j = 0; j < rank && out_e; ++j) {
+          auto among = IsAmong(axes, j);
+          auto d = among ? ir::DimExpr::Select(*among, ir::DimExpr::Constant(1), (*in_e)[size_t(j)]) : std::nullopt;
+          if (d) out_e->push_back(*d);
+          else out_e.reset();
+        }
+      } else {
+        out_e = DropAxes(*in_e, axes);
+      }
+      if (!out_e) return ctx.Unsupported("its axes are run-time values it cannot follow");
+      ctx.SetOutput(0, dt, ToDims(*out_e));
+      return Status::Ok();
+    }
+  }
+  PRECIS_ASSIGN_OR_RETURN(auto reduced, ReducedAxes(ctx, rank, kAxesInputSince));
   std::vector<ir::Dim> out;
   for (int64_t d = 0; d < rank; ++d) {
     if (!reduced[size_t(d)]) out.push_back(dims[size_t(d)]);

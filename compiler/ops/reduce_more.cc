@@ -40,9 +40,18 @@ Status InferTopK(InferContext& ctx) {
     k = ctx.Int("k", -1);
   } else {
     if (!ctx.has_input(1)) return ctx.Error("the k input is missing");
-    if (!ctx.input_constant(1))
+    if (!ctx.input_constant(1)) {
+      // k as a run-time value (the kernel takes k from the output dim and checks it).
+      auto values = ctx.ShapeValues(1);
+      if (values.ok() && values->size() == 1 && (*values)[0].HasValueSymbols()) {
+        dims[size_t(axis)] = (*values)[0].ToDim();
+        ctx.SetOutput(0, ctx.input_dtype(0), dims);
+        ctx.SetOutput(1, ir::DType::kI64, dims);
+        return Status::Ok();
+      }
       return ctx.Unsupported("k (input 1 '" + ctx.node().inputs()[1]->name() +
                              "') is computed at run time, but the output shape depends on it");
+    }
     PRECIS_ASSIGN_OR_RETURN(auto ks, ctx.ConstantInts(1));
     if (ks.size() != 1) return ctx.Error("k must hold one value");
     k = ks[0];

@@ -58,19 +58,42 @@ std::optional<Values> Binary(const Values& a, const Values& b, F f) {
   return out;
 }
 
-// Integer division as the Div kernel does it (truncation toward zero) for constants; symbolic
-// values only where the division is exact.
+// Integer division as the Div kernel does it (truncation toward zero); a symbolic value by a
+// nonzero constant k: floor(|a| / |k|) with the sign of a / k, as atoms.
 std::optional<ir::DimExpr> Divide(const ir::DimExpr& a, const ir::DimExpr& b) {
   if (a.is_constant() && b.is_constant()) {
     if (b.constant() == 0 || (b.constant() == -1 && a.constant() == INT64_MIN)) return std::nullopt;
     return ir::DimExpr::Constant(a.constant() / b.constant());
   }
-  return a.DivExact(b);
+  if (auto exact = a.DivExact(b)) return exact;
+  if (!b.is_constant() || b.constant() == 0 || b.constant() == INT64_MIN) return std::nullopt;
+  int64_t k = b.constant() < 0 ? -b.constant() : b.constant();
+  auto up = a.FloorDiv(k);                             // a >= 0
+  auto minus_a = ir::DimExpr().Sub(a);
+  auto down = minus_a ? minus_a->FloorDiv(k) : std::nullopt;  // a < 0: -floor(-a / k)
+  auto neg_down = down ? ir::DimExpr().Sub(*down) : std::nullopt;
+  auto negative = ir::DimExpr::Lt(a, ir::DimExpr());
+  auto q = up && neg_down && negative ? ir::DimExpr::Select(*negative, *neg_down, *up) : std::nullopt;
+  if (q && b.constant() < 0) q = ir::DimExpr().Sub(*q);
+  return q;
+}
+
+// A value that is 0 or 1 for every binding: a constant 0/1 or a single eq/neg atom.
+bool IsIndicatorValue(const ir::DimExpr& e) {
+  if (e.is_constant()) return e.constant() == 0 || e.constant() == 1;
+  if (e.terms().size() != 1 || e.terms().begin()->second != 1 || e.terms().begin()->first.size() != 1) return false;
+  auto atom = ir::ParseDimAtom(e.terms().begin()->first[0]);
+  return atom && (atom->kind == ir::DimAtom::Kind::kEq || atom->kind == ir::DimAtom::Kind::kNeg);
 }
 
 std::optional<Values> Compute(const ir::Node& node, int64_t opset) {
   const std::string& op = node.op_type();
   const ir::Value* out = node.outputs().empty() ? nullptr : node.outputs()[0];
+  // A float cast of known integers keeps them (a Range over float bounds, window functions):
+  // exact up to 2^24 (FP32), beyond any size a shape computation gives.
+  if (op == "Cast" && out && out->type().is_tensor() && (out->type().dtype() == ir::DType::kF32 || out->type().dtype() == ir::DType::kF64) &&
+      IsIntegerType(node.inputs()[0]))
+    return ValuesOf(node, 0, opset);
   if (!IsIntegerType(out)) return std::nullopt;
   auto in = [&](size_t i) { return ValuesOf(node, i, opset); };
   InferContext ctx(node, opset);
@@ -192,6 +215,12 @@ std::optional<Values> Compute(const ir::Node& node, int64_t opset) {
     for (int64_t i = start; step > 0 ? i < end : i > end; i += step) v.push_back((*data)[size_t(i)]);
     return v;
   }
+  if ((op == "Max" || op == "Min") && node.inputs().size() == 2) {
+    auto a = in(0), b = in(1);
+    if (!a || !b) return std::nullopt;
+    if (op == "Max") return Binary(*a, *b, [](const ir::DimExpr& x, const ir::DimExpr& y) { return ir::DimExpr::Max(x, y); });
+    return Binary(*a, *b, [](const ir::DimExpr& x, const ir::DimExpr& y) { return ir::DimExpr::Min(x, y); });
+  }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
     auto a = in(0), b = in(1);
     if (!a || !b) return std::nullopt;
@@ -204,35 +233,22 @@ std::optional<Values> Compute(const ir::Node& node, int64_t opset) {
     auto a = in(0), b = in(1);
     if (!a || !b) return std::nullopt;
     // Decided where the difference is a constant (x == x, x + 1 vs x), or cannot be 0 because
-    // symbols are dims (>= 0): every coefficient of one sign and a nonzero constant of that sign
-    // (batch vs -1, the test exporters emit before an Expand).
-    return Binary(*a, *b, [](const ir::DimExpr& x, const ir::DimExpr& y) -> std::optional<ir::DimExpr> {
-      auto d = x.Sub(y);
-      if (!d) return std::nullopt;
-      if (d->is_constant()) return ir::DimExpr::Constant(d->constant() == 0 ? 1 : 0);
-      bool nonneg = true, nonpos = true;
-      for (const auto& [m, c] : d->terms()) {
-        if (m.empty()) continue;
-        nonneg &= c > 0;
-        nonpos &= c < 0;
-      }
-      if ((nonneg && d->constant() > 0) || (nonpos && d->constant() < 0)) return ir::DimExpr::Constant(0);
-      return std::nullopt;
-    });
+    // dims are >= 0 (batch vs -1, the test exporters emit before an Expand); else an eq atom.
+    return Binary(*a, *b, [](const ir::DimExpr& x, const ir::DimExpr& y) { return ir::DimExpr::Eq(x, y); });
   }
   if (op == "Where") {
     auto c = in(0), x = in(1), y = in(2);
     if (!c || !x || !y) return std::nullopt;
-    auto cc = Constants(*c);
-    if (!cc) return std::nullopt;
     size_t n = std::max({c->size(), x->size(), y->size()});
     for (size_t s : {c->size(), x->size(), y->size()})
       if (s != n && s != 1) return std::nullopt;
     Values v;
     for (size_t k = 0; k < n; ++k) {
-      bool take_x = (*cc)[cc->size() == 1 ? 0 : k] != 0;
-      const Values& src = take_x ? *x : *y;
-      v.push_back(src[src.size() == 1 ? 0 : k]);
+      // A condition known only as an expression (eq atoms) selects arithmetically; bool values are 0 or 1.
+      const ir::DimExpr& cond = (*c)[c->size() == 1 ? 0 : k];
+      auto pick = ir::DimExpr::Select(cond, (*x)[x->size() == 1 ? 0 : k], (*y)[y->size() == 1 ? 0 : k]);
+      if (!pick || (!cond.is_constant() && !IsIndicatorValue(cond))) return std::nullopt;
+      v.push_back(*pick);
     }
     return v;
   }
@@ -270,6 +286,134 @@ std::optional<std::vector<ir::DimExpr>> KnownValues(const ir::Node& node, int64_
   const ir::Type& t = node.outputs()[0]->type();
   if (t.is_tensor() && t.shape().is_static() && t.shape().NumElements() && *t.shape().NumElements() != int64_t(v->size())) return std::nullopt;
   return v;
+}
+
+std::optional<DimExprs> DimExprsOf(const std::vector<ir::Dim>& dims) {
+  DimExprs out;
+  for (const ir::Dim& d : dims) {
+    auto e = ir::DimExpr::FromDim(d);
+    if (!e) return std::nullopt;
+    out.push_back(*e);
+  }
+  return out;
+}
+
+std::optional<ir::DimExpr> AxisValue(const ir::DimExpr& a, int64_t rank) {
+  auto neg = ir::DimExpr::Lt(a, ir::DimExpr());
+  auto shift = neg ? neg->Mul(ir::DimExpr::Constant(rank)) : std::nullopt;
+  return shift ? a.Add(*shift) : std::nullopt;
+}
+
+std::optional<ir::DimExpr> DimAt(const DimExprs& dims, const ir::DimExpr& index) {
+  if (index.is_constant()) {
+    if (index.constant() < 0 || index.constant() >= int64_t(dims.size())) return std::nullopt;
+    return dims[size_t(index.constant())];
+  }
+  ir::DimExpr sum;
+  for (size_t m = 0; m < dims.size(); ++m) {
+    auto eq = ir::DimExpr::Eq(index, ir::DimExpr::Constant(int64_t(m)));
+    auto term = eq ? eq->Mul(dims[m]) : std::nullopt;
+    auto next = term ? sum.Add(*term) : std::nullopt;
+    if (!next) return std::nullopt;
+    sum = *next;
+  }
+  return sum;
+}
+
+std::optional<ir::DimExpr> IsAmong(const DimExprs& axes, int64_t j) {
+  // 1 - prod(1 - [a == j]): exact also when an axis repeats.
+  ir::DimExpr none = ir::DimExpr::Constant(1);
+  for (const ir::DimExpr& a : axes) {
+    auto eq = ir::DimExpr::Eq(a, ir::DimExpr::Constant(j));
+    auto miss = eq ? ir::DimExpr::Constant(1).Sub(*eq) : std::nullopt;
+    auto next = miss ? none.Mul(*miss) : std::nullopt;
+    if (!next) return std::nullopt;
+    none = *next;
+  }
+  return ir::DimExpr::Constant(1).Sub(none);
+}
+
+std::optional<ir::DimExpr> CountBelow(const DimExprs& axes, int64_t j) {
+  ir::DimExpr n;
+  for (const ir::DimExpr& a : axes) {
+    auto lt = ir::DimExpr::Lt(a, ir::DimExpr::Constant(j));
+    auto next = lt ? n.Add(*lt) : std::nullopt;
+    if (!next) return std::nullopt;
+    n = *next;
+  }
+  return n;
+}
+
+std::optional<DimExprs> DropAxes(const DimExprs& dims, const DimExprs& axes) {
+  if (axes.size() > dims.size()) return std::nullopt;
+  DimExprs out;
+  for (size_t j = 0; j < dims.size() - axes.size(); ++j) {
+    // Dim m lands at m - (axes below m) when it is kept.
+    ir::DimExpr sum;
+    for (size_t m = j; m < dims.size() && m <= j + axes.size(); ++m) {
+      auto among = IsAmong(axes, int64_t(m));
+      auto kept = among ? ir::DimExpr::Constant(1).Sub(*among) : std::nullopt;
+      auto below = CountBelow(axes, int64_t(m));
+      auto pos = below ? ir::DimExpr::Constant(int64_t(m)).Sub(*below) : std::nullopt;
+      auto at = pos ? ir::DimExpr::Eq(*pos, ir::DimExpr::Constant(int64_t(j))) : std::nullopt;
+      auto both = kept && at ? kept->Mul(*at) : std::nullopt;
+      auto term = both ? both->Mul(dims[m]) : std::nullopt;
+      auto next = term ? sum.Add(*term) : std::nullopt;
+      if (!next) return std::nullopt;
+      sum = *next;
+    }
+    out.push_back(sum);
+  }
+  return out;
+}
+
+std::optional<ir::DimExpr> SliceLength(const ir::DimExpr& start, const ir::DimExpr& end, const ir::DimExpr& step, const ir::DimExpr& dim) {
+  using E = ir::DimExpr;
+  auto from_end = [&](const E& v) -> std::optional<E> {  // v + dim * (v < 0)
+    auto neg = E::Lt(v, E());
+    auto shift = neg ? neg->Mul(dim) : std::nullopt;
+    return shift ? v.Add(*shift) : std::nullopt;
+  };
+  auto clamp = [](const std::optional<E>& v, const std::optional<E>& lo, const std::optional<E>& hi) -> std::optional<E> {
+    auto up = v && lo ? E::Max(*v, *lo) : std::nullopt;
+    return up && hi ? E::Min(*up, *hi) : std::nullopt;
+  };
+  auto s = from_end(start), e = from_end(end);
+  auto dim_less_1 = dim.Sub(E::Constant(1));
+  std::optional<E> forward, backward;
+  if (!step.is_constant() || step.constant() > 0) {
+    // ceil((e - s) / step), at least 0.
+    auto s0 = clamp(s, E(), dim), e0 = clamp(e, E(), dim);
+    auto span = s0 && e0 ? e0->Sub(*s0) : std::nullopt;
+    auto up = span ? span->Add(step) : std::nullopt;
+    auto up1 = up ? up->Sub(E::Constant(1)) : std::nullopt;
+    auto q = up1 ? up1->FloorDivBy(step) : std::nullopt;
+    forward = q ? E::Max(*q, E()) : std::nullopt;
+    if (!forward) return std::nullopt;
+  }
+  if (!step.is_constant() || step.constant() < 0) {
+    auto s0 = clamp(s, E(), dim_less_1), e0 = clamp(e, E::Constant(-1), dim_less_1);
+    auto back = E().Sub(step);
+    auto span = s0 && e0 ? s0->Sub(*e0) : std::nullopt;
+    auto up = span && back ? span->Add(*back) : std::nullopt;
+    auto up1 = up ? up->Sub(E::Constant(1)) : std::nullopt;
+    auto q = up1 && back ? up1->FloorDivBy(*back) : std::nullopt;
+    backward = q ? E::Max(*q, E()) : std::nullopt;
+    if (!backward) return std::nullopt;
+  }
+  if (step.is_constant()) return step.constant() > 0 ? forward : step.constant() < 0 ? backward : std::nullopt;
+  auto neg = E::Lt(step, E());
+  return neg ? E::Select(*neg, *backward, *forward) : std::nullopt;
+}
+
+bool AnyValueSymbols(const DimExprs& values) {
+  return std::any_of(values.begin(), values.end(), [](const ir::DimExpr& e) { return e.HasValueSymbols(); });
+}
+
+std::vector<ir::Dim> ToDims(const DimExprs& e) {
+  std::vector<ir::Dim> out;
+  for (const ir::DimExpr& x : e) out.push_back(x.ToDim());
+  return out;
 }
 
 }  // namespace precis::ops

@@ -22,4 +22,27 @@ inline constexpr size_t kMaxKnownValues = 64;
 // nullopt when they are not known. Call after the node's output types are inferred.
 std::optional<std::vector<ir::DimExpr>> KnownValues(const ir::Node& node, int64_t opset);
 
+// Operators whose attributes come as run-time values (value symbols, ir::DimExpr) compute their
+// output dims with these; each returns nullopt where the expression would not fit.
+using DimExprs = std::vector<ir::DimExpr>;
+// The input dims as expressions (nullopt if one is unknown).
+std::optional<DimExprs> DimExprsOf(const std::vector<ir::Dim>& dims);
+// An axis value counted from the end when negative: a + rank * (a < 0).
+std::optional<ir::DimExpr> AxisValue(const ir::DimExpr& a, int64_t rank);
+// dims[index] for an index that is an expression.
+std::optional<ir::DimExpr> DimAt(const DimExprs& dims, const ir::DimExpr& index);
+// 1 where `j` is among `axes` (normalized), else 0.
+std::optional<ir::DimExpr> IsAmong(const DimExprs& axes, int64_t j);
+// How many of `axes` (normalized) are below `j`.
+std::optional<ir::DimExpr> CountBelow(const DimExprs& axes, int64_t j);
+// `dims` without the (normalized) `axes`: dim j of the result is the j-th kept dim.
+std::optional<DimExprs> DropAxes(const DimExprs& dims, const DimExprs& axes);
+// The length of ONNX Slice's [start, end) by `step` over `dim` (negative bounds count from the
+// end, then clamping), as strided_views.h SliceRange computes it.
+std::optional<ir::DimExpr> SliceLength(const ir::DimExpr& start, const ir::DimExpr& end, const ir::DimExpr& step, const ir::DimExpr& dim);
+// Whether any of `values` is a run-time value (holds a value symbol).
+bool AnyValueSymbols(const DimExprs& values);
+// The dims of expressions (negative constants as unknown).
+std::vector<ir::Dim> ToDims(const DimExprs& e);
+
 }  // namespace precis::ops

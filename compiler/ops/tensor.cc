@@ -8,12 +8,49 @@
 
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
+#include "compiler/ops/shape_values.h"
 #include "compiler/ops/tensor_infer.h"
 
 namespace precis::ops {
 namespace {
 
 using ir::Dim;
+
+// Reshape to a shape given as run-time values (value symbols): each entry e is, at run time, the
+// input dim where e = 0 (unless allowzero), what the others leave where e = -1, else e. The
+// kernel checks that the element counts agree.
+Status InferReshapeFromValues(InferContext& ctx, const std::vector<Dim>& in, const std::vector<ir::DimExpr>& shape) {
+  using E = ir::DimExpr;
+  bool allowzero = ctx.opset() >= 14 && ctx.Int("allowzero", 0) != 0;
+  auto in_e = DimExprsOf(in);
+  auto total = ir::DimProduct(in);
+  std::vector<Dim> out(shape.size());
+  if (!in_e || !total) {
+    ctx.SetOutput(0, ctx.input_dtype(0), out);  // unknown dims
+    return Status::Ok();
+  }
+  // Each entry with 0 resolved (-1 is kept: at most one entry is -1 at run time).
+  std::vector<std::optional<E>> resolved;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (allowzero || i >= in.size()) {
+      resolved.push_back(shape[i]);
+      continue;
+    }
+    auto zero = E::Eq(shape[i], E());
+    resolved.push_back(zero ? E::Select(*zero, (*in_e)[i], shape[i]) : std::nullopt);
+  }
+  for (size_t i = 0; i < shape.size(); ++i) {
+    std::optional<E> others = E::Constant(1);
+    for (size_t j = 0; j < shape.size() && others; ++j)
+      if (j != i) others = resolved[j] ? others->Mul(*resolved[j]) : std::nullopt;
+    auto left = others ? total->FloorDivBy(*others) : std::nullopt;
+    auto minus_one = E::Eq(shape[i], E::Constant(-1));
+    auto dim = minus_one && left && resolved[i] ? E::Select(*minus_one, *left, *resolved[i]) : std::nullopt;
+    out[i] = dim ? dim->ToDim() : Dim();
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
 
 // Reshape: 0 copies the input dim (unless allowzero), -1 takes what is left.
 Status InferReshape(InferContext& ctx) {
@@ -26,6 +63,7 @@ Status InferReshape(InferContext& ctx) {
     if (!attr) return ctx.Error("has no 'shape' attribute");
     for (int64_t v : *attr) shape.push_back(ir::DimExpr::Constant(v));
   }
+  if (AnyValueSymbols(shape)) return InferReshapeFromValues(ctx, in, shape);
   std::vector<int64_t> shown;  // the constant entries, for messages (-2: symbolic)
   for (const auto& e : shape) shown.push_back(e.is_constant() ? e.constant() : -2);
   bool allowzero = ctx.opset() >= 14 && ctx.Int("allowzero", 0) != 0;
@@ -88,8 +126,30 @@ StatusOr<std::optional<std::vector<int64_t>>> AxesOf(InferContext& ctx, int64_t 
   return ctx.Ints("axes");
 }
 
+// Squeeze and Unsqueeze with axes given as run-time values: the rank is known (from the count
+// of axes), each dim is a select over where the axes fall. The kernel (a copy) checks the sizes.
+std::optional<std::vector<ir::DimExpr>> ValueAxes(InferContext& ctx, size_t input, int64_t rank) {
+  if (ctx.opset() < 13 || !ctx.has_input(input) || ctx.input_constant(input)) return std::nullopt;
+  auto values = ctx.ShapeValues(input);
+  if (!values.ok() || !AnyValueSymbols(*values)) return std::nullopt;
+  std::vector<ir::DimExpr> axes;
+  for (const ir::DimExpr& a : *values) {
+    auto n = AxisValue(a, rank);
+    if (!n) return std::nullopt;
+    axes.push_back(*n);
+  }
+  return axes;
+}
+
 Status InferSqueeze(InferContext& ctx) {
   PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  if (auto axes = ValueAxes(ctx, 1, int64_t(in.size()))) {
+    auto in_e = DimExprsOf(in);
+    auto out = in_e ? DropAxes(*in_e, *axes) : std::nullopt;
+    if (!out) return ctx.Unsupported("its axes are run-time values over dims it cannot follow");
+    ctx.SetOutput(0, ctx.input_dtype(0), ToDims(*out));
+    return Status::Ok();
+  }
   PRECIS_ASSIGN_OR_RETURN(auto axes, AxesOf(ctx, 13));
   int64_t rank = int64_t(in.size());
   std::vector<bool> drop(in.size(), false);
@@ -116,6 +176,24 @@ Status InferSqueeze(InferContext& ctx) {
 
 Status InferUnsqueeze(InferContext& ctx) {
   PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  size_t added_count = ctx.has_input(1) && ctx.input_type(1).is_tensor() && ctx.input_type(1).shape().is_static()
+                           ? size_t(ctx.input_type(1).shape().NumElements().value_or(0))
+                           : 0;
+  if (auto axes = ValueAxes(ctx, 1, int64_t(in.size() + added_count))) {
+    // Output dim j is 1 where j is an axis, else input dim j - (axes below j).
+    auto in_e = DimExprsOf(in);
+    std::vector<Dim> out;
+    for (size_t j = 0; j < in.size() + axes->size(); ++j) {
+      auto among = IsAmong(*axes, int64_t(j));
+      auto below = CountBelow(*axes, int64_t(j));
+      auto index = below ? ir::DimExpr::Constant(int64_t(j)).Sub(*below) : std::nullopt;
+      auto kept = in_e && index ? DimAt(*in_e, *index) : std::nullopt;
+      auto dim = among && kept ? ir::DimExpr::Select(*among, ir::DimExpr::Constant(1), *kept) : std::nullopt;
+      out.push_back(dim ? dim->ToDim() : Dim());
+    }
+    ctx.SetOutput(0, ctx.input_dtype(0), out);
+    return Status::Ok();
+  }
   PRECIS_ASSIGN_OR_RETURN(auto axes, AxesOf(ctx, 13));
   if (!axes) return ctx.Error("has no axes");
   int64_t rank = int64_t(in.size() + axes->size());
@@ -185,6 +263,19 @@ Status InferSplit(InferContext& ctx) {
   size_t n = ctx.num_outputs();
   std::optional<std::vector<int64_t>> split;
   if (ctx.opset() >= 13 || (ctx.opset() < 2 && ctx.has_input(1))) {
+    if (ctx.has_input(1) && !ctx.input_constant(1)) {
+      // Sizes as run-time values: each output's dim along the axis (the kernel checks the sum).
+      auto values = ctx.ShapeValues(1);
+      if (values.ok() && AnyValueSymbols(*values)) {
+        if (values->size() != n) return ctx.Error("split has " + std::to_string(values->size()) + " sizes for " + std::to_string(n) + " outputs");
+        for (size_t i = 0; i < n; ++i) {
+          std::vector<Dim> out = in;
+          out[size_t(axis)] = (*values)[i].ToDim();
+          ctx.SetOutput(i, ctx.input_dtype(0), out);
+        }
+        return Status::Ok();
+      }
+    }
     if (ctx.has_input(1)) {
       PRECIS_ASSIGN_OR_RETURN(auto s, ctx.ConstantInts(1));
       split = s;
@@ -225,28 +316,73 @@ Status InferSplit(InferContext& ctx) {
   return Status::Ok();
 }
 
+// Slice whose bounds, axes or steps are run-time values: each output dim is the slice length of
+// the entry whose axis it is (a select over the axes), else the input dim. The kernel reads the
+// values at run time and checks them against these dims.
+Status InferSliceFromValues(InferContext& ctx, const std::vector<Dim>& in, const std::vector<ir::DimExpr>& starts,
+                            const std::vector<ir::DimExpr>& ends, std::vector<ir::DimExpr> axes, std::vector<ir::DimExpr> steps) {
+  using E = ir::DimExpr;
+  int64_t rank = int64_t(in.size());
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(E::Constant(int64_t(i)));
+  if (steps.empty()) steps.assign(starts.size(), E::Constant(1));
+  if (axes.size() != starts.size() || steps.size() != starts.size()) return ctx.Error("starts, ends, axes and steps differ in length");
+  std::vector<Dim> out(in.size());
+  auto in_e = DimExprsOf(in);
+  for (int64_t j = 0; j < rank; ++j) {
+    std::optional<E> dim = in_e ? std::optional<E>((*in_e)[size_t(j)]) : std::nullopt;
+    for (size_t i = 0; i < starts.size() && dim; ++i) {
+      auto axis = AxisValue(axes[i], rank);
+      auto here = axis ? E::Eq(*axis, E::Constant(j)) : std::nullopt;
+      auto len = SliceLength(starts[i], ends[i], steps[i], (*in_e)[size_t(j)]);
+      dim = here && len ? E::Select(*here, *len, *dim) : std::nullopt;
+    }
+    out[size_t(j)] = dim ? dim->ToDim() : Dim();
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
 // Slice bounds are constants, or (opset 10 on) values computed from symbolic dims (x[:, :seq] of
 // a longer buffer): such an axis with step 1 gets end - start, assuming the bounds lie within
 // the dim (the run-time kernel checks what the values give against it).
 Status InferSlice(InferContext& ctx) {
   PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
-  std::vector<ir::DimExpr> starts, ends;
+  std::vector<ir::DimExpr> starts, ends, axes_values, steps_values;
   std::vector<int64_t> axes, steps;
+  bool value_axes = false, value_steps = false;
   if (ctx.opset() >= 10) {
     PRECIS_ASSIGN_OR_RETURN(starts, ctx.ShapeValues(1));
     PRECIS_ASSIGN_OR_RETURN(ends, ctx.ShapeValues(2));
+    // Axes and steps as run-time values take the general path below.
     if (ctx.has_input(3)) {
-      PRECIS_ASSIGN_OR_RETURN(axes, ctx.ConstantInts(3));
+      auto v = ctx.ShapeValues(3);
+      value_axes = !ctx.input_constant(3) && v.ok() && AnyValueSymbols(*v);
+      if (value_axes) axes_values = *v;
+      else {
+        PRECIS_ASSIGN_OR_RETURN(axes, ctx.ConstantInts(3));
+      }
     }
     if (ctx.has_input(4)) {
-      PRECIS_ASSIGN_OR_RETURN(steps, ctx.ConstantInts(4));
+      auto v = ctx.ShapeValues(4);
+      value_steps = !ctx.input_constant(4) && v.ok() && AnyValueSymbols(*v);
+      if (value_steps) steps_values = *v;
+      else {
+        PRECIS_ASSIGN_OR_RETURN(steps, ctx.ConstantInts(4));
+      }
     }
+    if (!value_axes)
+      for (int64_t a : axes) axes_values.push_back(ir::DimExpr::Constant(a));
+    if (!value_steps)
+      for (int64_t t : steps) steps_values.push_back(ir::DimExpr::Constant(t));
   } else {
     for (int64_t v : ctx.Ints("starts").value_or(std::vector<int64_t>())) starts.push_back(ir::DimExpr::Constant(v));
     for (int64_t v : ctx.Ints("ends").value_or(std::vector<int64_t>())) ends.push_back(ir::DimExpr::Constant(v));
     axes = ctx.Ints("axes").value_or(std::vector<int64_t>());
   }
   if (starts.size() != ends.size()) return ctx.Error("starts and ends differ in length");
+  if (AnyValueSymbols(starts) || AnyValueSymbols(ends) || value_axes || value_steps)
+    return InferSliceFromValues(ctx, in, starts, ends, axes_values, steps_values);
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
   if (steps.empty()) steps.assign(starts.size(), 1);
@@ -287,6 +423,31 @@ Status InferSlice(InferContext& ctx) {
 Status InferExpand(InferContext& ctx) {
   PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
   PRECIS_ASSIGN_OR_RETURN(auto values, ctx.ShapeValues(1));
+  if (AnyValueSymbols(values)) {
+    // A shape of run-time values: each dim broadcasts, dim 1 takes the value (the kernel checks
+    // that the input broadcasts to what the values give).
+    size_t rank = std::max(in.size(), values.size());
+    std::vector<Dim> out(rank);
+    for (size_t j = 0; j < rank; ++j) {
+      bool has_in = j + in.size() >= rank, has_value = j + values.size() >= rank;
+      const ir::DimExpr* v = has_value ? &values[j + values.size() - rank] : nullptr;
+      if (!has_in) {
+        out[j] = v->ToDim();
+        continue;
+      }
+      const Dim& d = in[j + in.size() - rank];
+      auto e = ir::DimExpr::FromDim(d);
+      if (!v || !e) {
+        out[j] = v ? Dim() : d;
+        continue;
+      }
+      auto one = ir::DimExpr::Eq(*e, ir::DimExpr::Constant(1));
+      auto dim = one ? ir::DimExpr::Select(*one, *v, *e) : std::nullopt;
+      out[j] = dim ? dim->ToDim() : Dim();
+    }
+    ctx.SetOutput(0, ctx.input_dtype(0), out);
+    return Status::Ok();
+  }
   std::vector<Dim> shape;
   for (const auto& e : values) {
     if (e.is_constant() && e.constant() < 0) return ctx.Error("shape has a negative dim (" + std::to_string(e.constant()) + ")");
@@ -300,6 +461,21 @@ Status InferExpand(InferContext& ctx) {
 
 Status InferTile(InferContext& ctx) {
   PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  if (ctx.has_input(1) && !ctx.input_constant(1)) {
+    // Repeats as run-time values: dim * repeats.
+    auto values = ctx.ShapeValues(1);
+    if (values.ok() && AnyValueSymbols(*values)) {
+      if (values->size() != in.size()) return ctx.Error("repeats has " + std::to_string(values->size()) + " entries for rank " + std::to_string(in.size()));
+      std::vector<Dim> out;
+      for (size_t i = 0; i < in.size(); ++i) {
+        auto e = ir::DimExpr::FromDim(in[i]);
+        auto dim = e ? e->Mul((*values)[i]) : std::nullopt;
+        out.push_back(dim ? dim->ToDim() : Dim());
+      }
+      ctx.SetOutput(0, ctx.input_dtype(0), out);
+      return Status::Ok();
+    }
+  }
   PRECIS_ASSIGN_OR_RETURN(auto repeats, ctx.ConstantInts(1));
   if (repeats.size() != in.size()) return ctx.Error("repeats has " + std::to_string(repeats.size()) + " entries for rank " + std::to_string(in.size()));
   std::vector<Dim> out;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "compiler/ops/op_registry.h"
+#include "compiler/ops/shape_values.h"
 #include "compiler/ops/tensor_infer.h"
 
 namespace precis::ops {
@@ -203,6 +204,24 @@ Status InferRange(InferContext& ctx) {
   if (ctx.input_dtype(1) != dtype || ctx.input_dtype(2) != dtype) return ctx.Error("start, limit and delta dtypes differ");
   int64_t count = 0;
   if (ir::IsFloat(dtype)) {
+    // A limit cast from run-time integers (window functions: Range(0, Cast(size), 1)) with whole
+    // constant start and delta: the count is max(0, ceil((limit - start) / delta)).
+    if (ctx.has_input(1) && !ctx.input_constant(1)) {
+      auto start = ctx.ConstantFloats(0), delta = ctx.ConstantFloats(2);
+      auto limit = ctx.ShapeValues(1);
+      if (start.ok() && delta.ok() && limit.ok() && start->size() == 1 && delta->size() == 1 && limit->size() == 1 &&
+          (*start)[0] == std::round((*start)[0]) && (*delta)[0] == std::round((*delta)[0]) && (*delta)[0] != 0 &&
+          std::fabs((*start)[0]) < 1e9 && std::fabs((*delta)[0]) < 1e9) {
+        auto back = ir::DimExpr::Constant(int64_t((*start)[0])).Sub((*limit)[0]);
+        auto q = back ? back->FloorDivBy(ir::DimExpr::Constant(int64_t((*delta)[0]))) : std::nullopt;
+        auto up = q ? ir::DimExpr().Sub(*q) : std::nullopt;
+        auto n = up ? ir::DimExpr::Max(*up, ir::DimExpr()) : std::nullopt;
+        if (n && !n->is_constant()) {
+          ctx.SetOutput(0, dtype, {n->ToDim()});
+          return Status::Ok();
+        }
+      }
+    }
     PRECIS_ASSIGN_OR_RETURN(auto start, ctx.ConstantFloats(0));
     PRECIS_ASSIGN_OR_RETURN(auto limit, ctx.ConstantFloats(1));
     PRECIS_ASSIGN_OR_RETURN(auto delta, ctx.ConstantFloats(2));
@@ -215,6 +234,17 @@ Status InferRange(InferContext& ctx) {
   } else if (ir::IsInteger(dtype)) {
     // An integer limit known as a symbolic dim (Range(0, seq, 1) for position ids): the length
     // is limit - start for delta 1.
+    auto s_values = ctx.ShapeValues(0), l_values = ctx.ShapeValues(1), d_values = ctx.ShapeValues(2);
+    if (s_values.ok() && l_values.ok() && d_values.ok() && s_values->size() == 1 && l_values->size() == 1 && d_values->size() == 1 &&
+        ((*s_values)[0].HasValueSymbols() || (*l_values)[0].HasValueSymbols() || (*d_values)[0].HasValueSymbols())) {
+      // Run-time values: max(0, ceil((limit - start) / delta)) = max(0, -floor((start - limit) / delta)).
+      auto back = (*s_values)[0].Sub((*l_values)[0]);
+      auto q = back ? back->FloorDivBy((*d_values)[0]) : std::nullopt;
+      auto up = q ? ir::DimExpr().Sub(*q) : std::nullopt;
+      auto n = up ? ir::DimExpr::Max(*up, ir::DimExpr()) : std::nullopt;
+      ctx.SetOutput(0, dtype, {n ? n->ToDim() : Dim()});
+      return Status::Ok();
+    }
     if (ctx.has_input(1) && !ctx.input_constant(1)) {
       auto start = ctx.ConstantInts(0), delta = ctx.ConstantInts(2);
       auto limit = ctx.ShapeValues(1);

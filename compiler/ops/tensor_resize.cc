@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "compiler/ops/op_registry.h"
+#include "compiler/ops/shape_values.h"
 #include "compiler/ops/tensor_infer.h"
 
 namespace precis::ops {
@@ -99,6 +100,19 @@ Status InferResize(InferContext& ctx) {
     for (size_t i = 0; i < axes.size(); ++i) scales[size_t(axes[i])] = given[i];
     PRECIS_RETURN_IF_ERROR(ScaleDims(ctx, scales, dims));
   } else {
+    if (!ctx.input_constant(3)) {
+      // Sizes as run-time values: the output dims, with the stretch policy (the kernel takes its
+      // scales from the output dims).
+      auto values = ctx.ShapeValues(3);
+      if (values.ok() && AnyValueSymbols(*values)) {
+        if (values->size() != axes.size()) return ctx.Error("has " + std::to_string(values->size()) + " sizes for " + std::to_string(axes.size()) + " axes");
+        if (ctx.String("keep_aspect_ratio_policy", "stretch") != "stretch")
+          return ctx.Unsupported("sizes computed at run time need keep_aspect_ratio_policy 'stretch'");
+        for (size_t i = 0; i < axes.size(); ++i) dims[size_t(axes[i])] = (*values)[i].ToDim();
+        ctx.SetOutput(0, ctx.input_dtype(0), dims);
+        return Status::Ok();
+      }
+    }
     PRECIS_ASSIGN_OR_RETURN(auto sizes, ctx.ConstantInts(3));
     if (sizes.size() != axes.size()) return ctx.Error("has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(axes.size()) + " axes");
     std::string policy = ctx.String("keep_aspect_ratio_policy", "stretch");
@@ -117,6 +131,23 @@ Status InferResize(InferContext& ctx) {
     }
   }
   ctx.SetOutput(0, ctx.input_dtype(0), dims);
+  return Status::Ok();
+}
+
+// GridSample: Y [N, C, grid's spatial dims] from X [N, C, spatial...] and grid [N, spatial..., s].
+Status InferGridSample(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto x, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto grid, ctx.InputDims(1));
+  if (!ir::IsFloat(ctx.input_dtype(0)) || !ir::IsFloat(ctx.input_dtype(1))) return ctx.Error("X and grid must be float tensors");
+  if (x.size() < 3 || x.size() > 5) return ctx.Unsupported("X of rank " + std::to_string(x.size()) + " (supported: 1 to 3 spatial dims)");
+  if (grid.size() != x.size()) return ctx.Error("grid's rank differs from X's");
+  if (grid.back().is_static() && grid.back().value() != int64_t(x.size()) - 2) return ctx.Error("grid's last dim must be the spatial rank");
+  std::string mode = ctx.String("mode", ctx.opset() >= 20 ? "linear" : "bilinear");
+  if (!OneOf(mode, {"linear", "bilinear", "nearest", "cubic", "bicubic"})) return ctx.Error("unknown mode '" + mode + "'");
+  if (!OneOf(ctx.String("padding_mode", "zeros"), {"zeros", "border", "reflection"})) return ctx.Error("unknown padding_mode");
+  std::vector<Dim> out{x[0], x[1]};
+  out.insert(out.end(), grid.begin() + 1, grid.end() - 1);
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
   return Status::Ok();
 }
 
@@ -145,6 +176,44 @@ Status InferPad(InferContext& ctx) {
   if (!OneOf(mode, {"constant", "reflect", "edge", "wrap"}) || (mode == "wrap" && ctx.opset() < 19))
     return ctx.Error("unknown mode '" + mode + "'");
   std::vector<int64_t> pads, axes;
+  bool value_axes_given = false;
+  if (ctx.opset() >= 18 && ctx.has_input(3) && !ctx.input_constant(3)) {
+    auto a = ctx.ShapeValues(3);
+    value_axes_given = a.ok() && AnyValueSymbols(*a);
+  }
+  if (ctx.opset() >= 11 && ctx.has_input(1)) {
+    // Pads (or axes) as run-time values: dim + before + after (the kernel reads them at run time).
+    auto values = ctx.ShapeValues(1);
+    if (values.ok() && (AnyValueSymbols(*values) || value_axes_given)) {
+      // Axes: constants or run-time values too; dim j grows by the pads of the entry naming it.
+      DimExprs value_axes;
+      if (ctx.has_input(3) && ctx.opset() >= 18) {
+        PRECIS_ASSIGN_OR_RETURN(auto a, ctx.ShapeValues(3));
+        for (const ir::DimExpr& x : a) {
+          auto n = AxisValue(x, rank);
+          if (!n) return ctx.Unsupported("its axes are run-time values it cannot follow");
+          value_axes.push_back(*n);
+        }
+      } else {
+        for (int64_t i = 0; i < rank; ++i) value_axes.push_back(ir::DimExpr::Constant(i));
+      }
+      if (values->size() != 2 * value_axes.size())
+        return ctx.Error("has " + std::to_string(values->size()) + " pads for " + std::to_string(value_axes.size()) + " axes");
+      auto in_e = DimExprsOf(dims);
+      for (int64_t j = 0; j < rank; ++j) {
+        std::optional<ir::DimExpr> d = in_e ? std::optional<ir::DimExpr>((*in_e)[size_t(j)]) : std::nullopt;
+        for (size_t i = 0; i < value_axes.size() && d; ++i) {
+          auto here = ir::DimExpr::Eq(value_axes[i], ir::DimExpr::Constant(j));
+          auto both = (*values)[i].Add((*values)[i + value_axes.size()]);
+          auto grow = here && both ? here->Mul(*both) : std::nullopt;
+          d = grow ? d->Add(*grow) : std::nullopt;
+        }
+        dims[size_t(j)] = d ? d->ToDim() : Dim();
+      }
+      ctx.SetOutput(0, ctx.input_dtype(0), dims);
+      return Status::Ok();
+    }
+  }
   if (ctx.opset() >= 11) {
     PRECIS_ASSIGN_OR_RETURN(pads, ctx.ConstantInts(1));
     if (ctx.has_input(2) && ctx.input_dtype(2) != ctx.input_dtype(0)) return ctx.Error("constant_value dtype differs from the data");
@@ -216,6 +285,7 @@ Status InferSpaceToDepth(InferContext& ctx) {
 // Called by RegisterTensorOps (tensor.cc).
 void AddTensorResizeOps(OpRegistry& r) {
   r.Register({"", "Resize", 10, INT_MAX, InferResize, true, -1, "", PrecisionClass::kPassthrough, 1});
+  r.Register({"", "GridSample", 16, INT_MAX, InferGridSample, true, -1, "", PrecisionClass::kKeepFp32});
   r.Register({"", "Upsample", 7, INT_MAX, InferUpsample, true, -1, "", PrecisionClass::kPassthrough, 1});
   r.Register({"", "Pad", 1, INT_MAX, InferPad, true, -1, "", PrecisionClass::kPassthrough});
   r.Register({"", "DepthToSpace", 1, INT_MAX, InferDepthToSpace, true, -1, "", PrecisionClass::kPassthrough});

@@ -11,14 +11,14 @@ namespace precis::rt {
 namespace {
 
 // Sorted, so that lookups are a binary search and a duplicate shows up in review.
-constexpr std::array<std::string_view, 74> kInPlaceOnInput0 = {
+constexpr std::array<std::string_view, 75> kInPlaceOnInput0 = {
     "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atanh", "BatchNormalization",
     "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "Ceil", "Celu", "Clip", "Cos", "Cosh",
     "CumSum", "Div", "Dropout", "Elu", "Erf", "Exp", "Floor", "FusedElementwise", "Gelu", "GroupNormalization", "HardSigmoid",
     "HardSwish", "Hardmax", "Identity", "InstanceNormalization", "LayerNormalization", "LeakyRelu", "Log",
     "LogSoftmax", "LpNormalization", "Max", "Mean", "MeanVarianceNormalization", "Min", "Mish", "Mod", "Mul",
     "Neg", "Not", "Or", "PRelu", "Pow", "Reciprocal", "Relu", "Reshape", "Round", "ScatterElements",
-    "ScatterND", "Selu", "Sigmoid", "Sign", "Sin", "Sinh", "Softmax", "Softplus", "Softsign", "Sqrt",
+    "ScatterND", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Softmax", "Softplus", "Softsign", "Sqrt",
     "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Trilu", "Xor"};
 static_assert(std::is_sorted(kInPlaceOnInput0.begin(), kInPlaceOnInput0.end()));
 

@@ -242,6 +242,7 @@ Status Session::Impl::Load(const uint8_t* data, size_t size) {
   precision = view.meta->precision() ? view.meta->precision()->str() : "fp32";
   PRECIS_RETURN_IF_ERROR(LoadTensors());
   PRECIS_RETURN_IF_ERROR(LoadPrograms());
+  PRECIS_RETURN_IF_ERROR(LoadValueSymbols());
   rt::BackendFactory factory = rt::FindBackend(options.device);
   if (!factory)
     return Unimplemented(options.device == Device::kCuda

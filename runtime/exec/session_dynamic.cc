@@ -34,18 +34,51 @@ Status Session::Impl::LoadSymbols() {
   }
   if (const flatbuffers::Vector<int64_t>* code = p->dim_atoms()) {
     for (size_t pos = 0; pos < code->size();) {
-      if (atoms.size() >= 256) return InvalidArgument("plan has more than 256 floor divisions in its dims");
+      if (atoms.size() >= 1024) return InvalidArgument("plan has more than 1024 atoms in its dims");
       Atom a;
       a.k = code->Get(flatbuffers::uoffset_t(pos++));
-      std::string inner;
-      if (a.k < 1 || !DecodePoly(code, pos, atoms.size(), a.terms, inner)) return InvalidArgument("plan has a bad floor division in its dims");
-      a.text = "(" + inner + ")/" + std::to_string(a.k);
+      std::string p_text, q_text;
+      if (a.k < -5 || a.k == 0 || !DecodePoly(code, pos, atoms.size(), a.terms, p_text) ||
+          (a.k <= -3 && !DecodePoly(code, pos, atoms.size(), a.divisor, q_text)))
+        return InvalidArgument("plan has a bad atom in its dims");
+      static const char* const kNames[] = {"eq(", "neg(", "div(", "min(", "max("};
+      a.text = a.k >= 1 ? "(" + p_text + ")/" + std::to_string(a.k)
+                        : kNames[-1 - a.k] + p_text + (a.k <= -3 ? "," + q_text : std::string()) + ")";
       atoms.push_back(std::move(a));
     }
   }
-  bound.assign(symbols.size(), -1);
-  pending.assign(symbols.size(), -1);
+  bound.assign(symbols.size(), kUnbound);
+  pending.assign(symbols.size(), kUnbound);
   pending_from.assign(symbols.size(), "");
+  return Status::Ok();
+}
+
+// Symbols bound by input values (Plan.value_symbols): each an element of an int64 or int32 input
+// of an entry program with static dims; named "input[element]" in messages.
+Status Session::Impl::LoadValueSymbols() {
+  const flatbuffers::Vector<int64_t>* code = view.meta->value_symbols();
+  if (!code || code->size() == 0) return Status::Ok();
+  if (!dynamic || code->size() % 3 != 0) return InvalidArgument("plan has bad value symbols");
+  std::vector<bool> seen(symbols.size(), false);
+  for (size_t k = 0; k < code->size(); k += 3) {
+    ValueSymbol v;
+    int64_t sym = code->Get(flatbuffers::uoffset_t(k)), tensor = code->Get(flatbuffers::uoffset_t(k + 1));
+    v.element = code->Get(flatbuffers::uoffset_t(k + 2));
+    if (sym < 0 || sym >= int64_t(symbols.size()) || seen[size_t(sym)] || tensor < 0 || tensor >= int64_t(tensors.size()))
+      return InvalidArgument("plan has a bad value symbol");
+    const rt::Tensor& t = tensors[size_t(tensor)];
+    bool entry_input = false;
+    for (size_t p = 0; p < loaded.programs.size() && !entry_input; ++p)
+      if (std::find(entry_names.begin(), entry_names.end(), program_names[p]) != entry_names.end())
+        entry_input = std::find(loaded.programs[p].inputs.begin(), loaded.programs[p].inputs.end(), int(tensor)) != loaded.programs[p].inputs.end();
+    if (!entry_input || (t.dtype != DataType::kI64 && t.dtype != DataType::kI32) || !sym_dims[size_t(tensor)].empty() || v.element < 0 ||
+        v.element >= t.numel)
+      return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' reads a value no input of static shape holds");
+    seen[size_t(sym)] = true;
+    v.symbol = size_t(sym);
+    v.tensor = int(tensor);
+    value_symbols.push_back(v);
+  }
   return Status::Ok();
 }
 
@@ -60,11 +93,12 @@ bool Session::Impl::DecodePoly(const flatbuffers::Vector<int64_t>* code, size_t&
     return true;
   };
   int64_t terms = 0;
-  if (!next(terms) || terms < 1 || terms > 16) return false;
+  if (!next(terms) || terms < 0 || terms > 4096) return false;
+  if (terms == 0) text = "0";  // an operand of an atom (max(P,0)); dims are never 0 terms
   for (int64_t n = 0; n < terms; ++n) {
     Term term;
     int64_t factors = 0;
-    if (!next(term.coeff) || !next(factors) || factors < 0 || factors > 8) return false;
+    if (!next(term.coeff) || !next(factors) || factors < 0 || factors > 64) return false;
     std::string product;
     for (int64_t f = 0; f < factors; ++f) {
       int64_t sym = 0;
@@ -73,8 +107,11 @@ bool Session::Impl::DecodePoly(const flatbuffers::Vector<int64_t>* code, size_t&
       product += (f ? "*" : "") + (sym >= 0 ? symbols[size_t(sym)] : atoms[size_t(-1 - sym)].text);
     }
     std::string c = std::to_string(term.coeff);
-    text += (n && term.coeff >= 0 ? "+" : "") + (factors == 0 ? c : term.coeff == 1 ? product : term.coeff == -1 ? "-" + product : c + "*" + product);
+    // Texts are for messages: long ones are cut (atoms nest, a hostile plan could double them).
     out.push_back(std::move(term));
+    if (text.size() > kMaxDimText) continue;
+    text += (n && c[0] != '-' ? "+" : "") + (factors == 0 ? c : c == "1" ? product : c == "-1" ? "-" + product : c + "*" + product);
+    if (text.size() > kMaxDimText) text = text.substr(0, kMaxDimText) + "...";
   }
   return true;
 }
@@ -120,7 +157,7 @@ Status Session::Impl::LoadSymbolicDims(size_t i, const plan::TensorDesc* d) {
 
 std::string Session::Impl::Binding(const std::vector<int64_t>& values) const {
   std::string s;
-  for (size_t k = 0; k < symbols.size(); ++k) s += (k ? ", " : "") + symbols[k] + "=" + (values[k] < 0 ? "?" : std::to_string(values[k]));
+  for (size_t k = 0; k < symbols.size(); ++k) s += (k ? ", " : "") + symbols[k] + "=" + (values[k] == kUnbound ? "?" : std::to_string(values[k]));
   return s;
 }
 
@@ -130,9 +167,14 @@ std::string Session::Impl::Binding(const std::vector<int64_t>& values) const {
 Status Session::Impl::Rebind(const std::vector<int64_t>& b) {
   std::vector<int64_t> atom_values;
   for (const Atom& a : atoms) {
-    int64_t v = 0;
-    if (!EvaluatePoly(a.terms, b, atom_values, v)) return InvalidArgument("the dim " + a.text + " is out of range for " + Binding(b));
-    atom_values.push_back(v / a.k - (v % a.k < 0 ? 1 : 0));  // floor, also below 0
+    int64_t v = 0, q = a.k;
+    if (!EvaluatePoly(a.terms, b, atom_values, v) || (a.k <= -3 && !EvaluatePoly(a.divisor, b, atom_values, q)) || (q == -1 && v == INT64_MIN))
+      return InvalidArgument("the dim " + a.text + " is out of range for " + Binding(b));
+    if (a.k == -1) atom_values.push_back(v == 0);
+    else if (a.k == -2) atom_values.push_back(v < 0);
+    else if (a.k == -4) atom_values.push_back(std::min(v, q));
+    else if (a.k == -5) atom_values.push_back(std::max(v, q));
+    else atom_values.push_back(q == 0 ? 0 : v / q - (v % q != 0 && (v < 0) != (q < 0) ? 1 : 0));  // floor, also below 0
   }
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (sym_dims[i].empty()) continue;
@@ -248,10 +290,27 @@ Status Session::Impl::SetDynamicInput(int id, DataType dtype, const std::vector<
                  (sym_max[sym] >= 0 ? std::to_string(sym_max[sym]) : std::string("")));
     for (const auto& [other, value] : binds)
       if (other == sym && value != v) return bad(symbols[sym] + " is both " + std::to_string(value) + " and " + std::to_string(v));
-    if (pending[sym] >= 0 && pending[sym] != v && pending_from[sym] != t.name)
+    if (pending[sym] != kUnbound && pending[sym] != v && pending_from[sym] != t.name)
       return InvalidArgument("input '" + t.name + "' gives " + symbols[sym] + " = " + std::to_string(v) + ", but input '" + pending_from[sym] +
                              "' gave " + symbols[sym] + " = " + std::to_string(pending[sym]) + " for the same run");
     binds.push_back({sym, v});
+  }
+  // Values that decide shapes: the elements this input gives its value symbols.
+  for (const ValueSymbol& vs : value_symbols) {
+    if (vs.tensor != id) continue;
+    int64_t v = 0;
+    if (t.dtype == DataType::kI64) {
+      std::memcpy(&v, static_cast<const uint8_t*>(data) + vs.element * 8, 8);
+    } else {
+      int32_t w = 0;
+      std::memcpy(&w, static_cast<const uint8_t*>(data) + vs.element * 4, 4);
+      v = w;
+    }
+    // Values decide dims: beyond 2^50 no dim fits (and INT64_MIN would read as unbound).
+    if (v < -(int64_t(1) << 50) || v > (int64_t(1) << 50))
+      return InvalidArgument("input '" + t.name + "': element " + std::to_string(vs.element) + " (" + std::to_string(v) +
+                             ") decides a shape and is out of range");
+    binds.push_back({vs.symbol, v});
   }
   for (const auto& [sym, v] : binds) {
     pending[sym] = v;
@@ -274,20 +333,20 @@ Status Session::Impl::SetDynamicInput(int id, DataType dtype, const std::vector<
 Status Session::Impl::PrepareDynamicRun(size_t program) {
   std::vector<int64_t> b = bound;
   for (size_t k = 0; k < symbols.size(); ++k)
-    if (pending[k] >= 0) b[k] = pending[k];
+    if (pending[k] != kUnbound) b[k] = pending[k];
   for (size_t k = 0; k < symbols.size(); ++k)
-    if (b[k] < 0) return InvalidArgument("symbolic dim '" + symbols[k] + "' has no value yet: set the inputs (their shapes bind " + Binding(b) + ")");
+    if (b[k] == kUnbound) return InvalidArgument("symbolic dim '" + symbols[k] + "' has no value yet: set the inputs (their shapes bind " + Binding(b) + ")");
   if (b != bound) {
     shape_ok = false;  // until the new shape is in place: tensors hold a part of it
     Status s = Rebind(b);
     if (!s.ok()) {
-      bound.assign(symbols.size(), -1);
-      std::fill(pending.begin(), pending.end(), -1);  // the failed shape binds nothing: inputs start afresh
+      bound.assign(symbols.size(), kUnbound);
+      std::fill(pending.begin(), pending.end(), kUnbound);  // the failed shape binds nothing: inputs start afresh
       return s;
     }
     shape_ok = true;
   }
-  std::fill(pending.begin(), pending.end(), -1);
+  std::fill(pending.begin(), pending.end(), kUnbound);
   for (int id : loaded.programs[program].inputs) {
     rt::Tensor& t = tensors[size_t(id)];
     auto it = staged.find(id);

@@ -3,6 +3,7 @@
 // shape). Private to runtime/exec.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -63,11 +64,18 @@ struct Session::Impl {
     std::vector<Term> terms;
     std::string text;  // "2*batch*seq"
   };
-  struct Atom {  // floor(P / k) (plan.fbs Plan.dim_atoms)
+  struct Atom {  // plan.fbs Plan.dim_atoms: floor(P / k) for k >= 1; kind -1: P = 0, -2: P < 0, -3: floor(P / Q), -4/-5: min/max(P, Q)
     int64_t k = 1;
-    std::vector<Term> terms;
-    std::string text;  // "(H+1)/2"
+    std::vector<Term> terms, divisor;  // P, and Q of the two-operand kinds
+    std::string text;  // "(H+1)/2", "eq(shape[0]+1)"
   };
+  struct ValueSymbol {  // plan.fbs Plan.value_symbols
+    size_t symbol = 0;
+    int tensor = -1;
+    int64_t element = 0;
+  };
+  static constexpr int64_t kUnbound = INT64_MIN;  // a symbol without a value
+  static constexpr size_t kMaxDimText = 240;       // longer texts of dims are cut
   struct StagedInput {
     AlignedBuffer bytes;
     size_t capacity = 0;
@@ -80,7 +88,8 @@ struct Session::Impl {
   std::vector<std::string> symbols;
   std::vector<std::vector<SymDim>> sym_dims;   // per tensor
   std::vector<Atom> atoms;
-  std::vector<int64_t> bound, pending;         // per symbol; -1: none
+  std::vector<ValueSymbol> value_symbols;
+  std::vector<int64_t> bound, pending;         // per symbol; kUnbound: none
   std::vector<std::string> pending_from;       // the input that gave each pending value
   std::unordered_map<int, StagedInput> staged; // by tensor id
   std::vector<int> live_first, live_last, inplace_of;  // per tensor (arena tensors of dynamic plans)
@@ -94,6 +103,7 @@ struct Session::Impl {
   Status Load(const uint8_t* data, size_t size);
   Status LoadSymbols();
   Status LoadSymbolicDims(size_t i, const plan::TensorDesc* d);
+  Status LoadValueSymbols();
   bool DecodePoly(const flatbuffers::Vector<int64_t>* code, size_t& pos, size_t atoms_known, std::vector<Term>& out, std::string& text) const;
   bool EvaluatePoly(const std::vector<Term>& terms, const std::vector<int64_t>& b, const std::vector<int64_t>& atom_values, int64_t& v) const;
   Status Rebind(const std::vector<int64_t>& binding);

@@ -59,7 +59,13 @@ Status ReadScalesAndRoi(const KernelArgs& args, const Tensor& in, ResizeOptions&
   std::vector<double> roi, scales, sizes;
   if (opt.coord == Coord::kTfCropAndResize) PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(1), "roi", roi));
   PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(2), "scales", scales));
-  PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(3), "sizes", sizes));
+  if (const Tensor* t = args.in(3); t && t->numel > 0 && !t->is_constant && args.out(0) && args.out(0)->rank() == int64_t(rank) &&
+                                     args.attrs.String("keep_aspect_ratio_policy", "stretch") == "stretch") {
+    // Sizes computed at run time (a dynamic plan's value input): they are the output dims.
+    for (int64_t a : axes) sizes.push_back(double(args.out(0)->dims[size_t(a)]));
+  } else {
+    PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(3), "sizes", sizes));
+  }
   opt.scales.assign(rank, 1.0);
   if (!scales.empty()) {
     if (scales.size() != axes.size()) return args.Error("scales do not match the axes");

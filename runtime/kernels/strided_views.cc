@@ -24,13 +24,13 @@ Status ConstantIndexValues(const KernelArgs& args, size_t i, const char* what, s
 
 // Pads: the "pads" attribute (the kernel form of versions before 11) or input 1, with the axes of
 // input 3 (from 18).
-Status ReadPads(const KernelArgs& args, std::vector<int64_t>& pads, std::vector<int64_t>& axes) {
+Status ReadPads(const KernelArgs& args, bool run_time, std::vector<int64_t>& pads, std::vector<int64_t>& axes) {
   if (!args.attrs.Has("pads")) {
     const Tensor* p = args.in(1);
-    if (!p || !p->is_constant || !IsIndexType(p->dtype)) return args.Error("pads must be a constant integer tensor");
+    if (!p || (!p->is_constant && !run_time) || !IsIndexType(p->dtype)) return args.Error("pads must be a constant integer tensor");
     for (int64_t i = 0; i < p->numel; ++i) pads.push_back(IndexAt(*p, i));
     if (const Tensor* a = args.in(3)) {
-      if (!a->is_constant || !IsIndexType(a->dtype)) return args.Error("axes must be a constant integer tensor");
+      if ((!a->is_constant && !run_time) || !IsIndexType(a->dtype)) return args.Error("axes must be a constant integer tensor");
       for (int64_t i = 0; i < a->numel; ++i) axes.push_back(IndexAt(*a, i));
     }
   } else {
@@ -174,9 +174,9 @@ Status SpaceToDepthView(const KernelArgs& args, const Tensor& in, const Tensor& 
 }
 
 // Pad (see strided_views.h).
-Status PadIndexMaps(const KernelArgs& args, const Tensor& in, const Tensor& out, std::vector<std::vector<int64_t>>* maps) {
+Status PadIndexMaps(const KernelArgs& args, const Tensor& in, const Tensor& out, std::vector<std::vector<int64_t>>* maps, bool run_time) {
   std::vector<int64_t> pads, axes;
-  PRECIS_RETURN_IF_ERROR(ReadPads(args, pads, axes));
+  PRECIS_RETURN_IF_ERROR(ReadPads(args, run_time, pads, axes));
   std::string mode = args.attrs.String("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") return args.Error("unknown mode '" + mode + "'");
   std::vector<int64_t> before(size_t(in.rank()), 0), after(size_t(in.rank()), 0);

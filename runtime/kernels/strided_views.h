@@ -49,7 +49,8 @@ Status SpaceToDepthView(const KernelArgs& args, const Tensor& in, const Tensor& 
 
 // Pad (opsets 2-23: pads and axes as attributes or constant inputs; constant, reflect, edge and
 // wrap modes; negative pads crop): per dim, the input coordinate each output coordinate reads,
-// -1 where it takes the constant value.
-Status PadIndexMaps(const KernelArgs& args, const Tensor& in, const Tensor& out, std::vector<std::vector<int64_t>>* maps);
+// -1 where it takes the constant value. With `run_time`, pads may be a computed input (read when
+// the kernel runs).
+Status PadIndexMaps(const KernelArgs& args, const Tensor& in, const Tensor& out, std::vector<std::vector<int64_t>>* maps, bool run_time = false);
 
 }  // namespace precis::rt

@@ -77,6 +77,51 @@ TEST(DimExpr, FloorDivision) {
   for (const char* text : {"(H)/0", "(H)/", "(H)/-2", "H/2"}) EXPECT_FALSE(DimExpr::Parse(text).has_value()) << text;
 }
 
+// Value symbols ("$I_E") and the atoms of run-time values: eq, neg, div; selects, min and max as
+// arithmetic over them; folding where the sign is known (dims >= 0, value symbols unsigned).
+TEST(DimExpr, ValueAtoms) {
+  EXPECT_EQ(P("eq($0_1)").ToString(), "eq($0_1)");
+  EXPECT_EQ(P("eq(-2*$0_1+4)").ToString(), "eq($0_1-2)");  // one text for d, 2d and -d
+  EXPECT_EQ(P("neg(2*$0_1)").ToString(), "neg($0_1)");
+  EXPECT_EQ(P("eq(H+1)").ToString(), "0");   // a dim plus 1 is never 0
+  EXPECT_EQ(P("neg(H)").ToString(), "0");    // dims are >= 0
+  EXPECT_EQ(P("neg(-H-1)").ToString(), "1");
+  EXPECT_EQ(P("eq(3-3)").ToString(), "1");
+  EXPECT_EQ(P("eq(a)*eq(a)").ToString(), "eq(a)");  // an indicator is its own square
+  EXPECT_TRUE(P("$0_0").HasValueSymbols());
+  EXPECT_FALSE(P("(H+1)/2").HasValueSymbols());
+  EXPECT_TRUE(P("H*(H+1)/2").KnownNonNegative());
+  EXPECT_FALSE(P("H-1").KnownNonNegative());
+  EXPECT_FALSE(P("$1_0").KnownNonNegative());
+  // Reshape's entry: 0 copies the input dim (7), -1 is what is left (42 / 6), else the value.
+  DimExpr v = P("$0_0");
+  DimExpr entry = *DimExpr::Select(*DimExpr::Eq(v, P("0")), P("7"),
+                                   *DimExpr::Select(*DimExpr::Eq(v, P("-1")), P("42").FloorDivBy(P("6")).value(), v));
+  EXPECT_EQ(entry.Evaluate({{"$0_0", 0}}), 7);
+  EXPECT_EQ(entry.Evaluate({{"$0_0", -1}}), 7);
+  EXPECT_EQ(entry.Evaluate({{"$0_0", 5}}), 5);
+  EXPECT_EQ(*DimExpr::Parse(entry.ToString()), entry);  // the text parses back to the same expression
+  DimExpr clamp = *DimExpr::Min(*DimExpr::Max(P("$2_0"), P("0")), P("H"));
+  EXPECT_EQ(clamp.Evaluate({{"$2_0", -4}, {"H", 10}}), 0);
+  EXPECT_EQ(clamp.Evaluate({{"$2_0", 4}, {"H", 10}}), 4);
+  EXPECT_EQ(clamp.Evaluate({{"$2_0", 40}, {"H", 10}}), 10);
+  DimExpr q = *P("H+$0_0").FloorDivBy(P("$0_1"));
+  EXPECT_EQ(q.ToString(), "div($0_0+H,$0_1)");
+  EXPECT_EQ(q.Evaluate({{"H", 7}, {"$0_0", 0}, {"$0_1", 2}}), 3);
+  EXPECT_EQ(q.Evaluate({{"H", 7}, {"$0_0", 0}, {"$0_1", -2}}), -4);  // floor(-3.5)
+  EXPECT_EQ(q.Evaluate({{"H", 7}, {"$0_0", 0}, {"$0_1", 0}}), 0);    // 0 where the divisor is 0
+  EXPECT_EQ(*P("H").FloorDivBy(P("-2")), *P("-H").FloorDiv(2));
+  EXPECT_EQ(q.Atoms(), (std::vector<std::string>{"div($0_0+H,$0_1)"}));
+  EXPECT_EQ(P("eq($0_0)*(H+1)/2").Atoms(), (std::vector<std::string>{"(H+1)/2", "eq($0_0)"}));
+  EXPECT_EQ(P("div(eq($0_0),H)").Symbols(), (std::set<std::string>{"$0_0", "H"}));
+  size_t input = 9, element = 9;
+  EXPECT_TRUE(DimExpr::ParseValueSymbol(DimExpr::ValueSymbol(3, 12), &input, &element));
+  EXPECT_EQ(input, 3u);
+  EXPECT_EQ(element, 12u);
+  for (const char* name : {"$", "$3", "$_1", "$3_", "$a_1", "H"}) EXPECT_FALSE(DimExpr::ParseValueSymbol(name, &input, &element)) << name;
+  for (const char* text : {"eq()", "div(a)", "div(a,)", "neg(a", "$"}) EXPECT_FALSE(DimExpr::Parse(text).has_value()) << text;
+}
+
 TEST(DimExpr, RefusesWhatIsNoExpression) {
   for (const char* text : {"", "batch size", "2*", "(a", "a)", "a/b", "99999999999999999999", "a+*b"})
     EXPECT_FALSE(DimExpr::Parse(text).has_value()) << text;

@@ -205,5 +205,112 @@ TEST(DynamicPlan, BoundedSymbolsPlanTheArenaOnce) {
       << emitted.status().message();
 }
 
+// Values that decide shapes (docs/dynamic-shapes.md): a Reshape target, Pad's pads and
+// ReduceSum's axes given as inputs. One session runs several values; expected values come from
+// plain loops.
+constexpr const char* kValueModel = R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 18}}
+graph "values" {
+  input %x: f32[2,3,4]
+  input %target: i64[3]
+  input %p: f32[3,4]
+  input %pads: i64[4]
+  input %axes: i64[1]
+  %r = Reshape(%x, %target)
+  %q = Pad(%p, %pads) {mode = "reflect"}
+  %s = ReduceSum(%x, %axes) {keepdims = 0}
+  output %r
+  output %q
+  output %s
+}
+)";
+
+TEST(DynamicPlan, ValuesDecideShapes) {
+  auto model = ir::ParseModel(kValueModel);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  ASSERT_TRUE(passes::InferShapesAndFold(**model).ok());
+  auto emitted = emit::EmitPlan(**model, {});
+  ASSERT_TRUE(emitted.ok()) << emitted.status().ToString();
+  EXPECT_EQ(emitted->symbols, (std::vector<std::string>{"target[0]", "target[1]", "target[2]", "pads[0]", "pads[1]", "pads[2]", "pads[3]", "axes[0]"}));
+  auto session = Session::FromBuffer(emitted->bytes.data(), emitted->bytes.size());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  Session& s = **session;
+  std::vector<float> x(24), p(12);
+  for (int i = 0; i < 24; ++i) x[size_t(i)] = float(i) * 0.5f - 3.0f;
+  for (int i = 0; i < 12; ++i) p[size_t(i)] = float(i * i % 7);
+  struct Case {
+    std::vector<int64_t> target, want_r, pads;
+    int64_t axis;
+  };
+  // 0 copies the input dim, -1 takes the rest; reflect pads; a repeated case reuses its shape.
+  std::vector<Case> cases{{{4, 3, 2}, {4, 3, 2}, {1, 0, 0, 2}, 0},
+                          {{0, -1, 2}, {2, 6, 2}, {0, 2, 1, 0}, 2},
+                          {{6, -1, 1}, {6, 4, 1}, {-1, 1, 1, 0}, -2},
+                          {{4, 3, 2}, {4, 3, 2}, {1, 0, 0, 2}, 0}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE("target " + std::to_string(c.target[0]) + "," + std::to_string(c.target[1]) + "," + std::to_string(c.target[2]));
+    int64_t axis = c.axis;
+    ASSERT_TRUE(s.SetInput("x", DataType::kF32, {2, 3, 4}, x.data(), 96).ok());
+    ASSERT_TRUE(s.SetInput("target", DataType::kI64, {3}, c.target.data(), 24).ok());
+    ASSERT_TRUE(s.SetInput("p", DataType::kF32, {3, 4}, p.data(), 48).ok());
+    ASSERT_TRUE(s.SetInput("pads", DataType::kI64, {4}, c.pads.data(), 32).ok());
+    ASSERT_TRUE(s.SetInput("axes", DataType::kI64, {1}, &axis, 8).ok());
+    Status run = s.Run();
+    ASSERT_TRUE(run.ok()) << run.ToString();
+    auto r = s.Output("r");
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->info.dims, c.want_r);
+    for (int i = 0; i < 24; ++i) EXPECT_EQ(static_cast<const float*>(r->data)[i], x[size_t(i)]);
+    // Reflect padding: rows [3] padded by pads[0] before / pads[2] after, columns [4] by pads[1] / pads[3].
+    auto q = s.Output("q");
+    ASSERT_TRUE(q.ok());
+    int64_t rows = 3 + c.pads[0] + c.pads[2], cols = 4 + c.pads[1] + c.pads[3];
+    ASSERT_EQ(q->info.dims, (std::vector<int64_t>{rows, cols}));
+    auto reflect = [](int64_t i, int64_t n) { return i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i; };
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        // Negative pads crop first: rows start at max(-pads[0], 0) of the input.
+        int64_t lo_r = std::max<int64_t>(-c.pads[0], 0), n_r = 3 - lo_r - std::max<int64_t>(-c.pads[2], 0);
+        int64_t lo_c = std::max<int64_t>(-c.pads[1], 0), n_c = 4 - lo_c - std::max<int64_t>(-c.pads[3], 0);
+        int64_t si = lo_r + reflect(i - std::max<int64_t>(c.pads[0], 0), n_r), sj = lo_c + reflect(j - std::max<int64_t>(c.pads[1], 0), n_c);
+        EXPECT_EQ(static_cast<const float*>(q->data)[i * cols + j], p[size_t(si * 4 + sj)]) << i << "," << j;
+      }
+    // ReduceSum over one axis of [2, 3, 4], the axis dropped.
+    auto sum = s.Output("s");
+    ASSERT_TRUE(sum.ok());
+    int64_t a = axis < 0 ? axis + 3 : axis;
+    std::vector<int64_t> dims{2, 3, 4}, kept;
+    for (int64_t d = 0; d < 3; ++d)
+      if (d != a) kept.push_back(dims[size_t(d)]);
+    ASSERT_EQ(sum->info.dims, kept);
+    for (int64_t u = 0; u < kept[0]; ++u)
+      for (int64_t v = 0; v < kept[1]; ++v) {
+        double want = 0;
+        for (int64_t k = 0; k < dims[size_t(a)]; ++k) {
+          int64_t idx[3];
+          int64_t free_[2] = {u, v};
+          for (int64_t d = 0, f = 0; d < 3; ++d) idx[d] = d == a ? k : free_[f++];
+          want += x[size_t(idx[0] * 12 + idx[1] * 4 + idx[2])];
+        }
+        EXPECT_NEAR(static_cast<const float*>(sum->data)[u * kept[1] + v], want, 1e-5);
+      }
+  }
+  // A target that does not fit the input is an error naming it; the session goes on afterwards.
+  std::vector<int64_t> bad{5, -1, 1};
+  ASSERT_TRUE(s.SetInput("target", DataType::kI64, {3}, bad.data(), 24).ok());
+  Status run = s.Run();
+  EXPECT_FALSE(run.ok());
+  EXPECT_NE(run.message().find("Reshape"), std::string::npos) << run.message();
+  const Case& c = cases[0];
+  int64_t axis = c.axis;
+  ASSERT_TRUE(s.SetInput("x", DataType::kF32, {2, 3, 4}, x.data(), 96).ok());
+  ASSERT_TRUE(s.SetInput("target", DataType::kI64, {3}, c.target.data(), 24).ok());
+  ASSERT_TRUE(s.SetInput("p", DataType::kF32, {3, 4}, p.data(), 48).ok());
+  ASSERT_TRUE(s.SetInput("pads", DataType::kI64, {4}, c.pads.data(), 32).ok());
+  ASSERT_TRUE(s.SetInput("axes", DataType::kI64, {1}, &axis, 8).ok());
+  run = s.Run();
+  EXPECT_TRUE(run.ok()) << run.ToString();
+}
+
 }  // namespace
 }  // namespace precis

@@ -397,9 +397,17 @@ TEST(HostilePlan, DynamicPlans) {
     w.dim_code = {1, 1, 1, 0};
   }, "is not an arena tensor");
   refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->inplace_of = 1 << 20; }, "bad in-place source");
-  // Floor atoms: a divisor of 0, an atom that refers to itself, a factor naming no atom.
-  refused([](plan::PlanT& p, auto&) { p.dim_atoms = {0, 1, 1, 1, 0}; }, "bad floor division");
-  refused([](plan::PlanT& p, auto&) { p.dim_atoms = {2, 1, 1, 1, -1}; }, "bad floor division");
+  // Atoms: a divisor of 0, an atom that refers to itself, an unknown kind, a two-operand kind
+  // without its second operand, a factor naming no atom.
+  refused([](plan::PlanT& p, auto&) { p.dim_atoms = {0, 1, 1, 1, 0}; }, "bad atom");
+  refused([](plan::PlanT& p, auto&) { p.dim_atoms = {2, 1, 1, 1, -1}; }, "bad atom");
+  refused([](plan::PlanT& p, auto&) { p.dim_atoms = {-6, 1, 1, 1, 0}; }, "bad atom");
+  refused([](plan::PlanT& p, auto&) { p.dim_atoms = {-3, 1, 1, 1, 0}; }, "bad atom");
+  // Value symbols: a symbol read from a tensor that is no input, from past an input's end, twice.
+  refused([](plan::PlanT& p, auto&) { p.value_symbols = {0, TensorId(p, "h"), 0}; }, "reads a value no input of static shape holds");
+  refused([](plan::PlanT& p, auto&) { p.value_symbols = {0, TensorId(p, "x"), 0}; }, "reads a value no input of static shape holds");
+  refused([](plan::PlanT& p, auto&) { p.value_symbols = {0, 1 << 20, 0}; }, "bad value symbol");
+  refused([](plan::PlanT& p, auto&) { p.value_symbols = {0, 0}; }, "bad value symbols");
   refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, 1, 1, -1}; }, "has a bad symbolic dim");
   refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, int64_t(1) << 62, 1, 0}; }, "out of range");
   // Two tensors live at once made to look disjoint: they share bytes, and the step reading one

@@ -129,6 +129,19 @@ struct ThresholdedReluOp {
   }
   template <typename C> C operator()(C x) const { return x > C(alpha) ? x : C(0); }
 };
+// Shrink: x + bias below -lambd, x - bias above lambd, 0 between (integers too).
+struct ShrinkOp {
+  float bias = 0, lambd = 0.5f;
+  Status Init(const KernelArgs& a) {
+    bias = a.attrs.Float("bias", 0.0f);
+    lambd = a.attrs.Float("lambd", 0.5f);
+    return Status::Ok();
+  }
+  template <typename C> C operator()(C x) const {
+    double v = double(x);
+    return C(v < -double(lambd) ? v + double(bias) : v > double(lambd) ? v - double(bias) : 0.0);
+  }
+};
 struct HardSigmoidOp {
   float alpha = 0.2f, beta = 0.5f;
   Status Init(const KernelArgs& a) {
@@ -287,6 +300,7 @@ void RegisterActivationKernels(KernelRegistry& r) {
   r.Register("Celu", Make<UnaryKernel<CeluOp>>);
   r.Register("LeakyRelu", Make<UnaryKernel<LeakyReluOp>>);
   r.Register("ThresholdedRelu", Make<UnaryKernel<ThresholdedReluOp>>);
+  r.Register("Shrink", Make<UnaryKernel<ShrinkOp, true>>);
   r.Register("HardSigmoid", Make<UnaryKernel<HardSigmoidOp>>);
   r.Register("Gelu", Make<UnaryKernel<GeluOp>>);
   r.Register("IsNaN", Make<FloatClassKernel<false>>);

@@ -130,10 +130,60 @@ class GemmKernel : public Kernel {
   BroadcastMap map_c_;
 };
 
+// Det: LU with partial pivoting per matrix, in double.
+class DetKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *x = args.in(0), *y = args.out(0);
+    if (!x || !y || x->rank() < 2 || x->dims.back() != x->dims[x->dims.size() - 2]) return args.Error("needs [..., M, M] matrices");
+    if (x->dtype != y->dtype || !DispatchFloat(x->dtype, [](auto) {})) return args.Error("needs one float dtype in and out");
+    n_ = x->dims.back();
+    if (y->numel * n_ * n_ != x->numel) return args.Error("output shape does not match");
+    return Status::Ok();
+  }
+  size_t ScratchBytes() const override { return size_t(n_ * n_) * sizeof(double); }
+  Status Run(const KernelArgs& args, CpuContext& ctx) override {
+    const Tensor& x = *args.in(0);
+    Tensor& y = *args.out(0);
+    auto* a = reinterpret_cast<double*>(ctx.scratch);
+    DispatchFloat(x.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      for (int64_t b = 0; b < y.numel; ++b) {
+        for (int64_t i = 0; i < n_ * n_; ++i) a[i] = double(Load(x.As<T>()[b * n_ * n_ + i]));
+        double det = 1;
+        for (int64_t c = 0; c < n_ && det != 0; ++c) {
+          int64_t p = c;
+          for (int64_t r = c + 1; r < n_; ++r)
+            if (std::fabs(a[r * n_ + c]) > std::fabs(a[p * n_ + c])) p = r;
+          if (a[p * n_ + c] == 0) {
+            det = 0;
+            break;
+          }
+          if (p != c) {
+            for (int64_t k = 0; k < n_; ++k) std::swap(a[p * n_ + k], a[c * n_ + k]);
+            det = -det;
+          }
+          det *= a[c * n_ + c];
+          for (int64_t r = c + 1; r < n_; ++r) {
+            double f = a[r * n_ + c] / a[c * n_ + c];
+            for (int64_t k = c; k < n_; ++k) a[r * n_ + k] -= f * a[c * n_ + k];
+          }
+        }
+        y.As<T>()[b] = Store<T>(typename ComputeOf<T>::type(det));
+      }
+    });
+    return Status::Ok();
+  }
+
+ private:
+  int64_t n_ = 0;
+};
+
 }  // namespace
 
 void RegisterMatMulKernels(KernelRegistry& r) {
   r.Register("MatMul", Make<MatMulKernel>);
+  r.Register("Det", Make<DetKernel>);
   r.Register("Gemm", Make<GemmKernel>);
 }
 

@@ -56,6 +56,7 @@ class ReduceKernel : public Kernel {
       return args.Error(std::string("unsupported dtype ") + DataTypeName(x->dtype));
     std::vector<bool> reduced;
     PRECIS_RETURN_IF_ERROR(ReducedAxes(args, x->rank(), reduced));
+    if (axes_at_run_) return Status::Ok();
     BuildGroups(x->dims, reduced);
     if (y->numel != out_count_)
       return args.Error("output has " + std::to_string(y->numel) + " elements, expected " + std::to_string(out_count_));
@@ -64,6 +65,7 @@ class ReduceKernel : public Kernel {
 
   Status Run(const KernelArgs& args, CpuContext&) override {
     if (check_axes_at_run_) PRECIS_RETURN_IF_ERROR(CheckAllAxes(args));
+    if (axes_at_run_) PRECIS_RETURN_IF_ERROR(AxesAtRun(args));
     const Tensor& x = *args.in(0);
     Tensor& y = *args.out(0);
     auto run = [&](auto tag) { RunTyped<decltype(tag)>(x, y); };
@@ -95,7 +97,10 @@ class ReduceKernel : public Kernel {
         reduced.assign(size_t(rank), true);
         return Status::Ok();
       } else if (a->numel != 0) {
-        return args.Error("axes computed at run time must be empty or name every axis");
+        // Some of the axes, known when the kernel runs (a dynamic plan's value input).
+        if (a->numel > rank) return args.Error("axes name more axes than the input has");
+        axes_at_run_ = true;
+        return Status::Ok();
       }
     } else {
       noop = args.attrs.Int("noop_with_empty_axes", 0) != 0;
@@ -107,6 +112,28 @@ class ReduceKernel : public Kernel {
       if (reduced[size_t(n)]) return args.Error("axis " + std::to_string(a) + " is given twice");
       reduced[size_t(n)] = true;
     }
+    return Status::Ok();
+  }
+
+  // Axes read when the kernel runs: the groups rebuilt where they changed, the output checked.
+  Status AxesAtRun(const KernelArgs& args) {
+    const Tensor& a = *args.in(1);
+    const Tensor& x = *args.in(0);
+    int64_t rank = x.rank();
+    std::vector<bool> reduced(size_t(rank), false);
+    for (int64_t i = 0; i < a.numel; ++i) {
+      int64_t v = a.dtype == DataType::kI64 ? a.As<int64_t>()[i] : a.As<int32_t>()[i];
+      if (v < -rank || v >= rank) return args.Error("axis " + std::to_string(v) + " is out of range");
+      int64_t n = v < 0 ? v + rank : v;
+      if (reduced[size_t(n)]) return args.Error("axis " + std::to_string(v) + " is given twice");
+      reduced[size_t(n)] = true;
+    }
+    if (reduced != run_reduced_) {
+      BuildGroups(x.dims, reduced);
+      run_reduced_ = reduced;
+    }
+    if (args.out(0)->numel != out_count_)
+      return args.Error("output has " + std::to_string(args.out(0)->numel) + " elements, expected " + std::to_string(out_count_));
     return Status::Ok();
   }
 
@@ -129,6 +156,7 @@ class ReduceKernel : public Kernel {
     std::vector<int64_t> strides = Strides(dims);
     int last_kind = -1;  // 0 kept, 1 reduced
     out_count_ = red_count_ = 1;
+    kept_sizes_.clear(), kept_strides_.clear(), red_sizes_.clear(), red_strides_.clear();
     for (size_t d = 0; d < dims.size(); ++d) {
       int kind = reduced[d] ? 1 : 0;
       (kind ? red_count_ : out_count_) *= dims[d];
@@ -249,6 +277,8 @@ class ReduceKernel : public Kernel {
   std::vector<int64_t> kept_sizes_, kept_strides_, red_sizes_, red_strides_;
   std::vector<int64_t> kept_counter_, red_counter_;  // odometers, reused by every Run
   bool check_axes_at_run_ = false;
+  bool axes_at_run_ = false;       // some axes, read at run time
+  std::vector<bool> run_reduced_;  // the axes the groups were built for
   std::vector<uint8_t> seen_;
 };
 

@@ -14,6 +14,9 @@ void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterTrainingKernels(r);
   RegisterRecurrentKernels(r);
   RegisterControlFlowKernels(r);
+  RegisterQuantizeKernels(r);
+  RegisterSignalKernels(r);
+  RegisterGridSampleKernels(r);
   RegisterFusedKernels(r);
   RegisterFastKernels(r);
   RegisterFastFusedKernels(r);

@@ -27,7 +27,8 @@ class ReshapeKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext&) override {
     PRECIS_RETURN_IF_ERROR(CheckCopyable(args, args.in(0), args.out(0)));
-    if (args.in(0)->bytes != args.out(0)->bytes) return args.Error("input and output sizes differ");
+    if (args.in(0)->bytes != args.out(0)->bytes)
+      return args.Error("cannot reshape " + DimsToString(args.in(0)->dims) + " into " + DimsToString(args.out(0)->dims) + ": the element counts differ");
     return Status::Ok();
   }
   Status Run(const KernelArgs& args, CpuContext&) override {

@@ -154,7 +154,9 @@ class PadKernel : public Kernel {
     esize_ = DataTypeSize(in->dtype);
     if (esize_ == 0) return args.Error(std::string("unsupported dtype ") + DataTypeName(in->dtype));
     attr_form_ = args.attrs.Has("pads");
-    PRECIS_RETURN_IF_ERROR(PadIndexMaps(args, *in, *out, &maps_));
+    // Pads given as a run-time value (a dynamic plan): the maps are built when the kernel runs.
+    run_time_ = !attr_form_ && ((args.in(1) && !args.in(1)->is_constant) || (args.in(3) && !args.in(3)->is_constant));
+    if (!run_time_) PRECIS_RETURN_IF_ERROR(PadIndexMaps(args, *in, *out, &maps_));
     strides_ = DenseStrides(in->dims);
     constant_.assign(esize_, 0);
     if (attr_form_) {
@@ -173,6 +175,10 @@ class PadKernel : public Kernel {
     return Status::Ok();
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
+    if (run_time_) {
+      maps_.clear();
+      PRECIS_RETURN_IF_ERROR(PadIndexMaps(args, *args.in(0), *args.out(0), &maps_, true));
+    }
     const Tensor* c = attr_form_ ? nullptr : args.in(2);
     if (c && c->numel == 1) std::memcpy(constant_.data(), c->data, esize_);
     Tensor& out = *args.out(0);
@@ -205,6 +211,7 @@ class PadKernel : public Kernel {
 
   size_t esize_ = 0;
   bool attr_form_ = false;  // pads and value as attributes (versions before 11)
+  bool run_time_ = false;   // pads computed at run time
   std::vector<std::vector<int64_t>> maps_;
   std::vector<int64_t> strides_;
   std::vector<uint8_t> constant_;
