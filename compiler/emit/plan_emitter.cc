@@ -403,23 +403,30 @@ class Emitter {
       if (t.kind == Kind::kState)
         return Unimplemented("the model has symbolic dims (" + *all.begin() + (all.size() > 1 ? ", ..." : "") + ") and the plan has state ('" +
                              t.value->name() + "'): plans with state (training) need static shapes; give them with --shape or --batch");
-    // Value symbols ("$K_E"): element E of an integer input of static shape, which carries the
-    // symbols as its known values (passes/infer_shapes.cc); named "input[E]" in the plan.
+    // Value symbols: "$K_E", element E of an integer input of static shape, which carries the
+    // symbols as its known values (passes/infer_shapes.cc); "$K_E_M", floor(M * element E) of
+    // float input K of the main graph. Named "input[E]" (or "M*input[E]") in the plan.
     std::map<std::string, std::string> display;
     for (const std::string& s : all) {
       size_t input = 0, element = 0;
-      if (!ir::DimExpr::ParseValueSymbol(s, &input, &element)) continue;
+      int64_t scale = 0;
+      if (!ir::DimExpr::ParseValueSymbol(s, &input, &element, &scale)) continue;
       int source = -1;
       for (const Program& p : programs_)
         for (int id : p.inputs) {
-          const std::vector<ir::DimExpr>* known = tensors_[size_t(id)].value->known_values();
-          if (!p.body && known && element < known->size() && (*known)[element] == ir::DimExpr::Symbol(s) && tensors_[size_t(id)].symbolic.empty())
+          const ir::Value* v = tensors_[size_t(id)].value;
+          if (p.body || !tensors_[size_t(id)].symbolic.empty()) continue;
+          const std::vector<ir::DimExpr>* known = v->known_values();
+          if (scale == 0 && known && element < known->size() && (*known)[element] == ir::DimExpr::Symbol(s)) source = id;
+          const ir::Graph* g = v->owner();
+          if (scale > 0 && g && !g->parent_node() && input < g->inputs().size() && g->inputs()[input] == v && ir::IsFloat(v->type().dtype()))
             source = id;
         }
       if (source < 0) return Internal("a shape depends on value " + s + ", which no input of the plan holds");
       bound.insert(s);
-      value_symbols_.push_back({s, source, int64_t(element)});
-      display[s] = tensors_[size_t(source)].value->name() + "[" + std::to_string(element) + "]";
+      value_symbols_.push_back({s, source, int64_t(element), scale});
+      std::string name = tensors_[size_t(source)].value->name() + "[" + std::to_string(element) + "]";
+      display[s] = scale > 0 ? "floor(" + std::to_string(scale) + "*" + name + ")" : name;
     }
     for (const Program& p : programs_) {
       if (p.body) continue;
@@ -597,6 +604,7 @@ class Emitter {
     std::string symbol;
     int tensor;
     int64_t element;
+    int64_t scale;  // plan.fbs value_symbol_scale
   };
   std::vector<ValueSymbolSource> value_symbols_;
   std::vector<int64_t> atom_code_;
@@ -687,12 +695,15 @@ StatusOr<EmittedPlan> Emitter::Write() {
   flatbuffers::Offset<flatbuffers::Vector<int64_t>> symbol_min, symbol_max, dim_atoms;
   if (!atom_code_.empty()) dim_atoms = b.CreateVector(atom_code_);
   if (!symbols_.empty()) symbol_table = b.CreateVectorOfStrings(result_.symbols);
-  flatbuffers::Offset<flatbuffers::Vector<int64_t>> value_symbol_table;
+  flatbuffers::Offset<flatbuffers::Vector<int64_t>> value_symbol_table, value_symbol_scales;
   if (!value_symbols_.empty()) {
     std::vector<int64_t> triples;
     for (const ValueSymbolSource& v : value_symbols_)
       triples.insert(triples.end(), {int64_t(std::lower_bound(symbols_.begin(), symbols_.end(), v.symbol) - symbols_.begin()), int64_t(v.tensor), v.element});
     value_symbol_table = b.CreateVector(triples);
+    std::vector<int64_t> scales;
+    for (const ValueSymbolSource& v : value_symbols_) scales.push_back(v.scale);
+    if (std::any_of(scales.begin(), scales.end(), [](int64_t m) { return m != 0; })) value_symbol_scales = b.CreateVector(scales);
   }
   if (!options_.dim_bounds.empty()) {
     std::vector<int64_t> lo, hi;
@@ -727,6 +738,7 @@ StatusOr<EmittedPlan> Emitter::Write() {
   if (!symbols_.empty()) root.add_symbols(symbol_table);
   if (!atom_code_.empty()) root.add_dim_atoms(dim_atoms);
   if (!value_symbols_.empty()) root.add_value_symbols(value_symbol_table);
+  if (!value_symbol_scales.IsNull()) root.add_value_symbol_scale(value_symbol_scales);
   if (!options_.dim_bounds.empty()) {
     root.add_symbol_min(symbol_min);
     root.add_symbol_max(symbol_max);

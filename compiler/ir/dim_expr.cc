@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unordered_map>
 
 namespace precis::ir {
 namespace {
@@ -206,7 +207,27 @@ std::optional<std::pair<DimExpr, int64_t>> DimExpr::ParseAtom(const std::string&
   return std::make_pair(atom->p, atom->k);
 }
 
+namespace {
+
+// Atoms nest and every query re-reads them: a bounded per-thread memo of parsed atoms keeps
+// the cost linear in the nesting depth instead of exponential.
+std::optional<DimAtom> ParseDimAtomUncached(const std::string& factor);
+
+}  // namespace
+
 std::optional<DimAtom> ParseDimAtom(const std::string& factor) {
+  if (factor.empty() || (factor[0] != '(' && factor.find('(') == std::string::npos)) return std::nullopt;
+  thread_local std::unordered_map<std::string, std::optional<DimAtom>> memo;
+  if (auto it = memo.find(factor); it != memo.end()) return it->second;
+  auto atom = ParseDimAtomUncached(factor);
+  if (memo.size() > 4096) memo.clear();
+  memo.emplace(factor, atom);
+  return atom;
+}
+
+namespace {
+
+std::optional<DimAtom> ParseDimAtomUncached(const std::string& factor) {
   DimAtom a;
   auto inner = [&](size_t from) { return factor.size() > from && factor.back() == ')' ? DimExpr::Parse(factor.substr(from, factor.size() - from - 1)) : std::nullopt; };
   if (factor.rfind("eq(", 0) == 0 || factor.rfind("neg(", 0) == 0) {
@@ -242,6 +263,8 @@ std::optional<DimAtom> ParseDimAtom(const std::string& factor) {
   a.k = int64_t(std::stoll(k));
   return a;
 }
+
+}  // namespace
 
 std::vector<std::string> DimExpr::Atoms() const {
   std::vector<std::string> out;
@@ -408,21 +431,49 @@ std::optional<DimExpr> Normalized(const DimExpr& d, bool fix_sign) {
 
 }  // namespace
 
+namespace {
+
+// Whether a factor (a symbol or an atom) is >= 0 for every binding; memoized like the atoms.
+bool FactorNonNegative(const std::string& f);
+
+}  // namespace
+
 bool DimExpr::KnownNonNegative() const {
   for (const auto& [m, c] : terms_) {
     if (c < 0) return false;
-    for (const std::string& f : m) {
-      if (auto atom = ParseDimAtom(f)) {
-        if (atom->kind == DimAtom::Kind::kEq || atom->kind == DimAtom::Kind::kNeg) continue;
-        if (atom->kind == DimAtom::Kind::kMax && (atom->p.KnownNonNegative() || atom->q.KnownNonNegative())) continue;
-        if (!atom->p.KnownNonNegative() || (atom->kind != DimAtom::Kind::kFloor && !atom->q.KnownNonNegative())) return false;
-      } else if (f[0] == '$') {
-        return false;
-      }
-    }
+    for (const std::string& f : m)
+      if (!FactorNonNegative(f)) return false;
   }
   return true;
 }
+
+namespace {
+
+bool FactorNonNegativeUncached(const std::string& f) {
+  {
+    {
+      if (auto atom = ParseDimAtom(f)) {
+        if (atom->kind == DimAtom::Kind::kEq || atom->kind == DimAtom::Kind::kNeg) return true;
+        if (atom->kind == DimAtom::Kind::kMax && (atom->p.KnownNonNegative() || atom->q.KnownNonNegative())) return true;
+        return atom->p.KnownNonNegative() && (atom->kind == DimAtom::Kind::kFloor || atom->q.KnownNonNegative());
+      }
+      return f[0] != '$';
+    }
+  }
+}
+
+bool FactorNonNegative(const std::string& f) {
+  if (f.empty() || f[0] == '$') return false;
+  if (f.find('(') == std::string::npos) return true;  // a dim symbol
+  thread_local std::unordered_map<std::string, bool> memo;
+  if (auto it = memo.find(f); it != memo.end()) return it->second;
+  bool r = FactorNonNegativeUncached(f);
+  if (memo.size() > 4096) memo.clear();
+  memo.emplace(f, r);
+  return r;
+}
+
+}  // namespace
 
 bool DimExpr::HasValueSymbols() const {
   for (const std::string& s : Symbols())
@@ -432,15 +483,27 @@ bool DimExpr::HasValueSymbols() const {
 
 std::string DimExpr::ValueSymbol(size_t input, size_t element) { return "$" + std::to_string(input) + "_" + std::to_string(element); }
 
-bool DimExpr::ParseValueSymbol(const std::string& name, size_t* input, size_t* element) {
-  size_t underscore = name.find('_');
-  if (name.size() < 4 || name[0] != '$' || underscore == std::string::npos || underscore < 2 || underscore + 1 >= name.size()) return false;
-  std::string a = name.substr(1, underscore - 1), b = name.substr(underscore + 1);
-  if (a.size() > 9 || b.size() > 9 || a.find_first_not_of("0123456789") != std::string::npos || b.find_first_not_of("0123456789") != std::string::npos)
-    return false;
-  *input = size_t(std::stoul(a));
-  *element = size_t(std::stoul(b));
-  return true;
+std::string DimExpr::FloatValueSymbol(size_t input, size_t element, int64_t scale) {
+  return ValueSymbol(input, element) + "_" + std::to_string(scale);
+}
+
+bool DimExpr::ParseValueSymbol(const std::string& name, size_t* input, size_t* element, int64_t* scale) {
+  if (name.size() < 4 || name[0] != '$') return false;
+  std::vector<std::string> parts;
+  for (size_t start = 1;;) {
+    size_t end = name.find('_', start);
+    parts.push_back(name.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (parts.size() != 2 && parts.size() != 3) return false;
+  for (const std::string& p : parts)
+    if (p.empty() || p.size() > 9 || p.find_first_not_of("0123456789") != std::string::npos) return false;
+  if (parts.size() == 3 && !scale) return false;
+  *input = size_t(std::stoul(parts[0]));
+  *element = size_t(std::stoul(parts[1]));
+  if (scale) *scale = parts.size() == 3 ? int64_t(std::stoll(parts[2])) : 0;
+  return parts.size() == 2 || *scale >= 1;
 }
 
 std::optional<DimExpr> DimExpr::Eq(const DimExpr& a, const DimExpr& b) {
@@ -504,7 +567,9 @@ std::optional<DimExpr> DimExpr::FloorDivBy(const DimExpr& q) const {
     auto neg = DimExpr().Sub(*this);
     return neg ? neg->FloorDiv(-k) : std::nullopt;  // floor(p / k) = floor(-p / -k)
   }
-  if (auto exact = DivExact(q)) return exact;
+  // Exact division keeps dims short; with value symbols q may be 0 at run time, where div gives 0.
+  if (!q.HasValueSymbols())
+    if (auto exact = DivExact(q)) return exact;
   return AtomExpr("div(" + ToString() + "," + q.ToString() + ")");
 }
 

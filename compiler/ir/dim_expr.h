@@ -78,9 +78,11 @@ class DimExpr {
   // >= 0 for every binding (dims are >= 0; value symbols have no sign).
   bool KnownNonNegative() const;
   bool HasValueSymbols() const;
-  // "$I_E": element E of entry input I.
+  // "$I_E": element E of entry input I (an integer); "$I_E_M": floor(M * element E) of a float
+  // input (M >= 1; *scale 0 for the integer form).
   static std::string ValueSymbol(size_t input, size_t element);
-  static bool ParseValueSymbol(const std::string& name, size_t* input, size_t* element);
+  static std::string FloatValueSymbol(size_t input, size_t element, int64_t scale);
+  static bool ParseValueSymbol(const std::string& name, size_t* input, size_t* element, int64_t* scale = nullptr);
   // Value with every symbol bound; nullopt when one is missing or the arithmetic overflows.
   std::optional<int64_t> Evaluate(const std::map<std::string, int64_t>& symbols) const;
 

@@ -28,7 +28,13 @@ StatusOr<ir::Type> ImportType(const ::onnx::TypeProto& proto, const std::string&
         } else if (d.has_dim_param() && !d.dim_param().empty()) {
           // A dim_param that reads as an expression ("batch", "2*seq") keeps it in canonical
           // form; any other text becomes a plain symbol name ("batch size" -> "batch_size").
+          // Value symbols ("$0_1") and the atoms of run-time values (eq, neg, div, min, max) are
+          // the compiler's own: such a text is a plain name too.
           auto e = ir::DimExpr::Parse(d.dim_param());
+          if (e && e->HasValueSymbols()) e.reset();
+          if (e)
+            for (const std::string& a : e->Atoms())
+              if (!ir::DimExpr::ParseAtom(a)) e.reset();
           dims.push_back(e ? e->ToDim() : ir::Dim::Symbolic(ir::SymbolName(d.dim_param())));
         } else {
           dims.push_back(ir::Dim());

@@ -406,6 +406,19 @@ std::optional<ir::DimExpr> SliceLength(const ir::DimExpr& start, const ir::DimEx
   return neg ? E::Select(*neg, *backward, *forward) : std::nullopt;
 }
 
+std::optional<ir::DimExpr> FloatInputValue(const ir::Node& node, size_t i, size_t element, int64_t scale) {
+  const ir::Value* v = i < node.inputs().size() ? node.inputs()[i] : nullptr;
+  if (!v || v->kind() != ir::Value::Kind::kInput || !v->owner() || v->owner()->parent_node() || scale < 1) return std::nullopt;
+  const ir::Type& t = v->type();
+  if (!t.is_tensor() || !ir::IsFloat(t.dtype()) || !t.shape().is_static() || t.shape().rank() > 1) return std::nullopt;
+  auto n = t.shape().NumElements();
+  if (!n || *n > 16 || int64_t(element) >= *n) return std::nullopt;
+  const auto& inputs = v->owner()->inputs();
+  auto it = std::find(inputs.begin(), inputs.end(), v);
+  if (it == inputs.end()) return std::nullopt;
+  return ir::DimExpr::Symbol(ir::DimExpr::FloatValueSymbol(size_t(it - inputs.begin()), element, scale));
+}
+
 bool AnyValueSymbols(const DimExprs& values) {
   return std::any_of(values.begin(), values.end(), [](const ir::DimExpr& e) { return e.HasValueSymbols(); });
 }

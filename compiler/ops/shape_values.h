@@ -40,6 +40,10 @@ std::optional<DimExprs> DropAxes(const DimExprs& dims, const DimExprs& axes);
 // The length of ONNX Slice's [start, end) by `step` over `dim` (negative bounds count from the
 // end, then clamping), as strided_views.h SliceRange computes it.
 std::optional<ir::DimExpr> SliceLength(const ir::DimExpr& start, const ir::DimExpr& end, const ir::DimExpr& step, const ir::DimExpr& dim);
+// floor(scale * element `element`) of input `i` of `node` as a value symbol ("$I_E_M"), where
+// that input is a float input of the main graph with static shape and at most 16 elements (a
+// Resize scale, a OneHot depth given as a graph input); nullopt otherwise.
+std::optional<ir::DimExpr> FloatInputValue(const ir::Node& node, size_t i, size_t element, int64_t scale);
 // Whether any of `values` is a run-time value (holds a value symbol).
 bool AnyValueSymbols(const DimExprs& values);
 // The dims of expressions (negative constants as unknown).

@@ -102,6 +102,28 @@ Status InferScatterElements(InferContext& ctx) {
 
 Status InferOneHot(InferContext& ctx) {
   PRECIS_ASSIGN_OR_RETURN(auto indices, ctx.InputDims(0));
+  if (ctx.has_input(1) && !ctx.input_constant(1)) {
+    // A depth given at run time (an integer or float input): the output dim is its value (as an
+    // integer), bound when the plan runs; the kernel takes the depth from that dim.
+    std::optional<ir::DimExpr> depth;
+    if (ir::IsInteger(ctx.input_dtype(1))) {
+      auto v = ctx.ShapeValues(1);
+      if (v.ok() && v->size() == 1 && (*v)[0].HasValueSymbols()) depth = (*v)[0];
+    } else {
+      depth = FloatInputValue(ctx.node(), 1, 0, 1);
+    }
+    if (depth) {
+      PRECIS_ASSIGN_OR_RETURN(auto values, ctx.InputDims(2));
+      if (Factor(values).AsDim() != Dim::Static(2)) return ctx.Error("values must have two elements");
+      int64_t rank = int64_t(indices.size()) + 1, axis = ctx.Int("axis", -1);
+      if (axis < -rank || axis >= rank) return ctx.Error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+      if (axis < 0) axis += rank;
+      std::vector<Dim> out = indices;
+      out.insert(out.begin() + axis, depth->ToDim());
+      ctx.SetOutput(0, ctx.input_dtype(2), out);
+      return Status::Ok();
+    }
+  }
   PRECIS_ASSIGN_OR_RETURN(auto depth_values, ctx.ConstantFloats(1));
   PRECIS_ASSIGN_OR_RETURN(auto values, ctx.InputDims(2));
   if (depth_values.size() != 1) return ctx.Error("depth must have one element");

@@ -93,6 +93,22 @@ Status InferResize(InferContext& ctx) {
   }
   bool has_scales = HasNonEmptyInput(ctx, 2), has_sizes = HasNonEmptyInput(ctx, 3);
   if (has_scales == has_sizes) return ctx.Error("needs exactly one of scales and sizes");
+  if (has_scales && !ctx.input_constant(2) && ctx.String("coordinate_transformation_mode", "half_pixel") != "tf_crop_and_resize") {
+    // Scales given at run time: each output dim is floor(dim * scale), a value symbol bound from
+    // the scales input for a static input dim (the kernel reads the scales when it runs).
+    std::vector<Dim> out = dims;
+    bool all = true;
+    for (size_t i = 0; i < axes.size() && all; ++i) {
+      const Dim& d = dims[size_t(axes[i])];
+      auto v = d.is_static() ? FloatInputValue(ctx.node(), 2, i, std::max<int64_t>(d.value(), 1)) : std::nullopt;
+      if (v) out[size_t(axes[i])] = d.value() == 0 ? Dim::Static(0) : v->ToDim();
+      all = v.has_value();
+    }
+    if (all) {
+      ctx.SetOutput(0, ctx.input_dtype(0), out);
+      return Status::Ok();
+    }
+  }
   if (has_scales) {
     PRECIS_ASSIGN_OR_RETURN(auto given, ctx.ConstantFloats(2));
     if (given.size() != axes.size()) return ctx.Error("has " + std::to_string(given.size()) + " scales for " + std::to_string(axes.size()) + " axes");

@@ -2,8 +2,10 @@
 // each tensor's symbolic dims and floor atoms, inputs that bind the symbols, and the arena
 // planned and the backend reshaped for each new binding.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
+#include "runtime/base/half.h"
 #include "runtime/exec/session_impl.h"
 #include "runtime/plan/memory_plan.h"
 
@@ -59,6 +61,8 @@ Status Session::Impl::LoadValueSymbols() {
   const flatbuffers::Vector<int64_t>* code = view.meta->value_symbols();
   if (!code || code->size() == 0) return Status::Ok();
   if (!dynamic || code->size() % 3 != 0) return InvalidArgument("plan has bad value symbols");
+  const flatbuffers::Vector<int64_t>* scales = view.meta->value_symbol_scale();
+  if (scales && scales->size() != code->size() / 3) return InvalidArgument("plan has bad value symbol scales");
   std::vector<bool> seen(symbols.size(), false);
   for (size_t k = 0; k < code->size(); k += 3) {
     ValueSymbol v;
@@ -67,11 +71,15 @@ Status Session::Impl::LoadValueSymbols() {
     if (sym < 0 || sym >= int64_t(symbols.size()) || seen[size_t(sym)] || tensor < 0 || tensor >= int64_t(tensors.size()))
       return InvalidArgument("plan has a bad value symbol");
     const rt::Tensor& t = tensors[size_t(tensor)];
+    v.scale = scales ? scales->Get(flatbuffers::uoffset_t(k / 3)) : 0;
+    bool is_float = t.dtype == DataType::kF32 || t.dtype == DataType::kF64 || t.dtype == DataType::kF16 || t.dtype == DataType::kBF16;
+    if (v.scale < 0 || v.scale > (int64_t(1) << 40) || (v.scale > 0) != is_float)
+      return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' has a bad value scale");
     bool entry_input = false;
     for (size_t p = 0; p < loaded.programs.size() && !entry_input; ++p)
       if (std::find(entry_names.begin(), entry_names.end(), program_names[p]) != entry_names.end())
         entry_input = std::find(loaded.programs[p].inputs.begin(), loaded.programs[p].inputs.end(), int(tensor)) != loaded.programs[p].inputs.end();
-    if (!entry_input || (t.dtype != DataType::kI64 && t.dtype != DataType::kI32) || !sym_dims[size_t(tensor)].empty() || v.element < 0 ||
+    if (!entry_input || (t.dtype != DataType::kI64 && t.dtype != DataType::kI32 && !is_float) || !sym_dims[size_t(tensor)].empty() || v.element < 0 ||
         v.element >= t.numel)
       return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' reads a value no input of static shape holds");
     seen[size_t(sym)] = true;
@@ -168,7 +176,7 @@ Status Session::Impl::Rebind(const std::vector<int64_t>& b) {
   std::vector<int64_t> atom_values;
   for (const Atom& a : atoms) {
     int64_t v = 0, q = a.k;
-    if (!EvaluatePoly(a.terms, b, atom_values, v) || (a.k <= -3 && !EvaluatePoly(a.divisor, b, atom_values, q)) || (q == -1 && v == INT64_MIN))
+    if (!EvaluatePoly(a.terms, b, atom_values, v) || (a.k <= -3 && !EvaluatePoly(a.divisor, b, atom_values, q)) || (a.k == -3 && q == -1 && v == INT64_MIN))
       return InvalidArgument("the dim " + a.text + " is out of range for " + Binding(b));
     if (a.k == -1) atom_values.push_back(v == 0);
     else if (a.k == -2) atom_values.push_back(v < 0);
@@ -299,17 +307,31 @@ Status Session::Impl::SetDynamicInput(int id, DataType dtype, const std::vector<
   for (const ValueSymbol& vs : value_symbols) {
     if (vs.tensor != id) continue;
     int64_t v = 0;
+    const uint8_t* at = static_cast<const uint8_t*>(data) + vs.element * int64_t(DataTypeSize(t.dtype));
     if (t.dtype == DataType::kI64) {
-      std::memcpy(&v, static_cast<const uint8_t*>(data) + vs.element * 8, 8);
-    } else {
+      std::memcpy(&v, at, 8);
+    } else if (t.dtype == DataType::kI32) {
       int32_t w = 0;
-      std::memcpy(&w, static_cast<const uint8_t*>(data) + vs.element * 4, 4);
+      std::memcpy(&w, at, 4);
       v = w;
+    } else {
+      // floor(M * value) of a float element, in double (a Resize scale times the input dim).
+      double f = 0;
+      if (t.dtype == DataType::kF64) std::memcpy(&f, at, 8);
+      if (t.dtype == DataType::kF32) { float x; std::memcpy(&x, at, 4); f = x; }
+      if (t.dtype == DataType::kF16 || t.dtype == DataType::kBF16) {
+        uint16_t x;
+        std::memcpy(&x, at, 2);
+        f = t.dtype == DataType::kF16 ? HalfToFloat(x) : Bf16ToFloat(x);
+      }
+      double m = std::floor(double(vs.scale) * f);
+      if (std::isnan(m))
+        return InvalidArgument("input '" + t.name + "': element " + std::to_string(vs.element) + " is NaN and decides a shape");
+      v = int64_t(std::clamp(m, -double(int64_t(1) << 50), double(int64_t(1) << 50)));
     }
-    // Values decide dims: beyond 2^50 no dim fits (and INT64_MIN would read as unbound).
-    if (v < -(int64_t(1) << 50) || v > (int64_t(1) << 50))
-      return InvalidArgument("input '" + t.name + "': element " + std::to_string(vs.element) + " (" + std::to_string(v) +
-                             ") decides a shape and is out of range");
+    // Values decide dims: beyond 2^50 no dim fits, so larger values bind as +-2^50 (Slice's
+    // INT64_MAX "to the end" clamps to any dim alike; the kernels read the values themselves).
+    v = std::clamp(v, -(int64_t(1) << 50), int64_t(1) << 50);
     binds.push_back({vs.symbol, v});
   }
   for (const auto& [sym, v] : binds) {

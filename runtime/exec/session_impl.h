@@ -69,10 +69,11 @@ struct Session::Impl {
     std::vector<Term> terms, divisor;  // P, and Q of the two-operand kinds
     std::string text;  // "(H+1)/2", "eq(shape[0]+1)"
   };
-  struct ValueSymbol {  // plan.fbs Plan.value_symbols
+  struct ValueSymbol {  // plan.fbs Plan.value_symbols (and value_symbol_scale)
     size_t symbol = 0;
     int tensor = -1;
     int64_t element = 0;
+    int64_t scale = 0;  // 0: an integer element; M >= 1: floor(M * float element)
   };
   static constexpr int64_t kUnbound = INT64_MIN;  // a symbol without a value
   static constexpr size_t kMaxDimText = 240;       // longer texts of dims are cut

@@ -25,10 +25,11 @@ struct ResizeOptions {
 };
 
 // Float values of a constant tensor (float types or integers), read at load time.
-Status ConstantDoubles(const KernelArgs& args, const Tensor* t, const char* what, std::vector<double>& out) {
+// With `run_time` (the kernel builds its taps when it runs) a computed tensor is read too.
+Status ConstantDoubles(const KernelArgs& args, const Tensor* t, const char* what, std::vector<double>& out, bool run_time = false) {
   out.clear();
   if (!t || t->numel == 0) return Status::Ok();
-  if (!t->is_constant) return args.Error(std::string(what) + " must be a constant");
+  if (!t->is_constant && !run_time) return args.Error(std::string(what) + " must be a constant");
   bool ok = DispatchNumeric(t->dtype, [&](auto tag) {
     using T = decltype(tag);
     for (int64_t i = 0; i < t->numel; ++i) out.push_back(double(Load(t->As<T>()[i])));
@@ -47,7 +48,7 @@ Status ParseMode(const KernelArgs& args, const std::string& mode, ResizeOptions&
 
 // Per-dim scales from the scales or sizes input (with the axes and keep_aspect_ratio_policy of
 // version 18), and the roi of tf_crop_and_resize.
-Status ReadScalesAndRoi(const KernelArgs& args, const Tensor& in, ResizeOptions& opt) {
+Status ReadScalesAndRoi(const KernelArgs& args, const Tensor& in, ResizeOptions& opt, bool run_time) {
   size_t rank = in.dims.size();
   std::vector<int64_t> axes = args.attrs.Ints("axes");
   if (axes.empty())
@@ -58,7 +59,7 @@ Status ReadScalesAndRoi(const KernelArgs& args, const Tensor& in, ResizeOptions&
   }
   std::vector<double> roi, scales, sizes;
   if (opt.coord == Coord::kTfCropAndResize) PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(1), "roi", roi));
-  PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(2), "scales", scales));
+  PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(2), "scales", scales, run_time));
   if (const Tensor* t = args.in(3); t && t->numel > 0 && !t->is_constant && args.out(0) && args.out(0)->rank() == int64_t(rank) &&
                                      args.attrs.String("keep_aspect_ratio_policy", "stretch") == "stretch") {
     // Sizes computed at run time (a dynamic plan's value input): they are the output dims.
@@ -99,7 +100,7 @@ Status ReadScalesAndRoi(const KernelArgs& args, const Tensor& in, ResizeOptions&
 
 // Mode, coordinate mapping, rounding and per-dim scales from the attributes and the
 // constant inputs.
-Status ReadResizeOptions(const KernelArgs& args, const Tensor& in, ResizeOptions& opt) {
+Status ReadResizeOptions(const KernelArgs& args, const Tensor& in, ResizeOptions& opt, bool run_time) {
   PRECIS_RETURN_IF_ERROR(ParseMode(args, args.attrs.String("mode", "nearest"), opt));
   std::string coord = args.attrs.String("coordinate_transformation_mode", "half_pixel");
   if (coord == "half_pixel") opt.coord = Coord::kHalfPixel;
@@ -121,7 +122,7 @@ Status ReadResizeOptions(const KernelArgs& args, const Tensor& in, ResizeOptions
   opt.cubic_a = args.attrs.Float("cubic_coeff_a", -0.75f);
   opt.exclude_outside = args.attrs.Int("exclude_outside", 0) != 0;
   opt.extrapolation = args.attrs.Float("extrapolation_value", 0.f);
-  return ReadScalesAndRoi(args, in, opt);
+  return ReadScalesAndRoi(args, in, opt, run_time);
 }
 
 Status ReadUpsampleOptions(const KernelArgs& args, ResizeOptions& opt) {
@@ -238,10 +239,10 @@ Status DimTaps(const KernelArgs& args, const ResizeOptions& opt, const Tensor& i
 
 }  // namespace
 
-Status BuildTaps(const KernelArgs& args, const Tensor& in, const Tensor& out, bool upsample, Taps* taps) {
+Status BuildTaps(const KernelArgs& args, const Tensor& in, const Tensor& out, bool upsample, Taps* taps, bool run_time) {
   if (in.rank() != out.rank()) return args.Error("needs matching input and output");
   ResizeOptions opt;
-  PRECIS_RETURN_IF_ERROR(upsample ? ReadUpsampleOptions(args, opt) : ReadResizeOptions(args, in, opt));
+  PRECIS_RETURN_IF_ERROR(upsample ? ReadUpsampleOptions(args, opt) : ReadResizeOptions(args, in, opt, run_time));
   if (opt.scales.size() != in.dims.size()) return args.Error("scales do not match the input rank");
   size_t rank = in.dims.size();
   *taps = Taps{};

@@ -31,7 +31,8 @@ struct Taps {
 };
 
 // The taps of the Resize (or, with `upsample`, Upsample) step from `in` to `out` (same rank).
-// Errors name the step.
-Status BuildTaps(const KernelArgs& args, const Tensor& in, const Tensor& out, bool upsample, Taps* taps);
+// Errors name the step. With `run_time`, scales may be a computed input (read when the kernel
+// runs: a dynamic plan's value input).
+Status BuildTaps(const KernelArgs& args, const Tensor& in, const Tensor& out, bool upsample, Taps* taps, bool run_time = false);
 
 }  // namespace precis::rt::resize

@@ -312,5 +312,66 @@ TEST(DynamicPlan, ValuesDecideShapes) {
   EXPECT_TRUE(run.ok()) << run.ToString();
 }
 
+// Float values that decide shapes: Resize scales (each output dim floor(dim * scale)) and a OneHot
+// depth given as float inputs. Expected values from plain loops: nearest, asymmetric, floor maps
+// output coordinate o to input floor(o / scale).
+constexpr const char* kFloatValueModel = R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 13}}
+graph "float_values" {
+  input %x: f32[1,1,2,3]
+  input %scales: f32[4]
+  input %idx: i64[3]
+  input %depth: f32[]
+  input %onoff: f32[2]
+  %r = Resize(%x, _, %scales) {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}
+  %h = OneHot(%idx, %depth, %onoff) {axis = -1}
+  output %r
+  output %h
+}
+)";
+
+TEST(DynamicPlan, FloatValuesDecideShapes) {
+  auto model = ir::ParseModel(kFloatValueModel);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  ASSERT_TRUE(passes::InferShapesAndFold(**model).ok());
+  auto emitted = emit::EmitPlan(**model, {});
+  ASSERT_TRUE(emitted.ok()) << emitted.status().ToString();
+  auto session = Session::FromBuffer(emitted->bytes.data(), emitted->bytes.size());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  Session& s = **session;
+  std::vector<float> x{1, 2, 3, 4, 5, 6}, onoff{-1, 7};
+  std::vector<int64_t> idx{0, 2, 4};
+  struct Case {
+    std::vector<float> scales;
+    float depth;
+  };
+  for (const Case& c : std::vector<Case>{{{1, 1, 2, 2}, 5.f}, {{1, 1, 1.5f, 0.5f}, 3.f}, {{1, 1, 3, 1.4f}, 4.9f}}) {
+    SCOPED_TRACE("scales " + std::to_string(c.scales[2]) + "x" + std::to_string(c.scales[3]) + ", depth " + std::to_string(c.depth));
+    ASSERT_TRUE(s.SetInput("x", DataType::kF32, {1, 1, 2, 3}, x.data(), 24).ok());
+    ASSERT_TRUE(s.SetInput("scales", DataType::kF32, {4}, c.scales.data(), 16).ok());
+    ASSERT_TRUE(s.SetInput("idx", DataType::kI64, {3}, idx.data(), 24).ok());
+    ASSERT_TRUE(s.SetInput("depth", DataType::kF32, {}, &c.depth, 4).ok());
+    ASSERT_TRUE(s.SetInput("onoff", DataType::kF32, {2}, onoff.data(), 8).ok());
+    Status run = s.Run();
+    ASSERT_TRUE(run.ok()) << run.ToString();
+    auto r = s.Output("r");
+    ASSERT_TRUE(r.ok());
+    int64_t h = int64_t(std::floor(2.0 * double(c.scales[2]))), w = int64_t(std::floor(3.0 * double(c.scales[3])));
+    ASSERT_EQ(r->info.dims, (std::vector<int64_t>{1, 1, h, w}));
+    for (int64_t i = 0; i < h; ++i)
+      for (int64_t j = 0; j < w; ++j) {
+        int64_t si = std::min<int64_t>(int64_t(std::floor(double(i) / double(c.scales[2]))), 1);
+        int64_t sj = std::min<int64_t>(int64_t(std::floor(double(j) / double(c.scales[3]))), 2);
+        EXPECT_EQ(static_cast<const float*>(r->data)[i * w + j], x[size_t(si * 3 + sj)]) << i << "," << j;
+      }
+    auto oh = s.Output("h");
+    ASSERT_TRUE(oh.ok());
+    int64_t depth = int64_t(c.depth);  // ONNX: depth cast to an integer
+    ASSERT_EQ(oh->info.dims, (std::vector<int64_t>{3, depth}));
+    for (int64_t k = 0; k < 3; ++k)
+      for (int64_t d = 0; d < depth; ++d) EXPECT_EQ(static_cast<const float*>(oh->data)[k * depth + d], idx[size_t(k)] == d ? 7.f : -1.f);
+  }
+}
+
 }  // namespace
 }  // namespace precis

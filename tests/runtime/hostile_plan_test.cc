@@ -404,10 +404,26 @@ TEST(HostilePlan, DynamicPlans) {
   refused([](plan::PlanT& p, auto&) { p.dim_atoms = {-6, 1, 1, 1, 0}; }, "bad atom");
   refused([](plan::PlanT& p, auto&) { p.dim_atoms = {-3, 1, 1, 1, 0}; }, "bad atom");
   // Value symbols: a symbol read from a tensor that is no input, from past an input's end, twice.
-  refused([](plan::PlanT& p, auto&) { p.value_symbols = {0, TensorId(p, "h"), 0}; }, "reads a value no input of static shape holds");
-  refused([](plan::PlanT& p, auto&) { p.value_symbols = {0, TensorId(p, "x"), 0}; }, "reads a value no input of static shape holds");
+  // (h and x are float: as integers they have no scale; with one, h is no input and x's dims are symbolic.)
+  refused([](plan::PlanT& p, auto&) { p.value_symbols = {0, TensorId(p, "h"), 0}; }, "has a bad value scale");
+  refused([](plan::PlanT& p, auto&) {
+    p.value_symbols = {0, TensorId(p, "h"), 0};
+    p.value_symbol_scale = {1};
+  }, "reads a value no input of static shape holds");
+  refused([](plan::PlanT& p, auto&) {
+    p.value_symbols = {0, TensorId(p, "x"), 0};
+    p.value_symbol_scale = {1};
+  }, "reads a value no input of static shape holds");
   refused([](plan::PlanT& p, auto&) { p.value_symbols = {0, 1 << 20, 0}; }, "bad value symbol");
   refused([](plan::PlanT& p, auto&) { p.value_symbols = {0, 0}; }, "bad value symbols");
+  refused([](plan::PlanT& p, auto&) {
+    p.value_symbols = {0, TensorId(p, "x"), 0};
+    p.value_symbol_scale = {1, 2};
+  }, "bad value symbol scales");
+  refused([](plan::PlanT& p, auto&) {
+    p.value_symbols = {0, TensorId(p, "x"), 0};
+    p.value_symbol_scale = {-3};
+  }, "has a bad value scale");
   refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, 1, 1, -1}; }, "has a bad symbolic dim");
   refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, int64_t(1) << 62, 1, 0}; }, "out of range");
   // Two tensors live at once made to look disjoint: they share bytes, and the step reading one

@@ -138,8 +138,13 @@ struct ShrinkOp {
     return Status::Ok();
   }
   template <typename C> C operator()(C x) const {
-    double v = double(x);
-    return C(v < -double(lambd) ? v + double(bias) : v > double(lambd) ? v - double(bias) : 0.0);
+    double v = double(x), r = v < -double(lambd) ? v + double(bias) : v > double(lambd) ? v - double(bias) : 0.0;
+    // Integers saturate (an unsigned result below 0 would be undefined).
+    if constexpr (std::is_integral_v<C>) {
+      if (r >= double(std::numeric_limits<C>::max())) return std::numeric_limits<C>::max();
+      if (r <= double(std::numeric_limits<C>::lowest())) return std::numeric_limits<C>::lowest();
+    }
+    return C(r);
   }
 };
 struct HardSigmoidOp {

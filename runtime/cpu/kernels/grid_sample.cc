@@ -4,6 +4,7 @@
 // reflection; align_corners. Follows the ONNX reference implementation step for step, computing in
 // double.
 #include <cmath>
+#include <cstring>
 
 #include "runtime/cpu/kernels/common.h"
 #include "runtime/cpu/kernels/register.h"
@@ -35,6 +36,9 @@ class GridSampleKernel : public Kernel {
     else if (pad == "reflection") pad_ = kReflection;
     else return args.Error("unknown padding_mode '" + pad + "'");
     align_ = args.attrs.Int("align_corners", 0) != 0;
+    for (int64_t d = 2; d < x->rank(); ++d)
+      if (x->dims[size_t(d)] == 0 && y->numel > 0 && pad_ != kZeros)
+        return args.Error("X has an empty spatial dim: only padding_mode 'zeros' samples it (as 0)");
     return Status::Ok();
   }
 
@@ -49,6 +53,10 @@ class GridSampleKernel : public Kernel {
     for (int d = 0; d < spatial_; ++d) {
       lo[size_t(d)] = align_ ? 0.0 : -0.5;
       hi[size_t(d)] = align_ ? double(dims[size_t(d)] - 1) : double(dims[size_t(d)]) - 0.5;
+    }
+    if (in_size == 0) {  // an empty spatial dim: every sample is padding (zeros)
+      if (y.bytes) std::memset(y.data, 0, y.bytes);
+      return Status::Ok();
     }
     std::vector<double> plane(static_cast<size_t>(in_size));
     DispatchFloat(x.dtype, [&](auto tag) {

@@ -3,6 +3,7 @@
 // QLinearMatMul and QLinearConv. Quantized values are 8- or 16-bit integers; products accumulate
 // exactly in int32 (int64 inside, checked); rescaling computes in float as onnxruntime and the
 // ONNX reference do, rounding half to even, then saturates to the output type.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -134,7 +135,7 @@ class DequantizeLinearKernel : public Kernel {
   QuantParams params_;
 };
 
-// uint8 with a scale covering [min(0, min x), max(0, max x)] and the zero point that maps 0 exactly.
+// uint8 with a scale covering [min(0, min x), max(0, max x)] and the zero point that maps 0 to an integer.
 class DynamicQuantizeLinearKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext&) override {
@@ -149,10 +150,12 @@ class DynamicQuantizeLinearKernel : public Kernel {
     int64_t n = args.in(0)->numel;
     float lo = 0, hi = 0;
     for (int64_t k = 0; k < n; ++k) lo = std::min(lo, x[k]), hi = std::max(hi, x[k]);
-    float scale = (hi - lo) / 255.f;
-    uint8_t zero = scale != 0 ? Saturate<uint8_t>(float(std::nearbyint(double(0.f - lo / scale)))) : 0;
+    // As the ONNX reference: scale 1/255 when the range is empty (all zeros), the zero point
+    // clamped to [0, 255] before it is rounded.
+    float scale = (hi == lo ? 1.f : hi - lo) / 255.f;
+    uint8_t zero = Saturate<uint8_t>(std::clamp(0.f - lo / scale, 0.f, 255.f));
     uint8_t* y = args.out(0)->As<uint8_t>();
-    for (int64_t k = 0; k < n; ++k) y[k] = scale != 0 ? Saturate<uint8_t>(float(std::nearbyint(double(x[k] / scale))) + float(zero)) : zero;
+    for (int64_t k = 0; k < n; ++k) y[k] = Saturate<uint8_t>(float(std::nearbyint(double(x[k] / scale))) + float(zero));
     *args.out(1)->As<float>() = scale;
     *args.out(2)->As<uint8_t>() = zero;
     return Status::Ok();

@@ -2,6 +2,7 @@
 // cosine windows over N = size (periodic) or size - 1 (symmetric) points) and MelWeightMatrix
 // (triangular filters between mel-spaced bins, as the ONNX reference computes them). Values are
 // computed in double and stored in the output type; lengths come from the output dims.
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/cpu/kernels/common.h"
@@ -76,12 +77,15 @@ class MelWeightMatrixKernel : public Kernel {
     int64_t rows = dft / 2 + 1;
     if (y.dims != std::vector<int64_t>{rows, bins}) return args.Error("inputs differ from the planned output shape");
     if (rate <= 0) return args.Error("sample_rate must be positive");
+    if (!std::isfinite(lo) || !std::isfinite(hi) || lo <= -700 || hi <= -700) return args.Error("the edge frequencies must be finite and above -700 Hz");
     double lo_mel = 2595 * std::log10(1 + lo / 700), hi_mel = 2595 * std::log10(1 + hi / 700);
     double step = (hi_mel - lo_mel) / double(bins + 2);  // as the ONNX reference divides
     std::vector<int64_t> f(size_t(bins + 2));
     for (int64_t i = 0; i < bins + 2; ++i) {
       double hz = 700 * (std::pow(10.0, (double(i) * step + lo_mel) / 2595) - 1);
-      f[size_t(i)] = int64_t(std::floor(double(dft + 1) * hz / double(rate)));
+      // Bins beyond the matrix write nothing: clamped to [-1, rows] so the loops stay short.
+      double bin = std::floor(double(dft + 1) * hz / double(rate));
+      f[size_t(i)] = std::isfinite(bin) ? int64_t(std::clamp(bin, -1.0, double(rows))) : int64_t(rows);
     }
     std::vector<double> w(size_t(rows * bins), 0.0);
     auto at = [&](int64_t r, int64_t c) -> double* { return r >= 0 && r < rows ? &w[size_t(r * bins + c)] : nullptr; };

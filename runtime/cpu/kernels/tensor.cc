@@ -72,6 +72,25 @@ class ViewKernel : public StridedKernel {
   }
 };
 
+// Expand whose shape is a run-time value (a dynamic plan): the output dims came from the values,
+// and each run checks that the values broadcast as ONNX requires (1, or the output dim).
+class ExpandKernel : public ViewKernel<ExpandView> {
+ public:
+  Status Run(const KernelArgs& args, CpuContext& ctx) override {
+    if (const Tensor* shape = args.in(1); shape && !shape->is_constant) {
+      const Tensor& out = *args.out(0);
+      if (shape->numel > out.rank()) return args.Error("shape has more entries than the output's rank");
+      for (int64_t k = 0; k < shape->numel; ++k) {
+        int64_t v = IndexAt(*shape, k), d = out.dims[size_t(out.rank() - shape->numel + k)];
+        if (v != 1 && v != d)
+          return args.Error("cannot expand to shape entry " + std::to_string(k) + " = " + std::to_string(v) + ": the input has " + std::to_string(d) +
+                            " there");
+      }
+    }
+    return ViewKernel<ExpandView>::Run(args, ctx);
+  }
+};
+
 // Concat: per outer index (the dims before the axis), one contiguous chunk per input.
 class ConcatKernel : public Kernel {
  public:
@@ -285,7 +304,7 @@ void RegisterTensorKernels(KernelRegistry& r) {
   r.Register("Reshape", Make<ReshapeKernel>);
   r.Register("Transpose", Make<ViewKernel<TransposeView>>);
   r.Register("Slice", Make<SliceKernel>);
-  r.Register("Expand", Make<ViewKernel<ExpandView>>);
+  r.Register("Expand", Make<ExpandKernel>);
   r.Register("Tile", Make<ViewKernel<TileView>>);
   r.Register("DepthToSpace", Make<ViewKernel<DepthToSpaceView>>);
   r.Register("SpaceToDepth", Make<ViewKernel<SpaceToDepthView>>);

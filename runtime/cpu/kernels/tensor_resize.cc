@@ -24,7 +24,16 @@ class ResizeKernel : public Kernel {
   Status Init(const KernelArgs& args, const CpuContext&) override {
     const Tensor *in = args.in(0), *out = args.out(0);
     if (!in || !out || in->dtype != out->dtype || in->rank() != out->rank()) return args.Error("needs matching input and output");
-    PRECIS_RETURN_IF_ERROR(resize::BuildTaps(args, *in, *out, upsample_, &taps_));
+    // Scales given at run time (a dynamic plan's value input): the taps are built when it runs.
+    const Tensor* scales = upsample_ ? nullptr : args.in(2);
+    run_time_ = scales && scales->numel > 0 && !scales->is_constant;
+    if (run_time_) return DispatchAny(in->dtype, [](auto) {}) ? Status::Ok() : args.Error(std::string("unsupported dtype ") + DataTypeName(in->dtype));
+    return Prepare(args, false);
+  }
+
+  Status Prepare(const KernelArgs& args, bool run_time) {
+    const Tensor *in = args.in(0), *out = args.out(0);
+    PRECIS_RETURN_IF_ERROR(resize::BuildTaps(args, *in, *out, upsample_, &taps_, run_time));
     if (taps_.mode == Mode::kNearest ? !DispatchAny(in->dtype, [](auto) {}) : !DispatchFloat(in->dtype, [](auto) {}))
       return args.Error(std::string("unsupported dtype ") + DataTypeName(in->dtype));
     size_t rank = in->dims.size();
@@ -41,6 +50,7 @@ class ResizeKernel : public Kernel {
   }
 
   Status Run(const KernelArgs& args, CpuContext&) override {
+    if (run_time_) PRECIS_RETURN_IF_ERROR(Prepare(args, true));
     const Tensor& in = *args.in(0);
     Tensor& out = *args.out(0);
     if (out.numel == 0) return Status::Ok();
@@ -101,6 +111,7 @@ class ResizeKernel : public Kernel {
     }
   }
   bool upsample_;
+  bool run_time_ = false;  // scales read when the kernel runs
   resize::Taps taps_;
   std::vector<int64_t> strides_, out_dims_;
   std::vector<std::vector<Combo>> levels_;
