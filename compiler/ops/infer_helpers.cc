@@ -53,4 +53,15 @@ Status InferBroadcastVariadic(InferContext& ctx) {
   return Status::Ok();
 }
 
+StatusOr<ir::DType> QuantProductDType(InferContext& ctx, size_t second, bool qlinear) {
+  for (size_t i : {size_t(0), second})
+    if (ctx.input_dtype(i) != ir::DType::kU8 && ctx.input_dtype(i) != ir::DType::kI8)
+      return ctx.Unsupported("input " + std::to_string(i) + " has dtype " + std::string(ir::DTypeName(ctx.input_dtype(i))) + " (supported: int8, uint8)");
+  if (!qlinear) return ir::DType::kI32;
+  if (!ctx.has_input(7)) return ctx.Error("needs y_zero_point");
+  ir::DType dtype = ctx.input_dtype(7);
+  if (dtype != ir::DType::kU8 && dtype != ir::DType::kI8) return ctx.Unsupported("output dtype " + std::string(ir::DTypeName(dtype)));
+  return dtype;
+}
+
 }  // namespace precis::ops

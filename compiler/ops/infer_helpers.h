@@ -14,5 +14,9 @@ Status InferBroadcastCompare(InferContext& ctx);
 // Output 0: dtype of input 0, broadcast shape of all present inputs (Max, Min, Sum, Mean, Where
 // uses its own).
 Status InferBroadcastVariadic(InferContext& ctx);
+// The integer products (MatMulInteger, ConvInteger; QLinearMatMul, QLinearConv with `qlinear`):
+// inputs 0 and `second` must be int8 or uint8; the output dtype is int32, or y_zero_point's
+// (input 7) for the QLinear forms.
+StatusOr<ir::DType> QuantProductDType(InferContext& ctx, size_t second, bool qlinear);
 
 }  // namespace precis::ops

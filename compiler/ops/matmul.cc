@@ -1,5 +1,6 @@
 // Semantics of MatMul (numpy matmul: 1-D operands promoted and the added axis removed, batch
 // dims broadcast) and Gemm (2-D, optional transposes, C unidirectionally broadcast to MxN).
+#include "compiler/ops/infer_helpers.h"
 #include "compiler/ops/op_registry.h"
 
 namespace precis::ops {
@@ -39,16 +40,8 @@ Status InferQuantMatMul(InferContext& ctx) {
   size_t bi = qlinear ? 3 : 1;
   PRECIS_ASSIGN_OR_RETURN(auto a, ctx.InputDims(0));
   PRECIS_ASSIGN_OR_RETURN(auto b, ctx.InputDims(bi));
-  for (size_t i : {size_t(0), bi})
-    if (ctx.input_dtype(i) != ir::DType::kU8 && ctx.input_dtype(i) != ir::DType::kI8)
-      return ctx.Unsupported("operand " + std::to_string(i) + " has dtype " + std::string(ir::DTypeName(ctx.input_dtype(i))) + " (supported: int8, uint8)");
+  PRECIS_ASSIGN_OR_RETURN(ir::DType dtype, QuantProductDType(ctx, bi, qlinear));
   PRECIS_ASSIGN_OR_RETURN(auto out, MatMulDims(ctx, a, b));
-  ir::DType dtype = ir::DType::kI32;
-  if (qlinear) {
-    if (!ctx.has_input(7)) return ctx.Error("needs y_zero_point");
-    dtype = ctx.input_dtype(7);
-    if (dtype != ir::DType::kU8 && dtype != ir::DType::kI8) return ctx.Unsupported("output dtype " + std::string(ir::DTypeName(dtype)));
-  }
   ctx.SetOutput(0, dtype, out);
   return Status::Ok();
 }

@@ -143,11 +143,9 @@ Status CheckBias(const InferContext& ctx, const ir::Dim& channels) {
   return Status::Ok();
 }
 
-Status InferConv(InferContext& ctx) {
-  PRECIS_ASSIGN_OR_RETURN(auto x, SpatialInput(ctx));
-  PRECIS_ASSIGN_OR_RETURN(auto w, ctx.InputDims(1));
-  PRECIS_RETURN_IF_ERROR(RequireFloat(ctx, 0));
-  if (ctx.input_dtype(1) != ctx.input_dtype(0)) return ctx.Error("W dtype differs from X");
+// Conv's output dims [N, M, spatial...] for X [N, C, spatial...] and W [M, C/group, k...] (group,
+// kernel_shape, strides, dilations, pads, auto_pad), with the channel checks.
+StatusOr<std::vector<ir::Dim>> ConvOutputDims(const InferContext& ctx, const std::vector<ir::Dim>& x, const std::vector<ir::Dim>& w) {
   if (w.size() != x.size()) return ctx.Error("W has rank " + std::to_string(w.size()) + ", X has rank " + std::to_string(x.size()));
   int64_t group = ctx.Int("group", 1);
   if (group <= 0) return ctx.Error("group must be positive");
@@ -156,7 +154,6 @@ Status InferConv(InferContext& ctx) {
                      std::to_string(group));
   if (w[0].is_static() && w[0].value() % group != 0)
     return ctx.Error(std::to_string(w[0].value()) + " output channels are not divisible by group " + std::to_string(group));
-  PRECIS_RETURN_IF_ERROR(CheckBias(ctx, w[0]));
   PRECIS_ASSIGN_OR_RETURN(auto kernel, ConvKernel(ctx, w));
   WindowSpec spec;
   PRECIS_RETURN_IF_ERROR(ReadWindowSpec(ctx, x.size() - 2, kernel, spec));
@@ -166,6 +163,16 @@ Status InferConv(InferContext& ctx) {
     PRECIS_ASSIGN_OR_RETURN(auto d, WindowOutput(ctx, spec, i, x[i + 2]));
     out.push_back(d);
   }
+  return out;
+}
+
+Status InferConv(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto x, SpatialInput(ctx));
+  PRECIS_ASSIGN_OR_RETURN(auto w, ctx.InputDims(1));
+  PRECIS_RETURN_IF_ERROR(RequireFloat(ctx, 0));
+  if (ctx.input_dtype(1) != ctx.input_dtype(0)) return ctx.Error("W dtype differs from X");
+  PRECIS_ASSIGN_OR_RETURN(auto out, ConvOutputDims(ctx, x, w));
+  PRECIS_RETURN_IF_ERROR(CheckBias(ctx, w[0]));
   ctx.SetOutput(0, ctx.input_dtype(0), out);
   return Status::Ok();
 }
@@ -178,31 +185,38 @@ Status InferQuantConv(InferContext& ctx) {
   size_t wi = qlinear ? 3 : 1;
   PRECIS_ASSIGN_OR_RETURN(auto x, SpatialInput(ctx));
   PRECIS_ASSIGN_OR_RETURN(auto w, ctx.InputDims(wi));
-  for (size_t i : {size_t(0), wi})
-    if (ctx.input_dtype(i) != ir::DType::kU8 && ctx.input_dtype(i) != ir::DType::kI8)
-      return ctx.Unsupported("input " + std::to_string(i) + " has dtype " + std::string(ir::DTypeName(ctx.input_dtype(i))) + " (supported: int8, uint8)");
-  if (w.size() != x.size()) return ctx.Error("W has rank " + std::to_string(w.size()) + ", X has rank " + std::to_string(x.size()));
-  int64_t group = ctx.Int("group", 1);
-  if (group <= 0) return ctx.Error("group must be positive");
-  if (x[1].is_static() && w[1].is_static() && x[1].value() != w[1].value() * group)
-    return ctx.Error("X has " + std::to_string(x[1].value()) + " channels, W expects " + std::to_string(w[1].value()) + " x group " +
-                     std::to_string(group));
-  PRECIS_ASSIGN_OR_RETURN(auto kernel, ConvKernel(ctx, w));
-  WindowSpec spec;
-  PRECIS_RETURN_IF_ERROR(ReadWindowSpec(ctx, x.size() - 2, kernel, spec));
-  spec.ceil_mode = false;
-  std::vector<ir::Dim> out = {x[0], w[0]};
-  for (size_t i = 0; i + 2 < x.size(); ++i) {
-    PRECIS_ASSIGN_OR_RETURN(auto d, WindowOutput(ctx, spec, i, x[i + 2]));
-    out.push_back(d);
-  }
-  ir::DType dtype = ir::DType::kI32;
-  if (qlinear) {
-    if (!ctx.has_input(7)) return ctx.Error("needs y_zero_point");
-    dtype = ctx.input_dtype(7);
-    if (dtype != ir::DType::kU8 && dtype != ir::DType::kI8) return ctx.Unsupported("output dtype " + std::string(ir::DTypeName(dtype)));
-  }
+  PRECIS_ASSIGN_OR_RETURN(ir::DType dtype, QuantProductDType(ctx, wi, qlinear));
+  PRECIS_ASSIGN_OR_RETURN(auto out, ConvOutputDims(ctx, x, w));
   ctx.SetOutput(0, dtype, out);
+  return Status::Ok();
+}
+
+// MaxUnpool: [N, C, (in - 1) * stride - pads + kernel ...], or output_shape (input 2, values
+// that may be bound at run time).
+Status InferMaxUnpool(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto x, SpatialInput(ctx));
+  PRECIS_ASSIGN_OR_RETURN(auto idx, ctx.InputDims(1));
+  if (idx.size() != x.size() || !ir::IsInteger(ctx.input_dtype(1))) return ctx.Error("indices must be integers of X's shape");
+  size_t n = x.size() - 2;
+  auto kernel = ctx.Ints("kernel_shape");
+  if (!kernel || kernel->size() != n) return ctx.Error("needs kernel_shape for each spatial dim");
+  auto strides = ctx.Ints("strides").value_or(std::vector<int64_t>(n, 1));
+  auto pads = ctx.Ints("pads").value_or(std::vector<int64_t>(2 * n, 0));
+  if (strides.size() != n || pads.size() != 2 * n) return ctx.Error("strides and pads do not match the spatial dims");
+  std::vector<ir::Dim> out = x;
+  if (ctx.has_input(2)) {
+    PRECIS_ASSIGN_OR_RETURN(auto shape, ctx.ShapeValues(2));
+    if (shape.size() != x.size()) return ctx.Error("output_shape must have X's rank");
+    for (size_t d = 0; d < shape.size(); ++d) out[d] = shape[d].ToDim();
+  } else {
+    for (size_t d = 0; d < n; ++d) {
+      auto e = ir::DimExpr::FromDim(x[d + 2]);
+      auto grown = e ? e->Sub(ir::DimExpr::Constant(1))->Mul(ir::DimExpr::Constant(strides[d])) : std::nullopt;
+      auto v = grown ? grown->Add(ir::DimExpr::Constant((*kernel)[d] - pads[d] - pads[n + d])) : std::nullopt;
+      out[d + 2] = v ? v->ToDim() : ir::Dim();
+    }
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
   return Status::Ok();
 }
 
@@ -312,6 +326,7 @@ void RegisterNnOps(OpRegistry& r) {
   r.Register({"", "ConvInteger", 10, INT_MAX, InferQuantConv, true, -1, "", PrecisionClass::kUntouched});
   r.Register({"", "QLinearConv", 10, INT_MAX, InferQuantConv, true, -1, "", PrecisionClass::kUntouched});
   r.Register({"", "MaxPool", 1, INT_MAX, InferMaxPool, true, -1, "", PrecisionClass::kFollow});
+  r.Register({"", "MaxUnpool", 9, INT_MAX, InferMaxUnpool, true, -1, "", PrecisionClass::kPassthrough, 1});
   r.Register({"", "AveragePool", 1, INT_MAX, InferAveragePool, true, -1, "", PrecisionClass::kFollow});
   r.Register({"", "LpPool", 2, INT_MAX, InferLpPool, true, -1, "", PrecisionClass::kKeepFp32});
   r.Register({"", "GlobalAveragePool", 1, INT_MAX, InferGlobalPool, true, -1, "", PrecisionClass::kFollow});

@@ -1,6 +1,6 @@
-// Operator semantics: signal generators. HannWindow, HammingWindow and BlackmanWindow (length given
-// as a scalar input), MelWeightMatrix ([dft_length / 2 + 1, num_mel_bins]). Their lengths are
-// input values: constants, or value symbols bound at run time (docs/dynamic-shapes.md).
+// Operator semantics: signal processing. HannWindow, HammingWindow and BlackmanWindow (length given
+// as a scalar input), MelWeightMatrix ([dft_length / 2 + 1, num_mel_bins]), DFT and STFT. Lengths
+// given as inputs are constants or value symbols bound at run time (docs/dynamic-shapes.md).
 #include "compiler/ops/op_registry.h"
 
 namespace precis::ops {
@@ -44,9 +44,84 @@ Status InferMelWeightMatrix(InferContext& ctx) {
   return Status::Ok();
 }
 
+// DFT: x [..., n, 1 or 2] (real, or complex as pairs) transformed along `axis` (an attribute
+// before opset 20, input 2 from 20; it counts the trailing pair dim) over dft_length (input 1, else
+// the axis length; 2 * (length - 1) for a one-sided inverse). Output [..., m, 2] with m = n, or
+// n / 2 + 1 when onesided; a one-sided inverse gives the real signal [..., n, 1].
+Status InferDft(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto x, ctx.InputDims(0));
+  if (!ir::IsFloat(ctx.input_dtype(0))) return ctx.Error("input must be a float tensor");
+  int64_t rank = int64_t(x.size());
+  if (rank < 2 || !x.back().is_static() || (x.back().value() != 1 && x.back().value() != 2))
+    return ctx.Error("input must end in a dim of 1 (real) or 2 (complex)");
+  int64_t axis = ctx.Int("axis", 1);
+  if (ctx.opset() >= 20) {
+    if (!ctx.has_input(2)) return ctx.Unsupported("DFT at opset 20 without an axis input (its default -2)");
+    PRECIS_ASSIGN_OR_RETURN(auto a, ctx.ConstantInts(2));
+    if (a.size() != 1) return ctx.Error("axis must hold one value");
+    axis = a[0];
+  }
+  if (axis < -rank || axis >= rank) return ctx.Error("axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += rank;
+  if (axis == rank - 1) return ctx.Error("axis must not be the last (real/imaginary) dim");
+  bool inverse = ctx.Int("inverse", 0) != 0, onesided = ctx.Int("onesided", 0) != 0;
+  auto len = ir::DimExpr::FromDim(x[size_t(axis)]);
+  std::optional<ir::DimExpr> n;
+  if (ctx.has_input(1)) {
+    PRECIS_ASSIGN_OR_RETURN(auto v, ctx.ShapeValues(1));
+    if (v.size() != 1) return ctx.Error("dft_length must hold one value");
+    n = v[0];
+  } else if (len) {
+    n = inverse && onesided ? len->Sub(ir::DimExpr::Constant(1))->Mul(ir::DimExpr::Constant(2)) : len;
+  }
+  std::vector<ir::Dim> out = x;
+  std::optional<ir::DimExpr> m = n;
+  if (n && onesided && !inverse) {
+    auto half = n->FloorDiv(2);
+    m = half ? half->Add(ir::DimExpr::Constant(1)) : std::nullopt;
+  }
+  out[size_t(axis)] = m ? m->ToDim() : ir::Dim();
+  out.back() = ir::Dim::Static(inverse && onesided ? 1 : 2);
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
+// STFT: signal [batch, length, 1 or 2], frame_step, window [frame_length] (optional), frame_length
+// (optional): [batch, frames, bins, 2] with frames = (length - frame_length) / frame_step + 1 and
+// bins = frame_length / 2 + 1 when onesided (the default), else frame_length.
+Status InferStft(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto x, ctx.InputDims(0));
+  if (!ir::IsFloat(ctx.input_dtype(0))) return ctx.Error("signal must be a float tensor");
+  if (x.size() != 3 || !x[2].is_static() || (x[2].value() != 1 && x[2].value() != 2))
+    return ctx.Error("signal must be [batch, length, 1 or 2]");
+  PRECIS_ASSIGN_OR_RETURN(auto step, ScalarValue(ctx, 1, "frame_step"));
+  auto len = ir::DimExpr::FromDim(x[1]);
+  std::optional<ir::DimExpr> frame = len;
+  if (ctx.has_input(2)) {
+    PRECIS_ASSIGN_OR_RETURN(auto w, ctx.InputDims(2));
+    if (w.size() != 1) return ctx.Error("window must be 1-D");
+    frame = ir::DimExpr::FromDim(w[0]);
+  } else if (ctx.has_input(3)) {
+    PRECIS_ASSIGN_OR_RETURN(auto fl, ScalarValue(ctx, 3, "frame_length"));
+    frame = fl;
+  }
+  std::optional<ir::DimExpr> frames, bins;
+  if (len && frame) {
+    auto span = len->Sub(*frame);
+    auto q = span ? span->FloorDivBy(step) : std::nullopt;
+    frames = q ? q->Add(ir::DimExpr::Constant(1)) : std::nullopt;
+    auto half = frame->FloorDiv(2);
+    bins = ctx.Int("onesided", 1) != 0 ? (half ? half->Add(ir::DimExpr::Constant(1)) : std::nullopt) : frame;
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), {x[0], frames ? frames->ToDim() : ir::Dim(), bins ? bins->ToDim() : ir::Dim(), ir::Dim::Static(2)});
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterSignalOps(OpRegistry& r) {
+  r.Register({"", "DFT", 17, INT_MAX, InferDft, true, -1, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "STFT", 17, INT_MAX, InferStft, true, -1, "", PrecisionClass::kKeepFp32});
   for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"})
     r.Register({"", op, 17, INT_MAX, InferWindow, true, -1, "", PrecisionClass::kUntouched});
   r.Register({"", "MelWeightMatrix", 17, INT_MAX, InferMelWeightMatrix, true, -1, "", PrecisionClass::kUntouched});

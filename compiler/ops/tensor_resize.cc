@@ -173,6 +173,20 @@ Status InferUpsample(InferContext& ctx) {
   if (mode != "nearest" && mode != "linear" && mode != "bilinear") return ctx.Error("unknown mode '" + mode + "'");
   if (mode != "nearest" && !ir::IsFloat(ctx.input_dtype(0))) return ctx.Unsupported("mode '" + mode + "' on non-float data");
   std::vector<double> scales;
+  if (ctx.opset() >= 9 && ctx.has_input(1) && !ctx.input_constant(1)) {
+    // Scales given at run time, as for Resize: floor(dim * scale) per static dim.
+    std::vector<Dim> out = dims;
+    bool all = true;
+    for (size_t i = 0; i < dims.size() && all; ++i) {
+      auto v = dims[i].is_static() ? FloatInputValue(ctx.node(), 1, i, std::max<int64_t>(dims[i].value(), 1)) : std::nullopt;
+      if (v) out[i] = dims[i].value() == 0 ? Dim::Static(0) : v->ToDim();
+      all = v.has_value();
+    }
+    if (all) {
+      ctx.SetOutput(0, ctx.input_dtype(0), out);
+      return Status::Ok();
+    }
+  }
   if (ctx.opset() >= 9) {
     PRECIS_ASSIGN_OR_RETURN(scales, ctx.ConstantFloats(1));
   } else {

@@ -125,12 +125,12 @@ Status ReadResizeOptions(const KernelArgs& args, const Tensor& in, ResizeOptions
   return ReadScalesAndRoi(args, in, opt, run_time);
 }
 
-Status ReadUpsampleOptions(const KernelArgs& args, ResizeOptions& opt) {
+Status ReadUpsampleOptions(const KernelArgs& args, ResizeOptions& opt, bool run_time) {
   PRECIS_RETURN_IF_ERROR(ParseMode(args, args.attrs.String("mode", "nearest"), opt));
   if (opt.mode == Mode::kCubic) return args.Error("unknown mode 'cubic'");
   opt.coord = Coord::kAsymmetric;
   opt.rounding = Rounding::kFloor;
-  if (!args.attrs.Has("scales")) return ConstantDoubles(args, args.in(1), "scales", opt.scales);  // input from version 9
+  if (!args.attrs.Has("scales")) return ConstantDoubles(args, args.in(1), "scales", opt.scales, run_time);  // input from version 9
   for (float s : args.attrs.Floats("scales")) opt.scales.push_back(s);
   return Status::Ok();
 }
@@ -242,7 +242,7 @@ Status DimTaps(const KernelArgs& args, const ResizeOptions& opt, const Tensor& i
 Status BuildTaps(const KernelArgs& args, const Tensor& in, const Tensor& out, bool upsample, Taps* taps, bool run_time) {
   if (in.rank() != out.rank()) return args.Error("needs matching input and output");
   ResizeOptions opt;
-  PRECIS_RETURN_IF_ERROR(upsample ? ReadUpsampleOptions(args, opt) : ReadResizeOptions(args, in, opt, run_time));
+  PRECIS_RETURN_IF_ERROR(upsample ? ReadUpsampleOptions(args, opt, run_time) : ReadResizeOptions(args, in, opt, run_time));
   if (opt.scales.size() != in.dims.size()) return args.Error("scales do not match the input rank");
   size_t rank = in.dims.size();
   *taps = Taps{};

@@ -6,9 +6,11 @@
 // float (double for f64).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "runtime/cpu/kernels/common.h"
+#include "runtime/kernels/index_util.h"
 #include "runtime/kernels/nn_window.h"
 
 namespace precis::rt {
@@ -240,9 +242,54 @@ class MaxPoolGradKernel : public Kernel {
   std::vector<double> sums_;  // one plane of dX
 };
 
+// MaxUnpool: X and the flat indices I (of MaxPool over the unpooled shape, inferred from the
+// attributes: (in - 1) * stride - pads + kernel) scattered into zeros; with output_shape larger
+// than the inferred shape, the inferred block sits at its origin (as the ONNX reference does).
+class MaxUnpoolKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *x = args.in(0), *idx = args.in(1), *y = args.out(0);
+    if (!x || !idx || !y || x->dtype != y->dtype || DataTypeSize(x->dtype) == 0 || idx->dims != x->dims || !IsIndexType(idx->dtype) ||
+        x->rank() < 3 || y->rank() != x->rank())
+      return args.Error("needs X, indices of X's shape and an output of X's rank");
+    std::vector<int64_t> kernel = args.attrs.Ints("kernel_shape");
+    size_t n = size_t(x->rank() - 2);
+    std::vector<int64_t> strides = args.attrs.Ints("strides", std::vector<int64_t>(n, 1)), pads = args.attrs.Ints("pads", std::vector<int64_t>(2 * n, 0));
+    if (kernel.size() != n || strides.size() != n || pads.size() != 2 * n) return args.Error("kernel_shape, strides and pads do not match X's spatial dims");
+    inferred_ = {x->dims[0], x->dims[1]};
+    for (size_t d = 0; d < n; ++d) inferred_.push_back((x->dims[d + 2] - 1) * strides[d] - pads[d] - pads[n + d] + kernel[d]);
+    for (size_t d = 0; d < inferred_.size(); ++d)
+      if (inferred_[d] < 0 || inferred_[d] > y->dims[d]) return args.Error("the output is smaller than the unpooled shape " + DimsToString(inferred_));
+    return Status::Ok();
+  }
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    const Tensor &x = *args.in(0), &idx = *args.in(1);
+    Tensor& y = *args.out(0);
+    if (y.bytes) std::memset(y.data, 0, y.bytes);
+    int64_t total = DimProduct(inferred_, 0, inferred_.size());
+    size_t esize = DataTypeSize(x.dtype);
+    std::vector<int64_t> strides = DenseStrides(y.dims);
+    for (int64_t k = 0; k < x.numel; ++k) {
+      int64_t flat = IndexAt(idx, k);
+      if (flat < 0 || flat >= total) return args.Error("index " + std::to_string(flat) + " is outside the unpooled shape " + DimsToString(inferred_));
+      int64_t at = 0;  // the same coordinates in the output
+      for (size_t d = inferred_.size(); d-- > 0;) {
+        at += (flat % inferred_[d]) * strides[d];
+        flat /= inferred_[d];
+      }
+      std::memcpy(y.data + size_t(at) * esize, x.data + size_t(k) * esize, esize);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::vector<int64_t> inferred_;
+};
+
 }  // namespace
 
 void RegisterPoolKernels(KernelRegistry& r) {
+  r.Register("MaxUnpool", Make<MaxUnpoolKernel>);
   r.Register("MaxPoolGrad", Make<MaxPoolGradKernel>);
   r.Register("MaxPool", Make<PoolKernel<PoolMode::kMax>>);
   r.Register("AveragePool", Make<PoolKernel<PoolMode::kAverage>>);

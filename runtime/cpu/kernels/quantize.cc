@@ -171,6 +171,29 @@ Status CheckPerIndex(const KernelArgs& args, const Tensor* t, int64_t n, const c
 }
 double PerIndex(const Tensor* t, int64_t i) { return t ? ValueAt(*t, t->numel == 1 ? 0 : i) : 0.0; }
 
+// QLinearMatMul/QLinearConv: float scales at inputs 1 (one or per row), 4 (one or per column /
+// output channel) and 6 (one), y_zero_point (input 7) one value of the output type.
+Status CheckQLinear(const KernelArgs& args, const Tensor& y, int64_t rows, int64_t cols) {
+  for (int i : {1, 4, 6})
+    if (!args.in(size_t(i)) || !DispatchFloat(args.in(size_t(i))->dtype, [](auto) {})) return args.Error("scales must be float tensors");
+  PRECIS_RETURN_IF_ERROR(CheckPerIndex(args, args.in(1), rows, "the first operand's scale"));
+  PRECIS_RETURN_IF_ERROR(CheckPerIndex(args, args.in(4), cols, "the second operand's scale"));
+  PRECIS_RETURN_IF_ERROR(CheckPerIndex(args, args.in(6), 1, "y_scale"));
+  if (args.in(7) && (args.in(7)->dtype != y.dtype || args.in(7)->numel != 1)) return args.Error("y_zero_point must be one value of the output type");
+  return Status::Ok();
+}
+
+// Output element `at` of a QLinear product: the int accumulator rescaled by the operands' scales
+// over y_scale (in float, as onnxruntime), rounded half to even, plus y_zero_point, saturated.
+void StoreRequantized(const KernelArgs& args, Tensor& y, int64_t at, int64_t acc, int64_t row, int64_t col) {
+  float scale = float(PerIndex(args.in(1), row)) * float(PerIndex(args.in(4), col)) / float(PerIndex(args.in(6), 0));
+  float zy = float(PerIndex(args.in(7), 0));
+  DispatchInteger(y.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    y.As<T>()[at] = Saturate<T>(float(std::nearbyint(double(float(acc) * scale))) + zy);
+  });
+}
+
 // MatMulInteger (int32 output) and QLinearMatMul (quantized output): numpy matmul shapes.
 // Inputs of QLinearMatMul: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point.
 class QuantMatMulKernel : public Kernel {
@@ -205,15 +228,7 @@ class QuantMatMulKernel : public Kernel {
     const Tensor* bzp = args.in(qlinear_ ? 5 : 3);
     PRECIS_RETURN_IF_ERROR(CheckPerIndex(args, azp, M_, "a_zero_point"));
     PRECIS_RETURN_IF_ERROR(CheckPerIndex(args, bzp, N_, "b_zero_point"));
-    if (qlinear_) {
-      for (int i : {1, 4, 6})
-        if (!args.in(size_t(i)) || !DispatchFloat(args.in(size_t(i))->dtype, [](auto) {})) return args.Error("scales must be float tensors");
-      PRECIS_RETURN_IF_ERROR(CheckPerIndex(args, args.in(1), M_, "a_scale"));
-      PRECIS_RETURN_IF_ERROR(CheckPerIndex(args, args.in(4), N_, "b_scale"));
-      PRECIS_RETURN_IF_ERROR(CheckPerIndex(args, args.in(6), 1, "y_scale"));
-      if (args.in(7) && (args.in(7)->dtype != y->dtype || args.in(7)->numel != 1)) return args.Error("y_zero_point must be one value of the output type");
-    }
-    return Status::Ok();
+    return qlinear_ ? CheckQLinear(args, *y, M_, N_) : Status::Ok();
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
     const Tensor &a = *args.in(a_), &b = *args.in(b_);
@@ -227,16 +242,8 @@ class QuantMatMulKernel : public Kernel {
           int64_t acc = 0, za = int64_t(PerIndex(azp, m)), zb = int64_t(PerIndex(bzp, n));
           for (int64_t k = 0; k < K_; ++k) acc += (int64_t(ValueAt(a, oa + m * K_ + k)) - za) * (int64_t(ValueAt(b, ob + k * N_ + n)) - zb);
           int64_t at = bi * M_ * N_ + m * N_ + n;
-          if (!qlinear_) {
-            y.As<int32_t>()[at] = int32_t(acc);  // int8 products of K < 2^16 terms fit
-            continue;
-          }
-          float scale = float(PerIndex(args.in(1), m)) * float(PerIndex(args.in(4), n)) / float(PerIndex(args.in(6), 0));
-          float zy = float(PerIndex(args.in(7), 0));
-          DispatchInteger(y.dtype, [&](auto tag) {
-            using T = decltype(tag);
-            y.As<T>()[at] = Saturate<T>(float(std::nearbyint(double(float(acc) * scale))) + zy);
-          });
+          if (qlinear_) StoreRequantized(args, y, at, acc, m, n);
+          else y.As<int32_t>()[at] = int32_t(acc);  // wraps past 2^31 as int32 accumulation does
         }
     }
     return Status::Ok();
@@ -272,10 +279,7 @@ class QuantConvKernel : public Kernel {
     PRECIS_RETURN_IF_ERROR(CheckPerIndex(args, xzp, 1, "x_zero_point"));
     PRECIS_RETURN_IF_ERROR(CheckPerIndex(args, wzp, w->dims[0], "w_zero_point"));
     if (qlinear_) {
-      for (int i : {1, 4, 6})
-        if (!args.in(size_t(i)) || !DispatchFloat(args.in(size_t(i))->dtype, [](auto) {})) return args.Error("scales must be float tensors");
-      PRECIS_RETURN_IF_ERROR(CheckPerIndex(args, args.in(4), w->dims[0], "w_scale"));
-      if (args.in(7) && (args.in(7)->dtype != y->dtype || args.in(7)->numel != 1)) return args.Error("y_zero_point must be one value of the output type");
+      PRECIS_RETURN_IF_ERROR(CheckQLinear(args, *y, 1, w->dims[0]));
       if (const Tensor* bias = args.in(8); bias && (bias->dtype != DataType::kI32 || bias->numel != w->dims[0]))
         return args.Error("B must hold one int32 per output channel");
     }
@@ -314,12 +318,7 @@ class QuantConvKernel : public Kernel {
                 continue;
               }
               if (const Tensor* bias = args.in(8)) acc += bias->As<int32_t>()[m];
-              float scale = float(PerIndex(args.in(1), 0)) * float(PerIndex(args.in(4), m)) / float(PerIndex(args.in(6), 0));
-              float zy = float(PerIndex(args.in(7), 0));
-              DispatchInteger(y.dtype, [&](auto tag) {
-                using T = decltype(tag);
-                y.As<T>()[at] = Saturate<T>(float(std::nearbyint(double(float(acc) * scale))) + zy);
-              });
+              StoreRequantized(args, y, at, acc, 0, m);
             }
       }
     return Status::Ok();

@@ -1,12 +1,15 @@
-// CPU kernels of the signal generators: HannWindow, HammingWindow, BlackmanWindow (generalized
-// cosine windows over N = size (periodic) or size - 1 (symmetric) points) and MelWeightMatrix
-// (triangular filters between mel-spaced bins, as the ONNX reference computes them). Values are
-// computed in double and stored in the output type; lengths come from the output dims.
+// CPU kernels of signal processing: HannWindow, HammingWindow, BlackmanWindow (generalized cosine
+// windows over N = size (periodic) or size - 1 (symmetric) points), MelWeightMatrix (triangular
+// filters between mel-spaced bins, as the ONNX reference computes them), DFT and STFT (direct
+// O(n^2) transforms over a table of exact twiddles, in double). Values are computed in double and
+// stored in the output type; lengths given as inputs are read when the kernel runs and checked
+// against the planned dims.
 #include <algorithm>
 #include <cmath>
 
 #include "runtime/cpu/kernels/common.h"
 #include "runtime/cpu/kernels/register.h"
+#include "runtime/kernels/index_util.h"
 
 namespace precis::rt {
 namespace {
@@ -105,9 +108,161 @@ class MelWeightMatrixKernel : public Kernel {
   }
 };
 
+// Twiddles e^{sign * 2 pi i j / n}, j < n (angles reduced exactly: j * t mod n indexes them).
+void Twiddles(int64_t n, double sign, std::vector<double>& c, std::vector<double>& s) {
+  c.resize(size_t(n));
+  s.resize(size_t(n));
+  const double pi = 3.14159265358979323846;
+  for (int64_t j = 0; j < n; ++j) {
+    double a = 2 * pi * double(j) / double(n);
+    c[size_t(j)] = std::cos(a);
+    s[size_t(j)] = sign * std::sin(a);
+  }
+}
+
+double ElementAt(const Tensor& t, int64_t k) {
+  double v = 0;
+  DispatchFloat(t.dtype, [&](auto tag) { v = double(Load(t.As<decltype(tag)>()[k])); });
+  return v;
+}
+
+void StoreAt(Tensor& t, int64_t k, double v) {
+  DispatchFloat(t.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    t.As<T>()[k] = Store<T>(typename ComputeOf<T>::type(v));
+  });
+}
+
+// DFT along one axis of x [..., len, 1 or 2]; see compiler/ops/signal.cc for the shapes.
+class DftKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *x = args.in(0), *y = args.out(0);
+    if (!x || !y || x->dtype != y->dtype || !DispatchFloat(x->dtype, [](auto) {}) || x->rank() < 2 || y->rank() != x->rank())
+      return args.Error("needs a float input and output of one rank");
+    int64_t rank = x->rank(), axis = args.attrs.Int("axis", 1);
+    if (const Tensor* a = args.in(2)) {
+      if (!a->is_constant || a->numel != 1 || !IsIndexType(a->dtype)) return args.Error("axis must be a constant scalar");
+      axis = IndexAt(*a, 0);
+    }
+    if (axis < -rank || axis >= rank - 1) return args.Error("axis is out of range");
+    axis_ = axis < 0 ? axis + rank : axis;
+    inverse_ = args.attrs.Int("inverse", 0) != 0;
+    onesided_ = args.attrs.Int("onesided", 0) != 0;
+    return Status::Ok();
+  }
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    const Tensor& x = *args.in(0);
+    Tensor& y = *args.out(0);
+    size_t a = size_t(axis_);
+    int64_t len = x.dims[a], cin = x.dims.back(), cout = y.dims.back();
+    int64_t n = inverse_ && onesided_ ? 2 * (len - 1) : len;
+    if (const Tensor* d = args.in(1)) {
+      if (!IsIndexType(d->dtype) || d->numel != 1) return args.Error("dft_length must be one integer");
+      n = IndexAt(*d, 0);
+    }
+    int64_t m = !inverse_ && onesided_ ? n / 2 + 1 : n;
+    if (n <= 0 || y.dims[a] != m || cout != (inverse_ && onesided_ ? 1 : 2))
+      return args.Error("dft_length " + std::to_string(n) + " does not give the planned output shape " + DimsToString(y.dims));
+    int64_t outer = DimProduct(x.dims, 0, a), inner = DimProduct(x.dims, a + 1, x.dims.size() - 1);
+    std::vector<double> cs, sn, re(static_cast<size_t>(n)), im(static_cast<size_t>(n));
+    Twiddles(n, inverse_ ? 1.0 : -1.0, cs, sn);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        // The signal (or spectrum) along the axis, zero-padded or cut to n.
+        std::fill(re.begin(), re.end(), 0.0);
+        std::fill(im.begin(), im.end(), 0.0);
+        for (int64_t t = 0; t < std::min(len, n); ++t) {
+          int64_t at = ((o * len + t) * inner + i) * cin;
+          re[size_t(t)] = ElementAt(x, at);
+          im[size_t(t)] = cin == 2 ? ElementAt(x, at + 1) : 0.0;
+        }
+        if (inverse_ && onesided_) {
+          // irfft: the Hermitian spectrum from its first n / 2 + 1 values (imaginary parts of the
+          // DC and Nyquist terms dropped).
+          for (int64_t k = n / 2 + 1; k < n; ++k) re[size_t(k)] = re[size_t(n - k)], im[size_t(k)] = -im[size_t(n - k)];
+          im[0] = 0;
+          if (n % 2 == 0) im[size_t(n / 2)] = 0;
+        }
+        for (int64_t k = 0; k < m; ++k) {
+          double sr = 0, si = 0;
+          for (int64_t t = 0; t < n; ++t) {
+            size_t j = size_t((k * t) % n);
+            sr += re[size_t(t)] * cs[j] - im[size_t(t)] * sn[j];
+            si += re[size_t(t)] * sn[j] + im[size_t(t)] * cs[j];
+          }
+          if (inverse_) sr /= double(n), si /= double(n);
+          int64_t at = ((o * m + k) * inner + i) * cout;
+          StoreAt(y, at, sr);
+          if (cout == 2) StoreAt(y, at + 1, si);
+        }
+      }
+    return Status::Ok();
+  }
+
+ private:
+  int64_t axis_ = 1;
+  bool inverse_ = false, onesided_ = false;
+};
+
+// STFT: frames of the signal times the window, each transformed over frame_length points.
+class StftKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *x = args.in(0), *y = args.out(0);
+    if (!x || !y || x->dtype != y->dtype || !DispatchFloat(x->dtype, [](auto) {}) || x->rank() != 3 || y->rank() != 4 || !args.in(1))
+      return args.Error("needs a float signal [batch, length, 1 or 2], frame_step and a [batch, frames, bins, 2] output");
+    onesided_ = args.attrs.Int("onesided", 1) != 0;
+    return Status::Ok();
+  }
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    const Tensor& x = *args.in(0);
+    Tensor& y = *args.out(0);
+    const Tensor* window = args.in(2);
+    int64_t batch = x.dims[0], len = x.dims[1], cin = x.dims[2];
+    if (!IsIndexType(args.in(1)->dtype) || args.in(1)->numel != 1 || (args.in(3) && (!IsIndexType(args.in(3)->dtype) || args.in(3)->numel != 1)))
+      return args.Error("frame_step and frame_length must be integer scalars");
+    int64_t step = IndexAt(*args.in(1), 0);
+    int64_t frame = window ? window->numel : args.in(3) ? IndexAt(*args.in(3), 0) : len;
+    int64_t frames = step > 0 && frame > 0 && frame <= len ? (len - frame) / step + 1 : -1;
+    int64_t bins = onesided_ ? frame / 2 + 1 : frame;
+    if (frames < 0 || y.dims != std::vector<int64_t>{batch, frames, bins, 2})
+      return args.Error("frame_step " + std::to_string(step) + " and frame length " + std::to_string(frame) + " do not give the planned output shape " +
+                        DimsToString(y.dims));
+    std::vector<double> cs, sn, re(static_cast<size_t>(frame)), im(static_cast<size_t>(frame));
+    Twiddles(frame, -1.0, cs, sn);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t f = 0; f < frames; ++f) {
+        for (int64_t t = 0; t < frame; ++t) {
+          double w = window ? ElementAt(*window, t) : 1.0;
+          int64_t at = (b * len + f * step + t) * cin;
+          re[size_t(t)] = ElementAt(x, at) * w;
+          im[size_t(t)] = cin == 2 ? ElementAt(x, at + 1) * w : 0.0;
+        }
+        for (int64_t k = 0; k < bins; ++k) {
+          double sr = 0, si = 0;
+          for (int64_t t = 0; t < frame; ++t) {
+            size_t j = size_t((k * t) % frame);
+            sr += re[size_t(t)] * cs[j] - im[size_t(t)] * sn[j];
+            si += re[size_t(t)] * sn[j] + im[size_t(t)] * cs[j];
+          }
+          int64_t at = ((b * frames + f) * bins + k) * 2;
+          StoreAt(y, at, sr);
+          StoreAt(y, at + 1, si);
+        }
+      }
+    return Status::Ok();
+  }
+
+ private:
+  bool onesided_ = true;
+};
+
 }  // namespace
 
 void RegisterSignalKernels(KernelRegistry& r) {
+  r.Register("DFT", Make<DftKernel>);
+  r.Register("STFT", Make<StftKernel>);
   r.Register("HannWindow", MakeWindow<0>);
   r.Register("HammingWindow", MakeWindow<1>);
   r.Register("BlackmanWindow", MakeWindow<2>);

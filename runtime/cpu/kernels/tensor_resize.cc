@@ -25,7 +25,7 @@ class ResizeKernel : public Kernel {
     const Tensor *in = args.in(0), *out = args.out(0);
     if (!in || !out || in->dtype != out->dtype || in->rank() != out->rank()) return args.Error("needs matching input and output");
     // Scales given at run time (a dynamic plan's value input): the taps are built when it runs.
-    const Tensor* scales = upsample_ ? nullptr : args.in(2);
+    const Tensor* scales = upsample_ ? (args.attrs.Has("scales") ? nullptr : args.in(1)) : args.in(2);
     run_time_ = scales && scales->numel > 0 && !scales->is_constant;
     if (run_time_) return DispatchAny(in->dtype, [](auto) {}) ? Status::Ok() : args.Error(std::string("unsupported dtype ") + DataTypeName(in->dtype));
     return Prepare(args, false);
