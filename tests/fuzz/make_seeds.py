@@ -203,6 +203,15 @@ def inference_models():
         [f32("x", ["batch", "seq", 4])], [f32("r", ["batch*seq", 3]), f32("y", ["batch", 4])],
         [const("DW", w(4, 3)), const("zero", np.array(0, np.int64)), const("one", np.array(1, np.int64)),
          const("ax0", np.array([0], np.int64)), const("ax1", np.array([1], np.int64)), const("three", np.array([3], np.int64))])
+    # Values that decide shapes (value symbols bound from the inputs' elements at run time, plan
+    # fields value_symbols and the eq/neg/div/min/max atoms): a Reshape target, Slice bounds, pads.
+    models["values"] = model(
+        [n("Reshape", ["x", "target"], ["r"]), n("Slice", ["x", "starts", "ends", "axes"], ["s"]),
+         n("Pad", ["x", "pads"], ["p"], mode="reflect")],
+        [f32("x", [4, 6]), helper.make_tensor_value_info("target", TensorProto.INT64, [2]),
+         helper.make_tensor_value_info("starts", TensorProto.INT64, [1]), helper.make_tensor_value_info("ends", TensorProto.INT64, [1]),
+         helper.make_tensor_value_info("axes", TensorProto.INT64, [1]), helper.make_tensor_value_info("pads", TensorProto.INT64, [4])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("r", "s", "p")], [])
     return models
 
 
