@@ -34,4 +34,17 @@ std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
   return s;
 }
 
+double ReadAt(const Tensor& t, int64_t i) {
+  double v = 0;
+  DispatchNumeric(t.dtype, [&](auto tag) { v = double(Load(t.As<decltype(tag)>()[i])); });
+  return v;
+}
+
+void WriteAt(Tensor& t, int64_t i, double v) {
+  DispatchNumeric(t.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    t.As<T>()[i] = Store<T>(typename ComputeOf<T>::type(v));
+  });
+}
+
 }  // namespace precis::rt

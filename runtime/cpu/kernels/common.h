@@ -50,6 +50,11 @@ class BroadcastMap {
 
 // Values of a small integer (or bool) tensor, any integer width.
 std::vector<int64_t> ReadInts(const Tensor& t);
+// Element i of a numeric tensor as double (16-bit floats widened), and a double stored into one
+// (rounded to 16-bit floats, converted to integers as a cast does). For scalar inputs and
+// reference kernels, not inner loops.
+double ReadAt(const Tensor& t, int64_t i);
+void WriteAt(Tensor& t, int64_t i, double v);
 // Row-major strides of dims.
 std::vector<int64_t> Strides(const std::vector<int64_t>& dims);
 

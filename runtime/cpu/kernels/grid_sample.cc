@@ -69,7 +69,7 @@ class GridSampleKernel : public Kernel {
             double coord[3];
             for (int d = 0; d < spatial_; ++d) {
               // Grid values are (x, y, z): the last spatial dim first.
-              double g = GridAt(grid, (n * out_size + o) * spatial_ + (spatial_ - 1 - d));
+              double g = ReadAt(grid, (n * out_size + o) * spatial_ + (spatial_ - 1 - d));
               double len = double(dims[size_t(d)]);
               double v = align_ ? (g + 1) / 2.0 * (len - 1) : ((g + 1) * len - 1) / 2.0;
               if (mode_ == kNearest) v = std::nearbyint(v);
@@ -90,12 +90,6 @@ class GridSampleKernel : public Kernel {
  private:
   enum Mode { kNearest, kLinear, kCubic };
   enum Pad { kZeros, kBorder, kReflection };
-
-  static double GridAt(const Tensor& g, int64_t k) {
-    double v = 0;
-    DispatchFloat(g.dtype, [&](auto tag) { v = double(Load(g.As<decltype(tag)>()[k])); });
-    return v;
-  }
 
   static double Reflect(double v, double lo, double hi) {
     double range = hi - lo;

@@ -17,13 +17,6 @@ namespace {
 
 bool IsQuantType(DataType t) { return t == DataType::kU8 || t == DataType::kI8 || t == DataType::kU16 || t == DataType::kI16; }
 
-// Element k of a numeric tensor as double (integers exactly up to 2^53).
-double ValueAt(const Tensor& t, int64_t k) {
-  double v = 0;
-  DispatchNumeric(t.dtype, [&](auto tag) { v = double(Load(t.As<decltype(tag)>()[k])); });
-  return v;
-}
-
 // Round half to even (the default rounding mode), then clamp to T's range.
 template <typename T>
 T Saturate(float v) {
@@ -92,7 +85,7 @@ class QuantizeLinearKernel : public Kernel {
       T* out = y.As<T>();
       for (int64_t k = 0; k < x.numel; ++k) {
         int64_t p = params_.Index(k);
-        float q = float(ValueAt(x, k)) / float(ValueAt(scale, p));
+        float q = float(ReadAt(x, k)) / float(ReadAt(scale, p));
         float z = zero ? float(zero->As<T>()[p]) : 0.f;
         out[k] = Saturate<T>(float(std::nearbyint(double(q))) + z);
       }
@@ -124,7 +117,7 @@ class DequantizeLinearKernel : public Kernel {
       T* out = y.As<T>();
       for (int64_t k = 0; k < x.numel; ++k) {
         int64_t p = params_.Index(k);
-        float v = (float(ValueAt(x, k)) - (zero ? float(ValueAt(*zero, p)) : 0.f)) * float(ValueAt(scale, p));
+        float v = (float(ReadAt(x, k)) - (zero ? float(ReadAt(*zero, p)) : 0.f)) * float(ReadAt(scale, p));
         out[k] = Store<T>(v);
       }
     });
@@ -169,7 +162,7 @@ Status CheckPerIndex(const KernelArgs& args, const Tensor* t, int64_t n, const c
     return args.Error(std::string(what) + " must hold one value or " + std::to_string(n));
   return Status::Ok();
 }
-double PerIndex(const Tensor* t, int64_t i) { return t ? ValueAt(*t, t->numel == 1 ? 0 : i) : 0.0; }
+double PerIndex(const Tensor* t, int64_t i) { return t ? ReadAt(*t, t->numel == 1 ? 0 : i) : 0.0; }
 
 // QLinearMatMul/QLinearConv: float scales at inputs 1 (one or per row), 4 (one or per column /
 // output channel) and 6 (one), y_zero_point (input 7) one value of the output type.
@@ -240,7 +233,7 @@ class QuantMatMulKernel : public Kernel {
       for (int64_t m = 0; m < M_; ++m)
         for (int64_t n = 0; n < N_; ++n) {
           int64_t acc = 0, za = int64_t(PerIndex(azp, m)), zb = int64_t(PerIndex(bzp, n));
-          for (int64_t k = 0; k < K_; ++k) acc += (int64_t(ValueAt(a, oa + m * K_ + k)) - za) * (int64_t(ValueAt(b, ob + k * N_ + n)) - zb);
+          for (int64_t k = 0; k < K_; ++k) acc += (int64_t(ReadAt(a, oa + m * K_ + k)) - za) * (int64_t(ReadAt(b, ob + k * N_ + n)) - zb);
           int64_t at = bi * M_ * N_ + m * N_ + n;
           if (qlinear_) StoreRequantized(args, y, at, acc, m, n);
           else y.As<int32_t>()[at] = int32_t(acc);  // wraps past 2^31 as int32 accumulation does
@@ -307,8 +300,8 @@ class QuantConvKernel : public Kernel {
                   for (int64_t k1 = r1.lo; k1 < r1.hi; ++k1)
                     for (int64_t k2 = r2.lo; k2 < r2.hi; ++k2) {
                       int64_t i0 = r0.start + k0 * dil[0], i1 = r1.start + k1 * dil[1], i2 = r2.start + k2 * dil[2];
-                      int64_t xv = int64_t(ValueAt(x, xc + (i0 * in[1] + i1) * in[2] + i2)) - zx;
-                      int64_t wv = int64_t(ValueAt(w, wc + (k0 * kern[1] + k1) * kern[2] + k2)) - zw;
+                      int64_t xv = int64_t(ReadAt(x, xc + (i0 * in[1] + i1) * in[2] + i2)) - zx;
+                      int64_t wv = int64_t(ReadAt(w, wc + (k0 * kern[1] + k1) * kern[2] + k2)) - zw;
                       acc += xv * wv;
                     }
               }

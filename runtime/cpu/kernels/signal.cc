@@ -14,19 +14,9 @@
 namespace precis::rt {
 namespace {
 
-double ScalarAt(const Tensor& t) {
-  double v = 0;
-  DispatchNumeric(t.dtype, [&](auto tag) { v = double(Load(t.As<decltype(tag)>()[0])); });
-  return v;
-}
-
-template <typename T>
-void StoreAll(Tensor& y, const std::vector<double>& v) {
-  for (size_t i = 0; i < v.size(); ++i) y.As<T>()[i] = Store<T>(typename ComputeOf<T>::type(v[i]));
-}
-
 Status StoreOutput(const KernelArgs& args, Tensor& y, const std::vector<double>& v) {
-  if (!DispatchNumeric(y.dtype, [&](auto tag) { StoreAll<decltype(tag)>(y, v); })) return args.Error("unsupported output dtype");
+  if (!DispatchNumeric(y.dtype, [](auto) {})) return args.Error("unsupported output dtype");
+  for (size_t i = 0; i < v.size(); ++i) WriteAt(y, int64_t(i), v[i]);
   return Status::Ok();
 }
 
@@ -42,7 +32,7 @@ class WindowKernel : public Kernel {
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
     Tensor& y = *args.out(0);
-    if (int64_t(ScalarAt(*args.in(0))) != y.numel) return args.Error("size differs from the planned output length");
+    if (int64_t(ReadAt(*args.in(0), 0)) != y.numel) return args.Error("size differs from the planned output length");
     double n_total = double(periodic_ ? y.numel : y.numel - 1), pi = 3.14159265358979323846;
     std::vector<double> w(size_t(y.numel));
     for (int64_t n = 0; n < y.numel; ++n) {
@@ -75,8 +65,8 @@ class MelWeightMatrixKernel : public Kernel {
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
     Tensor& y = *args.out(0);
-    int64_t bins = int64_t(ScalarAt(*args.in(0))), dft = int64_t(ScalarAt(*args.in(1))), rate = int64_t(ScalarAt(*args.in(2)));
-    double lo = ScalarAt(*args.in(3)), hi = ScalarAt(*args.in(4));
+    int64_t bins = int64_t(ReadAt(*args.in(0), 0)), dft = int64_t(ReadAt(*args.in(1), 0)), rate = int64_t(ReadAt(*args.in(2), 0));
+    double lo = ReadAt(*args.in(3), 0), hi = ReadAt(*args.in(4), 0);
     int64_t rows = dft / 2 + 1;
     if (y.dims != std::vector<int64_t>{rows, bins}) return args.Error("inputs differ from the planned output shape");
     if (rate <= 0) return args.Error("sample_rate must be positive");
@@ -120,17 +110,21 @@ void Twiddles(int64_t n, double sign, std::vector<double>& c, std::vector<double
   }
 }
 
-double ElementAt(const Tensor& t, int64_t k) {
-  double v = 0;
-  DispatchFloat(t.dtype, [&](auto tag) { v = double(Load(t.As<decltype(tag)>()[k])); });
-  return v;
-}
-
-void StoreAt(Tensor& t, int64_t k, double v) {
-  DispatchFloat(t.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    t.As<T>()[k] = Store<T>(typename ComputeOf<T>::type(v));
-  });
+// Y[k] = sum_t (re[t] + i im[t]) * twiddle[(k * t) mod n] for k < m, written as pairs at
+// out(k) (the imaginary part only where the output has two values per point).
+template <typename Out>
+void Transform(const std::vector<double>& re, const std::vector<double>& im, const std::vector<double>& cs, const std::vector<double>& sn,
+               int64_t m, double scale, Out out) {
+  int64_t n = int64_t(re.size());
+  for (int64_t k = 0; k < m; ++k) {
+    double sr = 0, si = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      size_t j = size_t((k * t) % n);
+      sr += re[size_t(t)] * cs[j] - im[size_t(t)] * sn[j];
+      si += re[size_t(t)] * sn[j] + im[size_t(t)] * cs[j];
+    }
+    out(k, sr * scale, si * scale);
+  }
 }
 
 // DFT along one axis of x [..., len, 1 or 2]; see compiler/ops/signal.cc for the shapes.
@@ -174,8 +168,8 @@ class DftKernel : public Kernel {
         std::fill(im.begin(), im.end(), 0.0);
         for (int64_t t = 0; t < std::min(len, n); ++t) {
           int64_t at = ((o * len + t) * inner + i) * cin;
-          re[size_t(t)] = ElementAt(x, at);
-          im[size_t(t)] = cin == 2 ? ElementAt(x, at + 1) : 0.0;
+          re[size_t(t)] = ReadAt(x, at);
+          im[size_t(t)] = cin == 2 ? ReadAt(x, at + 1) : 0.0;
         }
         if (inverse_ && onesided_) {
           // irfft: the Hermitian spectrum from its first n / 2 + 1 values (imaginary parts of the
@@ -184,18 +178,11 @@ class DftKernel : public Kernel {
           im[0] = 0;
           if (n % 2 == 0) im[size_t(n / 2)] = 0;
         }
-        for (int64_t k = 0; k < m; ++k) {
-          double sr = 0, si = 0;
-          for (int64_t t = 0; t < n; ++t) {
-            size_t j = size_t((k * t) % n);
-            sr += re[size_t(t)] * cs[j] - im[size_t(t)] * sn[j];
-            si += re[size_t(t)] * sn[j] + im[size_t(t)] * cs[j];
-          }
-          if (inverse_) sr /= double(n), si /= double(n);
+        Transform(re, im, cs, sn, m, inverse_ ? 1.0 / double(n) : 1.0, [&](int64_t k, double sr, double si) {
           int64_t at = ((o * m + k) * inner + i) * cout;
-          StoreAt(y, at, sr);
-          if (cout == 2) StoreAt(y, at + 1, si);
-        }
+          WriteAt(y, at, sr);
+          if (cout == 2) WriteAt(y, at + 1, si);
+        });
       }
     return Status::Ok();
   }
@@ -234,22 +221,16 @@ class StftKernel : public Kernel {
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t f = 0; f < frames; ++f) {
         for (int64_t t = 0; t < frame; ++t) {
-          double w = window ? ElementAt(*window, t) : 1.0;
+          double w = window ? ReadAt(*window, t) : 1.0;
           int64_t at = (b * len + f * step + t) * cin;
-          re[size_t(t)] = ElementAt(x, at) * w;
-          im[size_t(t)] = cin == 2 ? ElementAt(x, at + 1) * w : 0.0;
+          re[size_t(t)] = ReadAt(x, at) * w;
+          im[size_t(t)] = cin == 2 ? ReadAt(x, at + 1) * w : 0.0;
         }
-        for (int64_t k = 0; k < bins; ++k) {
-          double sr = 0, si = 0;
-          for (int64_t t = 0; t < frame; ++t) {
-            size_t j = size_t((k * t) % frame);
-            sr += re[size_t(t)] * cs[j] - im[size_t(t)] * sn[j];
-            si += re[size_t(t)] * sn[j] + im[size_t(t)] * cs[j];
-          }
+        Transform(re, im, cs, sn, bins, 1.0, [&](int64_t k, double sr, double si) {
           int64_t at = ((b * frames + f) * bins + k) * 2;
-          StoreAt(y, at, sr);
-          StoreAt(y, at + 1, si);
-        }
+          WriteAt(y, at, sr);
+          WriteAt(y, at + 1, si);
+        });
       }
     return Status::Ok();
   }

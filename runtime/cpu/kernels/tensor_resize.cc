@@ -50,7 +50,16 @@ class ResizeKernel : public Kernel {
   }
 
   Status Run(const KernelArgs& args, CpuContext&) override {
-    if (run_time_) PRECIS_RETURN_IF_ERROR(Prepare(args, true));
+    if (run_time_) {
+      // Taps for these scales (rebuilt only when the values change: bindings round them).
+      const Tensor& scales = *args.in(upsample_ ? 1 : 2);
+      std::vector<double> now(size_t(scales.numel));
+      for (int64_t k = 0; k < scales.numel; ++k) now[size_t(k)] = ReadAt(scales, k);
+      if (now != run_scales_) {
+        PRECIS_RETURN_IF_ERROR(Prepare(args, true));
+        run_scales_ = std::move(now);
+      }
+    }
     const Tensor& in = *args.in(0);
     Tensor& out = *args.out(0);
     if (out.numel == 0) return Status::Ok();
@@ -111,7 +120,8 @@ class ResizeKernel : public Kernel {
     }
   }
   bool upsample_;
-  bool run_time_ = false;  // scales read when the kernel runs
+  bool run_time_ = false;           // scales read when the kernel runs
+  std::vector<double> run_scales_;  // the scales the taps were built for
   resize::Taps taps_;
   std::vector<int64_t> strides_, out_dims_;
   std::vector<std::vector<Combo>> levels_;

@@ -34,18 +34,6 @@ Status CheckChannelVector(const KernelArgs& args, const Tensor* t, int64_t C, co
   return Status::Ok();
 }
 
-double ReadAt(const Tensor& t, int64_t i) {
-  double v = 0;
-  DispatchFloat(t.dtype, [&](auto tag) { v = double(Load(t.As<decltype(tag)>()[i])); });
-  return v;
-}
-
-void WriteAt(Tensor& t, int64_t i, double v) {
-  DispatchFloat(t.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    t.As<T>()[i] = Store<T>(v);
-  });
-}
 
 // Y = (X - mean_c) / sqrt(var_c + eps) * scale_c + B_c with the batch's mean and biased variance
 // of channel c (over N and the spatial axes); outputs 1 and 2 (optional) return them.
