@@ -7,6 +7,7 @@
 
 #include "compiler/ops/control_flow.h"
 #include "compiler/ops/evaluate.h"
+#include "compiler/ops/expand.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
 #include "compiler/ops/shape_values.h"
@@ -62,6 +63,19 @@ class Inferrer {
 
   // Returns whether the node was folded away.
   StatusOr<bool> Visit(ir::Graph& g, ir::Node& node) {
+    if (ops::ExpandFn expand = ops::FindExpander(node.domain(), node.op_type(), OpsetOf(node.domain()))) {
+      if (!unknown_.empty() || !first_error_.ok()) return false;
+      ops::Expander e(g, node, OpsetOf(node.domain()));
+      auto changed = expand(e);
+      if (!changed.ok()) {
+        first_error_ = changed.status();
+        return false;
+      }
+      if (*changed) {
+        ++stats_.expanded_nodes;
+        return true;  // inference resumes with the first built node
+      }
+    }
     const ops::OpDef* def = ops::OpRegistry::Get().Find(node.domain(), node.op_type());
     std::string op = node.domain().empty() ? node.op_type() : node.domain() + "::" + node.op_type();
     if (!def) {

@@ -16,6 +16,7 @@ struct InferOptions {
 
 struct InferStats {
   int folded_nodes = 0;
+  int expanded_nodes = 0;  // operators replaced by their expansion (ops/expand.h)
 };
 
 StatusOr<InferStats> InferShapesAndFold(ir::Model& model, const InferOptions& options = {});

@@ -206,6 +206,14 @@ void Graph::SetNodeOutput(Node* node, int index, Value* value) {
   value->output_index_ = index;
 }
 
+void Graph::RemoveOrphanValue(Value* value) {
+  PRECIS_CHECK(value->owner_ == this && value->kind_ == Value::Kind::kNodeOutput && !value->producer_ && value->uses_.empty() &&
+               std::find(outputs_.begin(), outputs_.end(), value) == outputs_.end())
+      << "value '" << value->name_ << "' is still produced or used";
+  by_name_.erase(value->name_);
+  values_.erase(std::find_if(values_.begin(), values_.end(), [&](const auto& v) { return v.get() == value; }));
+}
+
 void Graph::ReplaceAllUses(Value* from, Value* to) {
   for (const Use& u : from->uses_) {
     u.node->inputs_[size_t(u.input_index)] = to;

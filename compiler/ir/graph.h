@@ -161,6 +161,9 @@ class Graph {
   // Makes `node` produce `value` (a fresh value from NewValue) as output `index`; the old output
   // value loses its producer and must be given a new one (AddNode) before the graph is used.
   void SetNodeOutput(Node* node, int index, Value* value);
+  // Deletes a node-output value that nothing produces or uses (left over after SetNodeOutput
+  // gave its producer another value).
+  void RemoveOrphanValue(Value* value);
   // Replaces every use of `from` (in this graph and subgraphs, and graph outputs) with `to`.
   void ReplaceAllUses(Value* from, Value* to);
   // Marks this graph as owned by `node` (called when attaching a subgraph).

@@ -68,20 +68,6 @@ Status InferFloatPredicate(InferContext& ctx) {
   return Status::Ok();
 }
 
-// Before opset 7, binary operators broadcast only with broadcast = 1, B's shape matching a
-// contiguous run of A's dims: at the end (numpy's rule, accepted) or at `axis` (refused).
-Status CheckLegacyBroadcast(const InferContext& ctx) {
-  if (ctx.opset() >= 7) return Status::Ok();
-  if (ctx.Int("broadcast", 0) != 0 && ctx.attr("axis"))
-    return ctx.Unsupported("legacy broadcasting with an axis attribute (opset < 7) is not supported");
-  if (ctx.Int("broadcast", 0) == 0 && ctx.has_input(0) && ctx.has_input(1) && ctx.input_type(0).is_tensor() &&
-      ctx.input_type(1).is_tensor() && ctx.input_type(0).shape().has_rank() && ctx.input_type(1).shape().has_rank() &&
-      ctx.input_type(0).shape().is_static() && ctx.input_type(1).shape().is_static() &&
-      !(ctx.input_type(0).shape() == ctx.input_type(1).shape()))
-    return ctx.Error("operand shapes differ and broadcast is 0 (opset < 7)");
-  return Status::Ok();
-}
-
 template <TypeClass C>
 Status InferBinary(InferContext& ctx) {
   PRECIS_RETURN_IF_ERROR(CheckLegacyBroadcast(ctx));

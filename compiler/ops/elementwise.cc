@@ -6,8 +6,9 @@
 namespace precis::ops {
 
 void RegisterElementwiseOps(OpRegistry& r) {
+  // Before opset 7 their broadcast/axis attributes are rewritten to numpy form first (ops/expand.h).
   for (const char* op : {"Add", "Sub", "Mul", "Div"})
-    r.Register({"", op, 7, INT_MAX, InferBroadcastBinary, true, 0, "", PrecisionClass::kFollow});
+    r.Register({"", op, 1, INT_MAX, InferArithmetic, true, 0, "", PrecisionClass::kFollow});
   r.Register({"", "Relu", 6, INT_MAX, InferSameAsInput0, true, 0, "", PrecisionClass::kFollow});
 }
 

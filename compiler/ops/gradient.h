@@ -10,6 +10,7 @@
 // the value they belong to: Unbroadcast sums a broadcast gradient back to its input's shape.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,12 @@ class IrBuilder {
   ir::Graph& graph_;
   int64_t opset_;
   std::string base_, what_;
+  // false: built nodes stay untyped, for shape inference to type (and check) them in order
+  // (operator expansion, ops/expand.h, where a failure is the model's and must be reported).
+  bool type_outputs_ = true;
+  // true: built nodes get distinct names (base/MatMul, base/MatMul1...), for the report.
+  bool number_node_names_ = false;
+  std::map<std::string, int> node_names_;
 };
 
 class GradContext : public IrBuilder {

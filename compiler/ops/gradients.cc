@@ -106,7 +106,15 @@ std::vector<ir::Value*> IrBuilder::OpN(const std::string& op, std::vector<ir::Va
   }
   std::vector<ir::Value*> outs;
   for (size_t i = 0; i < outputs; ++i) outs.push_back(graph_.NewValue(Fresh(base_ + "_" + op)));
-  ir::Node* n = graph_.AddNode("", op, Fresh(base_ + "/" + op), std::move(inputs), outs, std::move(attrs));
+  std::string name = base_ + "/" + op;
+  if (number_node_names_) {
+    int k = node_names_[op]++;
+    if (k) name += std::to_string(k);
+  } else {
+    name = Fresh(name);
+  }
+  ir::Node* n = graph_.AddNode("", op, std::move(name), std::move(inputs), outs, std::move(attrs));
+  if (!type_outputs_) return outs;
   const OpDef* def = OpRegistry::Get().Find("", op);
   PRECIS_CHECK(def && def->infer) << what_ << " uses " << op << ", which has no definition";
   InferContext ctx(*n, opset_);

@@ -64,4 +64,21 @@ StatusOr<ir::DType> QuantProductDType(InferContext& ctx, size_t second, bool qli
   return dtype;
 }
 
+Status CheckLegacyBroadcast(const InferContext& ctx) {
+  if (ctx.opset() >= 7) return Status::Ok();
+  if (ctx.Int("broadcast", 0) != 0 && ctx.attr("axis"))
+    return ctx.Error("legacy broadcasting with an axis attribute was not rewritten");  // ops/expand.cc does
+  if (ctx.Int("broadcast", 0) == 0 && ctx.has_input(0) && ctx.has_input(1) && ctx.input_type(0).is_tensor() &&
+      ctx.input_type(1).is_tensor() && ctx.input_type(0).shape().has_rank() && ctx.input_type(1).shape().has_rank() &&
+      ctx.input_type(0).shape().is_static() && ctx.input_type(1).shape().is_static() &&
+      !(ctx.input_type(0).shape() == ctx.input_type(1).shape()))
+    return ctx.Error("operand shapes differ and broadcast is 0 (opset < 7)");
+  return Status::Ok();
+}
+
+Status InferArithmetic(InferContext& ctx) {
+  PRECIS_RETURN_IF_ERROR(CheckLegacyBroadcast(ctx));
+  return InferBroadcastBinary(ctx);
+}
+
 }  // namespace precis::ops

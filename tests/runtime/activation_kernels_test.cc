@@ -497,8 +497,12 @@ TEST(ActivationKernels, LegacyOpsetForms) {
   ExpectClose(test[0], x.values, 0);
   auto train = CompileText(ModelText(6, {{"x", x}}, "  %y = Dropout(%x)", {"y"}));
   EXPECT_EQ(train.status().code(), StatusCode::kUnimplemented) << train.status().ToString();
-  auto axis = CompileText(ModelText(6, {{"a", x}, {"b", slope}}, "  %y = Pow(%a, %b) {broadcast = 1, axis = 1}", {"y"}));
-  EXPECT_EQ(axis.status().code(), StatusCode::kUnimplemented) << axis.status().ToString();
+  // broadcast = 1 with axis = 1: b's dims align with a's from dim 1 (b becomes [2, 1]).
+  ExpectClose(RunNode("Pow {broadcast = 1, axis = 1}", {x, Tensor{"f32", {2}, {2, 3}}}, 6), {1, 4, 9, -64, 125, -216}, 0);
+  auto past_end = CompileText(ModelText(6, {{"a", x}, {"b", slope}}, "  %y = Pow(%a, %b) {broadcast = 1, axis = 2}", {"y"}));
+  EXPECT_EQ(past_end.status().code(), StatusCode::kInvalidArgument) << past_end.status().ToString();
+  auto unequal = CompileText(ModelText(6, {{"a", x}, {"b", slope}}, "  %y = Add(%a, %b)", {"y"}));
+  EXPECT_EQ(unequal.status().code(), StatusCode::kInvalidArgument) << unequal.status().ToString();
   ExpectClose(RunNode("Pow {broadcast = 1}", {x, Tensor{"f32", {3}, {2, 1, 0}}}, 6), {1, -2, 1, 16, 5, 1}, 0);
 }
 
