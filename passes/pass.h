@@ -32,6 +32,7 @@ struct PassOptions {
 // What the passes did, summed over every run of each (the compile result reports these).
 struct PassStats {
   int folded_nodes = 0;       // infer: nodes replaced by constants
+  int expanded_nodes = 0;     // infer: operators replaced by their parts (ops/expand.h)
   int inlined_ifs = 0;        // inline-if
   int folded_batchnorms = 0;  // fold-batchnorm: nodes folded into convolutions
   int patterns = 0;           // patterns: decomposed operations recognized

@@ -75,7 +75,8 @@ StatusOr<bool> RunInfer(ir::Model& m, PassContext& c) {
   Snapshot before = Take(m);
   PRECIS_ASSIGN_OR_RETURN(InferStats s, InferShapesAndFold(m, c.options.infer));
   c.stats.folded_nodes += s.folded_nodes;
-  return s.folded_nodes > 0 || Take(m) != before;
+  c.stats.expanded_nodes += s.expanded_nodes;
+  return s.folded_nodes > 0 || s.expanded_nodes > 0 || Take(m) != before;
 }
 
 StatusOr<bool> RunPatterns(ir::Model& m, PassContext& c) {

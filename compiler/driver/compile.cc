@@ -166,6 +166,7 @@ Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& r
   PRECIS_RETURN_IF_ERROR(RunPasses(model, names, context, options, result));
   NameUnnamedNodes(*model.graph);
   result.folded_nodes = context.stats.folded_nodes;
+  result.expanded_nodes = context.stats.expanded_nodes;
   result.folded_batchnorms = context.stats.folded_batchnorms;
   return Status::Ok();
 }

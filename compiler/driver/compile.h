@@ -76,6 +76,7 @@ struct CompileResult {
   size_t nodes_before = 0;
   size_t nodes_after = 0;
   int folded_nodes = 0;
+  int expanded_nodes = 0;  // Attention, RMSNormalization... replaced by their parts
   int folded_batchnorms = 0;  // BatchNormalization, Mul and Add nodes folded into convolutions
   passes::PrecisionStats precision;
   passes::EpilogueStats epilogues;  // GPU plans

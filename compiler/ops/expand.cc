@@ -160,6 +160,7 @@ const ExpandDef kExpanders[] = {
     {"", "RMSNormalization", 23, INT_MAX, ExpandRmsNormalization},
     {"", "RotaryEmbedding", 23, INT_MAX, ExpandRotaryEmbedding},
     {"", "Swish", 24, INT_MAX, ExpandSwish},
+    {"", "BatchNormalization", 14, INT_MAX, ExpandBatchNormTraining},
 };
 
 }  // namespace
@@ -168,13 +169,6 @@ ExpandFn FindExpander(const std::string& domain, const std::string& op_type, int
   for (const ExpandDef& d : kExpanders)
     if (op_type == d.op_type && domain == d.domain && opset >= d.min_opset && opset <= d.max_opset) return d.fn;
   return nullptr;
-}
-
-std::vector<std::string> ExpandedOperators() {
-  std::vector<std::string> out;
-  for (const ExpandDef& d : kExpanders)
-    if (d.fn != ExpandLegacyBroadcast) out.push_back(d.op_type);
-  return out;
 }
 
 }  // namespace precis::ops

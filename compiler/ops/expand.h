@@ -3,7 +3,9 @@
 // expanded, they get the precision rules, kernels, gradients and backends of their parts, and
 // the pattern pass still names what they were (a decomposed attention, a decomposed RMSNorm).
 // Legacy forms are normalized the same way: before opset 7, binary operators broadcast their
-// second input from an `axis` attribute.
+// second input from an `axis` attribute. And forms that need an internal operator: a
+// BatchNormalization in training mode becomes BatchNormalizationTraining and the running-statistics
+// arithmetic.
 //
 // Shape inference (passes/infer_shapes.cc) calls the expander of a node when it reaches it, with
 // the node's inputs typed; the expander builds the new nodes in front of the node, and inference
@@ -56,13 +58,12 @@ using ExpandFn = StatusOr<bool> (*)(Expander& e);
 
 // The expander of a node of `domain`::`op_type` at `opset`, or nullptr.
 ExpandFn FindExpander(const std::string& domain, const std::string& op_type, int64_t opset);
-// Operators that exist only as expansions (for lists of supported operators).
-std::vector<std::string> ExpandedOperators();
 
 // Family expanders (expand_nn.cc).
 StatusOr<bool> ExpandAttention(Expander& e);
 StatusOr<bool> ExpandRmsNormalization(Expander& e);
 StatusOr<bool> ExpandRotaryEmbedding(Expander& e);
 StatusOr<bool> ExpandSwish(Expander& e);
+StatusOr<bool> ExpandBatchNormTraining(Expander& e);
 
 }  // namespace precis::ops

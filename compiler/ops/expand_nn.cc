@@ -263,4 +263,27 @@ StatusOr<bool> ExpandSwish(Expander& e) {
   return true;
 }
 
+// BatchNormalization with training_mode = 1 (opset 14+) in an inference plan: normalized with the
+// batch's statistics (BatchNormalizationTraining), and the running statistics of outputs 1 and
+// 2 updated as the reference does: running * momentum + batch * (1 - momentum).
+StatusOr<bool> ExpandBatchNormTraining(Expander& e) {
+  if (e.Int("training_mode", 0) == 0) return false;
+  for (size_t i = 0; i < 5; ++i)
+    if (!e.in(i)) return e.Error("needs inputs X, scale, B, input_mean and input_var");
+  std::vector<ir::Value*> stats = e.OpN("BatchNormalizationTraining", {e.in(0), e.in(1), e.in(2)},
+                                        {A::Float("epsilon", e.Float("epsilon", 1e-5f))}, 3);
+  double momentum = e.Float("momentum", 0.9f);
+  std::vector<ir::Value*> outs{stats[0], nullptr, nullptr};
+  for (size_t i : {size_t(1), size_t(2)}) {
+    if (!e.wants(i)) continue;
+    ir::Value* running = e.in(i + 2);
+    ir::DType dt = running->type().dtype();
+    if (!ir::IsFloat(dt)) return e.Error("input_mean and input_var must be floats");
+    outs[i] = e.Op("Add", {e.Op("Mul", {running, e.FloatScalar(momentum, dt)}),
+                           e.Op("Mul", {e.CastTo(stats[i], dt), e.FloatScalar(1.0 - momentum, dt)})});
+  }
+  e.Replace(outs);
+  return true;
+}
+
 }  // namespace precis::ops

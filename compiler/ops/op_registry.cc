@@ -147,6 +147,7 @@ const OpRegistry& OpRegistry::Get() {
     RegisterMatMulOps(r);
     RegisterQuantizeOps(r);
     RegisterSignalOps(r);
+    RegisterImageOps(r);
     RegisterActivationOps(r);
     RegisterNnOps(r);
     RegisterTensorOps(r);

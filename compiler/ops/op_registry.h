@@ -113,6 +113,7 @@ void RegisterElementwiseOps(OpRegistry& r);
 void RegisterMatMulOps(OpRegistry& r);
 void RegisterQuantizeOps(OpRegistry& r);  // quantize.cc
 void RegisterSignalOps(OpRegistry& r);    // signal.cc
+void RegisterImageOps(OpRegistry& r);     // RoiAlign, AffineGrid, Col2Im, CenterCropPad, TfIdfVectorizer (image.cc)
 void RegisterActivationOps(OpRegistry& r);
 void RegisterNnOps(OpRegistry& r);
 void RegisterTensorOps(OpRegistry& r);

@@ -1,4 +1,4 @@
-// Operator semantics: CumSum, TopK and Einsum (the rest of the reduce family, see reduce.cc).
+// Operator semantics: CumSum, CumProd, TopK and Einsum (the rest of the reduce family, see reduce.cc).
 //
 // CumSum keeps its input's shape, so its axis input may be computed at run time. TopK's output
 // size along the axis is k: from opset 10 on k is input 1 and must be a compile-time constant.
@@ -113,6 +113,7 @@ Status InferEinsum(InferContext& ctx) {
 void AddScanTopKEinsumOps(OpRegistry& r) {
   // CumSum runs along its axis reading each element before writing the same position.
   r.Register({"", "CumSum", 11, INT_MAX, InferCumSum, true, 0, "", PrecisionClass::kKeepFp32});
+  r.Register({"", "CumProd", 26, INT_MAX, InferCumSum, true, 0, "", PrecisionClass::kKeepFp32});
   r.Register({"", "TopK", 1, INT_MAX, InferTopK, true, -1, "", PrecisionClass::kPassthrough});
   r.Register({"", "Einsum", 12, INT_MAX, InferEinsum, true, -1, "", PrecisionClass::kCompute});
 }

@@ -65,6 +65,8 @@ class KernelFormAttrs {
   //   Resize 10: "coordinate_transformation_mode" "asymmetric", "nearest_mode" "simple" (plain
   //     floor-style rounding of that version), and inputs in the opset-11 order (see
   //     KernelInputOrder).
+  //   RoiAlign before 16: "coordinate_transformation_mode" "output_half_pixel" (no half-pixel
+  //     shift; the attribute and its "half_pixel" default came with 16).
   // Forms told apart by which attributes exist need no rule: Reduce* "axes" (attribute before
   // ReduceSum 13 / the others 18, then input 1), Slice "starts"/"ends"/"axes" (attributes before
   // 10), Upsample "scales" (attribute before 9), TopK "k" (attribute before 10).
@@ -94,6 +96,8 @@ class KernelFormAttrs {
     } else if (op == "Resize" && opset < 11) {
       SetString("coordinate_transformation_mode", "asymmetric");
       SetString("nearest_mode", "simple");
+    } else if (op == "RoiAlign" && opset < 16) {
+      SetString("coordinate_transformation_mode", "output_half_pixel");
     }
   }
 

@@ -11,10 +11,10 @@ namespace precis::rt {
 namespace {
 
 // Sorted, so that lookups are a binary search and a duplicate shows up in review.
-constexpr std::array<std::string_view, 75> kInPlaceOnInput0 = {
+constexpr std::array<std::string_view, 76> kInPlaceOnInput0 = {
     "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atanh", "BatchNormalization",
     "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "Ceil", "Celu", "Clip", "Cos", "Cosh",
-    "CumSum", "Div", "Dropout", "Elu", "Erf", "Exp", "Floor", "FusedElementwise", "Gelu", "GroupNormalization", "HardSigmoid",
+    "CumProd", "CumSum", "Div", "Dropout", "Elu", "Erf", "Exp", "Floor", "FusedElementwise", "Gelu", "GroupNormalization", "HardSigmoid",
     "HardSwish", "Hardmax", "Identity", "InstanceNormalization", "LayerNormalization", "LeakyRelu", "Log",
     "LogSoftmax", "LpNormalization", "Max", "Mean", "MeanVarianceNormalization", "Min", "Mish", "Mod", "Mul",
     "Neg", "Not", "Or", "PRelu", "Pow", "Reciprocal", "Relu", "Reshape", "Round", "ScatterElements",

@@ -162,8 +162,9 @@ int CompileCommand(const std::vector<std::string>& args) {
   if (!quiet) {
     const auto& p = result->plan;
     std::printf("compiled %s -> %s (%s)\n", model.c_str(), out.c_str(), options.precision.c_str());
-    std::printf("  nodes      %zu imported, %d folded into constants, %d folded into Conv or BatchNormalization (BatchNormalization, per-channel Mul/Add), %zu remain\n",
-                result->nodes_before, result->folded_nodes, result->folded_batchnorms, result->nodes_after);
+    std::string expanded = result->expanded_nodes ? ", " + std::to_string(result->expanded_nodes) + " expanded into their parts (Attention, RMSNormalization...)" : "";
+    std::printf("  nodes      %zu imported%s, %d folded into constants, %d folded into Conv or BatchNormalization (BatchNormalization, per-channel Mul/Add), %zu remain\n",
+                result->nodes_before, expanded.c_str(), result->folded_nodes, result->folded_batchnorms, result->nodes_after);
     std::printf("  steps      %zu\n", p.steps);
     if (!p.symbols.empty()) {
       std::string names;

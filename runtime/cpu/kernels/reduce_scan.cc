@@ -1,8 +1,8 @@
-// Reference CumSum and TopK.
+// Reference CumSum, CumProd and TopK.
 //
-// CumSum: running sums along the axis given by input 1 (read at run time; the shape does not
-// depend on it), optionally exclusive and/or reversed. Floats accumulate in double, integers
-// wrap in 64 bits. Each element is read before its position is written: safe in place.
+// CumSum/CumProd: running sums/products along the axis given by input 1 (read at run time; the
+// shape does not depend on it), optionally exclusive and/or reversed. Floats accumulate in double,
+// integers wrap in 64 bits. Each element is read before its position is written: safe in place.
 //
 // TopK: k is the output size along the axis (the compiler fixed it from the attribute or the
 // constant input 1; a k input is still checked against it at run time). Elements are ordered by
@@ -22,7 +22,8 @@ bool IsIndexType(DataType t) { return t == DataType::kI64 || t == DataType::kI32
 
 int64_t ReadIndex(const Tensor& t) { return t.dtype == DataType::kI64 ? t.As<int64_t>()[0] : t.As<int32_t>()[0]; }
 
-class CumSumKernel : public Kernel {
+template <bool kProduct>
+class CumulativeKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext&) override {
     Tensor *x = args.in(0), *axis = args.in(1), *y = args.out(0);
@@ -52,15 +53,15 @@ class CumSumKernel : public Kernel {
         for (int64_t i = 0; i < inner; ++i) {
           const T* px = x.As<T>() + o * n * inner + i;
           T* py = y.As<T>() + o * n * inner + i;
-          Acc acc = 0;
+          Acc acc = kProduct ? 1 : 0;
           for (int64_t s = 0; s < n; ++s) {
             int64_t k = (reverse_ ? n - 1 - s : s) * inner;
             Acc v = Acc(Load(px[k]));
             if (exclusive_) {
               py[k] = Out<T>(acc);
-              acc += v;
+              acc = kProduct ? acc * v : acc + v;
             } else {
-              acc += v;
+              acc = kProduct ? acc * v : acc + v;
               py[k] = Out<T>(acc);
             }
           }
@@ -153,7 +154,8 @@ class TopKKernel : public Kernel {
 }  // namespace
 
 void AddScanAndTopKKernels(KernelRegistry& r) {
-  r.Register("CumSum", Make<CumSumKernel>);
+  r.Register("CumSum", Make<CumulativeKernel<false>>);
+  r.Register("CumProd", Make<CumulativeKernel<true>>);
   r.Register("TopK", Make<TopKKernel>);
 }
 

@@ -18,9 +18,10 @@ void RegisterLossKernels(KernelRegistry& r);
 void RegisterTrainingKernels(KernelRegistry& r);  // internal training operators (training.cc)
 void RegisterRecurrentKernels(KernelRegistry& r);  // RNN, GRU, LSTM (rnn.cc)
 void RegisterControlFlowKernels(KernelRegistry& r);  // If, Loop, Scan (control_flow.cc)
-void RegisterQuantizeKernels(KernelRegistry& r);
-void RegisterSignalKernels(KernelRegistry& r);
-void RegisterGridSampleKernels(KernelRegistry& r);  // grid_sample.cc  // windows, MelWeightMatrix (signal.cc)  // QuantizeLinear, QLinear*, *Integer (quantize.cc)
+void RegisterQuantizeKernels(KernelRegistry& r);  // QuantizeLinear, QLinear*, *Integer (quantize.cc)
+void RegisterSignalKernels(KernelRegistry& r);  // windows, MelWeightMatrix, DFT, STFT (signal.cc)
+void RegisterGridSampleKernels(KernelRegistry& r);  // grid_sample.cc
+void RegisterImageKernels(KernelRegistry& r);  // RoiAlign, AffineGrid, Col2Im, CenterCropPad, TfIdfVectorizer (image.cc)
 void RegisterFusedKernels(KernelRegistry& r);  // FusedElementwise reference (fused.cc)
 void RegisterFastFusedKernels(KernelRegistry& r);  // FusedElementwise through generated code (fast_fused.cc)
 void RegisterFastKernels(KernelRegistry& r);  // fast kernels (fast_*.cc): elementwise, softmax, norm, transpose
