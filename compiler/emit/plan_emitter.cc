@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "compiler/emit/data_dims.h"
 #include "compiler/emit/memory_planner.h"
 #include "compiler/emit/widening.h"
 #include "compiler/ops/control_flow.h"
@@ -38,33 +39,6 @@ struct TensorEntry {
   // Dynamic plans, arena tensors: the live range and the in-place source (plan.fbs TensorDesc).
   int live_first = 0, live_last = 0, inplace_of = -1;
 };
-
-// A value's dims: static ones, and -1 for each symbolic dim (its expression in `symbolic`).
-StatusOr<std::vector<int64_t>> ShapeOf(const ir::Value& v, std::vector<ir::DimExpr>& symbolic) {
-  const ir::Type& t = v.type();
-  if (!t.is_tensor() || t.dtype() == ir::DType::kUndefined)
-    return Unimplemented("value '" + v.name() + "' has no known tensor type (" + ir::PrintType(t) + ")");
-  if (t.dtype() == ir::DType::kString) return Unimplemented("value '" + v.name() + "' is a string tensor; plans hold numbers only");
-  if (!t.shape().has_rank()) return Unimplemented("value '" + v.name() + "' has unknown rank");
-  std::vector<int64_t> dims;
-  symbolic.clear();
-  for (const ir::Dim& d : t.shape().dims()) {
-    if (d.is_symbolic()) {
-      auto e = ir::DimExpr::FromDim(d);
-      if (!e) return Unimplemented("value '" + v.name() + "' has symbolic dim '" + d.symbol() + "', which is not an expression Precis can compute");
-      symbolic.push_back(*e);
-      dims.push_back(-1);
-      continue;
-    }
-    if (!d.is_static())
-      return Unimplemented("value '" + v.name() + "'" + (v.producer() ? " (from " + v.producer()->Describe() + ")" : std::string()) +
-                           " has a dimension Precis cannot compute from the input dims (" + ir::PrintType(t) +
-                           "): it depends on data, or on symbolic dims in a way plans cannot express yet; give the inputs concrete shapes "
-                           "(--shape NAME=1x3x224x224)");
-    dims.push_back(d.value());
-  }
-  return dims;
-}
 
 class Emitter {
  public:
@@ -436,6 +410,15 @@ class Emitter {
               !ir::DimExpr::ParseAtom(e.terms().begin()->first[0]))
             bound.insert(e.terms().begin()->first[0]);
     }
+    // Data dims: sizes a step computes (NonZero...), planned at a bound (emit/data_dims.h).
+    std::set<std::string> unbound;
+    for (const std::string& s : all)
+      if (!bound.count(s)) unbound.insert(s);
+    std::vector<const ir::Value*> values;
+    for (const TensorEntry& t : tensors_) values.push_back(t.value);
+    PRECIS_ASSIGN_OR_RETURN(data_dims_, FindDataDims(unbound, bound, values));
+    for (const DataDimSource& d : data_dims_) display[d.symbol] = d.display;
+    for (const DataDimSource& d : data_dims_) bound.insert(d.symbol);
     for (const std::string& s : all) {
       if (bound.count(s)) continue;
       for (const TensorEntry& t : tensors_)
@@ -607,6 +590,7 @@ class Emitter {
     int64_t scale;  // plan.fbs value_symbol_scale
   };
   std::vector<ValueSymbolSource> value_symbols_;
+  std::vector<DataDimSource> data_dims_;
   std::vector<int64_t> atom_code_;
   size_t constants_size_ = 0, state_size_ = 0;
   EmittedPlan result_;
@@ -693,6 +677,16 @@ StatusOr<EmittedPlan> Emitter::Write() {
   auto module_table = modules.empty() ? 0 : b.CreateVector(modules);
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> symbol_table;
   flatbuffers::Offset<flatbuffers::Vector<int64_t>> symbol_min, symbol_max, dim_atoms;
+  flatbuffers::Offset<flatbuffers::Vector<int64_t>> data_symbol_table, data_symbol_bounds;
+  if (!data_dims_.empty()) {
+    std::vector<int64_t> triples, bounds;
+    for (const DataDimSource& d : data_dims_) {
+      triples.insert(triples.end(), {int64_t(std::lower_bound(symbols_.begin(), symbols_.end(), d.symbol) - symbols_.begin()), int64_t(d.value), int64_t(d.axis)});
+      EncodeDim(d.bound, bounds);  // before dim_atoms is written: it may add atoms
+    }
+    data_symbol_table = b.CreateVector(triples);
+    data_symbol_bounds = b.CreateVector(bounds);
+  }
   if (!atom_code_.empty()) dim_atoms = b.CreateVector(atom_code_);
   if (!symbols_.empty()) symbol_table = b.CreateVectorOfStrings(result_.symbols);
   flatbuffers::Offset<flatbuffers::Vector<int64_t>> value_symbol_table, value_symbol_scales;
@@ -739,6 +733,10 @@ StatusOr<EmittedPlan> Emitter::Write() {
   if (!atom_code_.empty()) root.add_dim_atoms(dim_atoms);
   if (!value_symbols_.empty()) root.add_value_symbols(value_symbol_table);
   if (!value_symbol_scales.IsNull()) root.add_value_symbol_scale(value_symbol_scales);
+  if (!data_dims_.empty()) {
+    root.add_data_symbols(data_symbol_table);
+    root.add_data_symbol_bounds(data_symbol_bounds);
+  }
   if (!options_.dim_bounds.empty()) {
     root.add_symbol_min(symbol_min);
     root.add_symbol_max(symbol_max);

@@ -1,7 +1,7 @@
 // Operator semantics: image and feature operators. RoiAlign (pooled regions of a feature map),
 // AffineGrid (sampling grids for GridSample), Col2Im (the inverse of im2col, summing overlapping
 // blocks), CenterCropPad (crop or zero-pad each named axis around its centre) and TfIdfVectorizer
-// (n-gram counts of integer tokens). Shapes given as inputs (AffineGrid's size, Col2Im's image and
+// (n-gram counts of integer tokens), NonMaxSuppression (selected boxes: a data-dependent count). Shapes given as inputs (AffineGrid's size, Col2Im's image and
 // block shapes, CenterCropPad's shape) are constants or value symbols bound at run time
 // (docs/dynamic-shapes.md).
 #include "compiler/ops/op_registry.h"
@@ -121,6 +121,24 @@ Status InferTfIdfVectorizer(InferContext& ctx) {
   return Status::Ok();
 }
 
+// NonMaxSuppression: boxes [B, N, 4], scores [B, C, N], optional max_output_boxes_per_class,
+// iou_threshold, score_threshold -> selected_indices [count, 3] (batch, class, box); count is a
+// data dim.
+Status InferNonMaxSuppression(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto boxes, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto scores, ctx.InputDims(1));
+  if (!ir::IsFloat(ctx.input_dtype(0)) || !ir::IsFloat(ctx.input_dtype(1))) return ctx.Error("boxes and scores must be floats");
+  if (boxes.size() != 3 || scores.size() != 3 || (boxes[2].is_static() && boxes[2].value() != 4))
+    return ctx.Error("boxes must be [batches, boxes, 4] and scores [batches, classes, boxes]");
+  if (ctx.has_input(2) && !ir::IsInteger(ctx.input_dtype(2))) return ctx.Error("max_output_boxes_per_class must be an integer");
+  for (size_t i : {size_t(3), size_t(4)})
+    if (ctx.has_input(i) && !ir::IsFloat(ctx.input_dtype(i))) return ctx.Error("the thresholds must be floats");
+  int64_t center = ctx.Int("center_point_box", 0);
+  if (center != 0 && center != 1) return ctx.Error("center_point_box must be 0 or 1");
+  ctx.SetOutput(0, ir::DType::kI64, {DataDim(ctx.node()), ir::Dim::Static(3)});
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterImageOps(OpRegistry& r) {
@@ -128,6 +146,8 @@ void RegisterImageOps(OpRegistry& r) {
   r.Register({.domain = "", .op_type = "AffineGrid", .min_opset = 20, .infer = InferAffineGrid, .kernel = "", .precision = PrecisionClass::kKeepFp32});
   r.Register({.domain = "", .op_type = "Col2Im", .min_opset = 18, .infer = InferCol2Im, .kernel = "", .precision = PrecisionClass::kFollow, .low_inputs = 1});
   r.Register({.domain = "", .op_type = "CenterCropPad", .min_opset = 18, .infer = InferCenterCropPad, .kernel = "", .precision = PrecisionClass::kPassthrough, .low_inputs = 1});
+  r.Register({.domain = "", .op_type = "NonMaxSuppression", .min_opset = 10, .infer = InferNonMaxSuppression, .foldable = false, .kernel = "",
+              .precision = PrecisionClass::kKeepFp32});
   r.Register({.domain = "", .op_type = "TfIdfVectorizer", .min_opset = 9, .infer = InferTfIdfVectorizer, .kernel = "", .precision = PrecisionClass::kUntouched});
 }
 

@@ -2,6 +2,8 @@
 #include "compiler/ops/shape_values.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstring>
 
 #include "compiler/ops/op_registry.h"
@@ -427,6 +429,66 @@ std::vector<ir::Dim> ToDims(const DimExprs& e) {
   std::vector<ir::Dim> out;
   for (const ir::DimExpr& x : e) out.push_back(x.ToDim());
   return out;
+}
+
+ir::Dim DataDim(const ir::Node& node) {
+  const ir::Value* out = node.outputs().empty() ? nullptr : node.outputs()[0];
+  std::string name = out ? out->name() : node.name();
+  std::string clean;
+  for (char c : name) clean += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (clean.size() > 40) clean.resize(40);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a of the full name: sanitized names may collide
+  for (char c : name) h = (h ^ uint8_t(c)) * 1099511628211ull;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", unsigned(h ^ (h >> 32)));
+  return ir::Dim::Symbolic(std::string(kDataDimPrefix) + clean + "_" + hex);
+}
+
+std::optional<size_t> DataDimAxis(const ir::Node& node) {
+  if (node.outputs().empty() || !node.outputs()[0]) return std::nullopt;
+  const ir::Type& t = node.outputs()[0]->type();
+  if (!t.is_tensor() || !t.shape().has_rank()) return std::nullopt;
+  ir::Dim d = DataDim(node);
+  for (size_t k = 0; k < t.shape().dims().size(); ++k)
+    if (t.shape().dims()[k] == d) return k;
+  return std::nullopt;
+}
+
+std::optional<ir::DimExpr> DataDimBound(const ir::Node& node) {
+  auto dims_of = [&](size_t i) -> std::optional<DimExprs> {
+    if (i >= node.inputs().size() || !node.inputs()[i] || !node.inputs()[i]->type().is_tensor() || !node.inputs()[i]->type().shape().has_rank())
+      return std::nullopt;
+    return DimExprsOf(node.inputs()[i]->type().shape().dims());
+  };
+  auto product = [](const DimExprs& d) -> std::optional<ir::DimExpr> {
+    std::optional<ir::DimExpr> p = ir::DimExpr::Constant(1);
+    for (const ir::DimExpr& e : d) p = p ? p->Mul(e) : std::nullopt;
+    return p;
+  };
+  const std::string& op = node.op_type();
+  if (!node.domain().empty()) return std::nullopt;
+  if (op == "NonZero") {
+    auto x = dims_of(0);
+    return x ? product(*x) : std::nullopt;
+  }
+  if (op == "Compress") {
+    auto c = dims_of(1);  // at most the condition's length entries are kept
+    return c && c->size() == 1 ? std::optional<ir::DimExpr>((*c)[0]) : std::nullopt;
+  }
+  if (op == "Unique") {
+    auto x = dims_of(0);
+    if (!x) return std::nullopt;
+    const ir::Attribute* a = node.FindAttribute("axis");
+    if (!a) return product(*x);
+    int64_t axis = a->i < 0 ? a->i + int64_t(x->size()) : a->i;
+    if (axis < 0 || axis >= int64_t(x->size())) return std::nullopt;
+    return (*x)[size_t(axis)];
+  }
+  if (op == "NonMaxSuppression") {
+    auto scores = dims_of(1);  // [batches, classes, boxes]: each class of each batch keeps at most its boxes
+    return scores && scores->size() == 3 ? product(*scores) : std::nullopt;
+  }
+  return std::nullopt;
 }
 
 }  // namespace precis::ops

@@ -49,4 +49,18 @@ bool AnyValueSymbols(const DimExprs& values);
 // The dims of expressions (negative constants as unknown).
 std::vector<ir::Dim> ToDims(const DimExprs& e);
 
+// Data-dependent sizes (NonZero's count, Compress's kept slices, Unique's distinct values,
+// NonMaxSuppression's selected boxes): the node's output gets a *data dim*, a symbol its step
+// binds when it runs (docs/dynamic-shapes.md). The runtime plans the arena for an upper bound of
+// it (DataDimBound) and prepares the later steps for the actual size once the step has run.
+// The symbol is named after the node's output 0 ("count_<name>_<hash>"), so inferring the
+// node again gives the same symbol.
+inline constexpr const char* kDataDimPrefix = "count_";
+ir::Dim DataDim(const ir::Node& node);
+// The data dim `node` binds (its output 0's dim that is DataDim(node)): which axis; nullopt when
+// the node binds none.
+std::optional<size_t> DataDimAxis(const ir::Node& node);
+// An upper bound of the node's data dim from its input shapes; nullopt when none is known.
+std::optional<ir::DimExpr> DataDimBound(const ir::Node& node);
+
 }  // namespace precis::ops

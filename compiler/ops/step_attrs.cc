@@ -6,6 +6,8 @@
 #include <deque>
 #include <set>
 
+#include "compiler/ops/shape_values.h"
+
 namespace precis::ops {
 namespace {
 
@@ -73,6 +75,8 @@ class KernelFormAttrs {
   void Normalize(const ir::Node& n, int64_t opset) {
     const std::string& op = n.op_type();
     if (!n.domain().empty()) return;
+    if (op == "NonZero" || op == "Compress" || op == "Unique" || op == "NonMaxSuppression")
+      if (auto axis = DataDimAxis(n)) SetInt("data_dim_axis", int64_t(*axis));  // plan.fbs Plan.data_symbols
     if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
       SetInt("axis", IntOr("axis", opset < 13 ? 1 : -1));
       if (opset < 13) SetInt("coerce_2d", 1);

@@ -141,15 +141,25 @@ Status InferOneHot(InferContext& ctx) {
 
 Status InferCompress(InferContext& ctx) {
   PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
-  if (!ctx.input_constant(1)) return ctx.Unsupported("the output shape depends on 'condition', which is only known at run time");
-  PRECIS_ASSIGN_OR_RETURN(auto cond, ctx.ConstantInts(1));
   const ir::Attribute* axis_attr = ctx.attr("axis");
-  Dim len = axis_attr ? Dim() : Factor(in).AsDim();
   int64_t axis = 0;
   if (axis_attr) {
     PRECIS_ASSIGN_OR_RETURN(axis, NormalizeAxis(axis_attr->i, int64_t(in.size()), ctx));
-    len = in[size_t(axis)];
   }
+  if (!ctx.input_constant(1)) {
+    // The kept count is a data dim (ops/shape_values.h), bound when the step runs.
+    PRECIS_ASSIGN_OR_RETURN(auto cond, ctx.InputDims(1));
+    if (cond.size() != 1) return ctx.Error("condition must be 1-D");
+    if (!axis_attr) {
+      ctx.SetOutput(0, ctx.input_dtype(0), {DataDim(ctx.node())});
+    } else {
+      in[size_t(axis)] = DataDim(ctx.node());
+      ctx.SetOutput(0, ctx.input_dtype(0), in);
+    }
+    return Status::Ok();
+  }
+  PRECIS_ASSIGN_OR_RETURN(auto cond, ctx.ConstantInts(1));
+  Dim len = axis_attr ? in[size_t(axis)] : Factor(in).AsDim();
   if (!len.is_static()) return ctx.Unsupported("needs a static length along the compressed axis");
   if (int64_t(cond.size()) > len.value()) return ctx.Error("condition is longer than the compressed axis");
   int64_t kept = 0;
@@ -182,11 +192,36 @@ bool NonZeroAt(const ir::Tensor& t, int64_t i) {
 Status InferNonZero(InferContext& ctx) {
   PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
   const ir::Tensor* t = ctx.input_constant(0);
-  if (!t) return ctx.Unsupported("the output shape depends on the input values, which are only known at run time");
+  if (!t) {  // the count is a data dim (ops/shape_values.h), bound when the step runs
+    ctx.SetOutput(0, ir::DType::kI64, {Dim::Static(int64_t(in.size())), DataDim(ctx.node())});
+    return Status::Ok();
+  }
   if (ir::DTypeSize(t->dtype()) == 0) return ctx.Error("input must be numeric");
   int64_t count = 0;
   for (int64_t i = 0; i < t->NumElements(); ++i) count += NonZeroAt(*t, i);
   ctx.SetOutput(0, ir::DType::kI64, {Dim::Static(int64_t(in.size())), Dim::Static(count)});
+  return Status::Ok();
+}
+
+// Unique: distinct values (or slices along `axis`) Y [count] / X's dims with count at axis, the
+// index of each one's first occurrence [count], each element's (slice's) index into Y
+// [X's elements or X's dim at axis], and the counts [count]. count is a data dim.
+Status InferUnique(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto in, ctx.InputDims(0));
+  if (ir::DTypeSize(ctx.input_dtype(0)) == 0 || ctx.input_dtype(0) == ir::DType::kString) return ctx.Error("input must be numeric");
+  Dim count = DataDim(ctx.node());
+  Dim along = Factor(in).AsDim();
+  std::vector<Dim> y{count};
+  if (const ir::Attribute* a = ctx.attr("axis")) {
+    PRECIS_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(a->i, int64_t(in.size()), ctx));
+    along = in[size_t(axis)];
+    y = in;
+    y[size_t(axis)] = count;
+  }
+  ctx.SetOutput(0, ctx.input_dtype(0), y);
+  for (size_t i : {size_t(1), size_t(3)})
+    if (ctx.has_output(i)) ctx.SetOutput(i, ir::DType::kI64, {count});
+  if (ctx.has_output(2)) ctx.SetOutput(2, ir::DType::kI64, {along});
   return Status::Ok();
 }
 
@@ -330,6 +365,7 @@ void AddTensorIndexOps(OpRegistry& r) {
   r.Register({"", "OneHot", 9, INT_MAX, InferOneHot, true, -1, "", PrecisionClass::kUntouched});
   r.Register({"", "Compress", 9, INT_MAX, InferCompress, true, -1, "", PrecisionClass::kPassthrough});
   r.Register({"", "NonZero", 9, INT_MAX, InferNonZero, true, -1, "", PrecisionClass::kUntouched});
+  r.Register({"", "Unique", 11, INT_MAX, InferUnique, false, -1, "", PrecisionClass::kUntouched});
   r.Register({"", "ReverseSequence", 10, INT_MAX, InferReverseSequence, true, -1, "", PrecisionClass::kPassthrough});
   r.Register({"", "ConstantOfShape", 9, INT_MAX, InferConstantOfShape, true, -1, "", PrecisionClass::kUntouched});
   r.Register({"", "Range", 11, INT_MAX, InferRange, true, -1, "", PrecisionClass::kUntouched});

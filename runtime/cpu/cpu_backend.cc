@@ -74,6 +74,8 @@ class CpuBackend final : public Backend, public ProgramRunner {
   Status PlaceTensors();
   Status PlaceArena();
   Status BuildKernels(std::vector<Program>& out, size_t& scratch_bytes);
+  Status BuildStep(size_t prog, size_t i, Program& out, size_t& scratch_bytes);
+  Status BuildLateStep(size_t prog, size_t i);
   Status LoadGeneratedCode();
 
   SessionOptions options_;
@@ -241,26 +243,51 @@ Status CpuBackend::PlaceTensors() {
   return Status::Ok();
 }
 
-// A kernel for every step of every program, for the tensors' current dims.
+// The kernel of step i of program `prog`, for the tensors' current dims.
+Status CpuBackend::BuildStep(size_t prog, size_t i, Program& out, size_t& scratch_bytes) {
+  const ProgramSteps& p = plan_->programs[prog];
+  ctx_.program = int(prog);
+  std::string label;
+  auto k = MakeStepKernel(p.kernels[i], p.layouts[i], (p.widen[i] & 1) != 0, p.steps[i], label);
+  ctx_.program = -1;
+  PRECIS_RETURN_IF_ERROR(k.status());
+  if (!p.steps[i].attrs.KindError().empty()) return p.steps[i].Error(p.steps[i].attrs.KindError());
+  scratch_bytes = std::max(scratch_bytes, (*k)->ScratchBytes());
+  if (p.kernels[i] == "FusedElementwise" && !ctx_.reference_only) {
+    if (label.find("(fast)") != std::string::npos) label += " [" + code_target_ + "]";
+    else fallbacks_.push_back(p.steps[i].node + ": reference interpreter, not generated code (" + (no_code_.empty() ? "no function for it" : no_code_) + ")");
+  }
+  out.kernels[i] = std::move(*k);
+  out.labels[i] = std::move(label);
+  return Status::Ok();
+}
+
+// A kernel for every step of every program, for the tensors' current dims. Plans with data dims
+// (LoadedPlan::bind_data_dims) build the kernels of entry programs when a step first runs: the
+// dims of a step after a data-dependent one are known only then.
 Status CpuBackend::BuildKernels(std::vector<Program>& programs, size_t& scratch_bytes) {
   fallbacks_.clear();
-  for (const ProgramSteps& p : plan_->programs) {
-    ctx_.program = int(programs.size());
+  for (size_t prog = 0; prog < plan_->programs.size(); ++prog) {
+    const ProgramSteps& p = plan_->programs[prog];
     Program& out = programs.emplace_back();
-    for (size_t i = 0; i < p.steps.size(); ++i) {
-      std::string label;
-      PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, MakeStepKernel(p.kernels[i], p.layouts[i], (p.widen[i] & 1) != 0, p.steps[i], label));
-      if (!p.steps[i].attrs.KindError().empty()) return p.steps[i].Error(p.steps[i].attrs.KindError());
-      scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
-      if (p.kernels[i] == "FusedElementwise" && !ctx_.reference_only) {
-        if (label.find("(fast)") != std::string::npos) label += " [" + code_target_ + "]";
-        else fallbacks_.push_back(p.steps[i].node + ": reference interpreter, not generated code (" + (no_code_.empty() ? "no function for it" : no_code_) + ")");
-      }
-      out.kernels.push_back(std::move(k));
-      out.labels.push_back(std::move(label));
-    }
+    out.kernels.resize(p.steps.size());
+    out.labels = p.kernels;
+    if (plan_->bind_data_dims && !p.body) continue;
+    for (size_t i = 0; i < p.steps.size(); ++i) PRECIS_RETURN_IF_ERROR(BuildStep(prog, i, out, scratch_bytes));
   }
-  ctx_.program = -1;
+  return Status::Ok();
+}
+
+// A step's kernel built when it first runs (BuildKernels), with scratch grown for it.
+Status CpuBackend::BuildLateStep(size_t prog, size_t i) {
+  size_t scratch_bytes = 0;
+  PRECIS_RETURN_IF_ERROR(BuildStep(prog, i, programs_[prog], scratch_bytes));
+  if (scratch_bytes > scratch_capacity_) {
+    scratch_ = AllocateAligned(scratch_bytes);
+    if (!scratch_) return Internal("cannot allocate kernel scratch (" + std::to_string(scratch_bytes) + " bytes)");
+    scratch_capacity_ = scratch_bytes;
+    ctx_.scratch = scratch_.get();
+  }
   return Status::Ok();
 }
 
@@ -276,9 +303,7 @@ Status CpuBackend::Prepare(LoadedPlan& plan) {
     for (int id : p.outputs) io.outputs.push_back(&(*plan.tensors)[size_t(id)]);
   }
   size_t scratch_bytes = 0;
-  Status built = BuildKernels(programs_, scratch_bytes);
-  ctx_.program = -1;
-  PRECIS_RETURN_IF_ERROR(built);
+  PRECIS_RETURN_IF_ERROR(BuildKernels(programs_, scratch_bytes));
   if (scratch_bytes) {
     scratch_ = AllocateAligned(scratch_bytes);
     if (!scratch_) return Internal("cannot allocate kernel scratch (" + std::to_string(scratch_bytes) + " bytes)");
@@ -305,12 +330,11 @@ Status CpuBackend::Reshape(LoadedPlan& plan, const std::vector<int64_t>& key) {
     fallbacks_ = std::move(hit->fallbacks);
     cached_.erase(hit);
     for (const Program& p : programs_)
-      for (const auto& k : p.kernels) scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
+      for (const auto& k : p.kernels)
+        if (k) scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
   } else {
     std::vector<Program> built;
-    Status s = BuildKernels(built, scratch_bytes);
-    ctx_.program = -1;
-    PRECIS_RETURN_IF_ERROR(s);
+    PRECIS_RETURN_IF_ERROR(BuildKernels(built, scratch_bytes));
     programs_ = std::move(built);
   }
   if (cached_.size() > kCachedShapes) cached_.resize(kCachedShapes);
@@ -326,17 +350,20 @@ Status CpuBackend::Reshape(LoadedPlan& plan, const std::vector<int64_t>& key) {
 
 Status CpuBackend::Run(size_t program, std::vector<StepProfile>* profile, const std::function<void(const TensorData&)>& observer) {
   const ProgramSteps& p = plan_->programs[program];
-  std::vector<std::unique_ptr<Kernel>>& kernels = programs_[program].kernels;
   struct Restore {
     const std::function<void(const TensorData&)>*& slot;
     const std::function<void(const TensorData&)>* saved;
     ~Restore() { slot = saved; }
   } restore{observer_, observer_};
   observer_ = observer ? &observer : nullptr;
-  for (size_t i = 0; i < kernels.size(); ++i) {
+  // programs_ is indexed afresh for every step: a step that binds a data dim has the session
+  // reshape the backend, which swaps in the kernels of the new binding.
+  for (size_t i = 0; i < programs_[program].kernels.size(); ++i) {
     if (p.predicates[i] && p.predicates[i]->data[0] == 0) continue;
+    if (!programs_[program].kernels[i]) PRECIS_RETURN_IF_ERROR(BuildLateStep(program, i));
     auto start = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    PRECIS_RETURN_IF_ERROR(kernels[i]->Run(p.steps[i], ctx_));
+    PRECIS_RETURN_IF_ERROR(programs_[program].kernels[i]->Run(p.steps[i], ctx_));
+    if (i < p.binds_dims.size() && p.binds_dims[i] && plan_->bind_data_dims) PRECIS_RETURN_IF_ERROR(plan_->bind_data_dims(program, i));
     if (profile) {
       (*profile)[i].total_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       ++(*profile)[i].runs;

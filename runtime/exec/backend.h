@@ -9,7 +9,8 @@
 // state initialized from the plan; afterwards every non-constant tensor's data points at host
 // memory the session reads and writes (the arena on the CPU; pinned staging for inputs, outputs
 // on a device backend; state tensors may have no host data: use ReadState/WriteState). Run
-// allocates nothing on the CPU. Steps with a predicate run only when its bool value is true.
+// allocates nothing on the CPU (a step that binds a data dim excepted: the later steps are then
+// prepared for the size it found). Steps with a predicate run only when its bool value is true.
 #pragma once
 
 #include <functional>
@@ -33,6 +34,9 @@ struct ProgramSteps {
   std::vector<uint8_t> widen;              // each step's Step.widen bits (bit 0 CPU, bit 1 CUDA)
   std::vector<int> inputs, outputs;        // tensor ids
   bool body = false;                       // the body of a control-flow step (plan.fbs Program.body)
+  // Per step: 1 where the step binds a data dim (plan.fbs Plan.data_symbols): after it runs the
+  // backend calls LoadedPlan::bind_data_dims before the next step.
+  std::vector<uint8_t> binds_dims;
 };
 
 struct LoadedPlan {
@@ -45,6 +49,11 @@ struct LoadedPlan {
   std::vector<uint64_t> arena_offsets;     // per tensor (0 for non-arena tensors)
   uint64_t arena_bytes = 0;
   std::vector<int64_t> binding;            // a dynamic plan's symbol values (Prepare and Reshape)
+  // Set by the session for plans with data dims: after a step with binds_dims has run, it reads
+  // the sizes the step wrote into its output dims, sets every tensor's dims for them (the arena
+  // stays as planned for the bounds) and calls Reshape for the new binding; the backend then
+  // runs the rest of the program with the new kernels.
+  std::function<Status(size_t program, size_t step)> bind_data_dims;
 };
 
 class Backend {

@@ -199,6 +199,7 @@ Status Session::Impl::LoadPrograms() {
       prog.layouts.push_back(s->layout() ? s->layout()->str() : "");
       prog.predicates.push_back(predicate);
       prog.widen.push_back(s->widen());
+      prog.binds_dims.push_back(0);
       prog.steps.push_back(std::move(a));
     }
     ProgramIo& pio = io.emplace_back();
@@ -243,6 +244,7 @@ Status Session::Impl::Load(const uint8_t* data, size_t size) {
   PRECIS_RETURN_IF_ERROR(LoadTensors());
   PRECIS_RETURN_IF_ERROR(LoadPrograms());
   PRECIS_RETURN_IF_ERROR(LoadValueSymbols());
+  PRECIS_RETURN_IF_ERROR(LoadDataSymbols());
   rt::BackendFactory factory = rt::FindBackend(options.device);
   if (!factory)
     return Unimplemented(options.device == Device::kCuda

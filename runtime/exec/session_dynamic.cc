@@ -172,7 +172,7 @@ std::string Session::Impl::Binding(const std::vector<int64_t>& values) const {
 // A new binding of a dynamic plan's symbols: every tensor's dims and byte size, the arena planned
 // for them (the compiler's planner, over the live ranges the plan records), the operand overlap
 // check, and the backend's kernels for the new shapes.
-Status Session::Impl::Rebind(const std::vector<int64_t>& b) {
+StatusOr<std::vector<int64_t>> Session::Impl::AtomValues(const std::vector<int64_t>& b) const {
   std::vector<int64_t> atom_values;
   for (const Atom& a : atoms) {
     int64_t v = 0, q = a.k;
@@ -184,6 +184,11 @@ Status Session::Impl::Rebind(const std::vector<int64_t>& b) {
     else if (a.k == -5) atom_values.push_back(std::max(v, q));
     else atom_values.push_back(q == 0 ? 0 : v / q - (v % q != 0 && (v < 0) != (q < 0) ? 1 : 0));  // floor, also below 0
   }
+  return atom_values;
+}
+
+// Every tensor's dims and byte size for binding `b`.
+Status Session::Impl::SetDims(const std::vector<int64_t>& b, const std::vector<int64_t>& atom_values) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (sym_dims[i].empty()) continue;
     rt::Tensor& t = tensors[i];
@@ -201,6 +206,12 @@ Status Session::Impl::Rebind(const std::vector<int64_t>& b) {
     t.numel = *n;
     t.bytes = size_t(*n) * DataTypeSize(t.dtype);
   }
+  return Status::Ok();
+}
+
+Status Session::Impl::Rebind(const std::vector<int64_t>& b) {
+  PRECIS_ASSIGN_OR_RETURN(std::vector<int64_t> atom_values, AtomValues(b));
+  PRECIS_RETURN_IF_ERROR(SetDims(b, atom_values));
   // A bounded plan keeps the arena of its largest shape while every tensor fits its bytes there.
   bool fits = fixed_arena;
   for (size_t i = 0; fits && i < tensors.size(); ++i)
@@ -356,6 +367,23 @@ Status Session::Impl::PrepareDynamicRun(size_t program) {
   std::vector<int64_t> b = bound;
   for (size_t k = 0; k < symbols.size(); ++k)
     if (pending[k] != kUnbound) b[k] = pending[k];
+  // Data dims start each run at their bounds (the arena is planned for them); the steps that
+  // compute them bind the actual sizes (BindDataDims).
+  if (!data_symbols.empty()) {
+    std::vector<int64_t> start = b;
+    for (const DataSymbol& d : data_symbols) start[d.symbol] = 0;  // bounds never read them (LoadDataSymbols)
+    bool inputs_bound = true;
+    for (size_t k = 0; k < symbols.size(); ++k) inputs_bound &= start[k] != kUnbound;
+    if (inputs_bound) {
+      PRECIS_ASSIGN_OR_RETURN(std::vector<int64_t> atom_values, AtomValues(start));
+      for (const DataSymbol& d : data_symbols) {
+        int64_t v = 0;
+        if (!EvaluatePoly(d.bound, start, atom_values, v) || v < 0 || v > (int64_t(1) << 40))
+          return InvalidArgument("the bound of " + d.text + " is out of range for " + Binding(start));
+        b[d.symbol] = v;
+      }
+    }
+  }
   for (size_t k = 0; k < symbols.size(); ++k)
     if (b[k] == kUnbound) return InvalidArgument("symbolic dim '" + symbols[k] + "' has no value yet: set the inputs (their shapes bind " + Binding(b) + ")");
   if (b != bound) {
@@ -367,6 +395,10 @@ Status Session::Impl::PrepareDynamicRun(size_t program) {
       return s;
     }
     shape_ok = true;
+    if (!data_symbols.empty()) {
+      run_bytes.resize(tensors.size());
+      for (size_t i = 0; i < tensors.size(); ++i) run_bytes[i] = tensors[i].bytes;
+    }
   }
   std::fill(pending.begin(), pending.end(), kUnbound);
   for (int id : loaded.programs[program].inputs) {
@@ -378,6 +410,106 @@ Status Session::Impl::PrepareDynamicRun(size_t program) {
                              ", which gives it " + DimsToString(t.dims) + ": set it again");
     t.data = it->second.bytes.get();
   }
+  return Status::Ok();
+}
+
+// Data dims (plan.fbs Plan.data_symbols): symbol, the tensor and axis that hold the size once
+// its step ran, and an upper bound over symbols the inputs bind. The step must be an entry
+// program's; the bound may not read another data dim, directly or through an atom.
+Status Session::Impl::LoadDataSymbols() {
+  const flatbuffers::Vector<int64_t>* code = view.meta->data_symbols();
+  const flatbuffers::Vector<int64_t>* bounds = view.meta->data_symbol_bounds();
+  if (!code || code->size() == 0) return Status::Ok();
+  if (!dynamic || code->size() % 3 != 0 || !bounds) return InvalidArgument("plan has bad data symbols");
+  std::vector<bool> is_data(symbols.size(), false);
+  size_t pos = 0;
+  for (size_t k = 0; k < code->size(); k += 3) {
+    DataSymbol d;
+    int64_t sym = code->Get(flatbuffers::uoffset_t(k)), tensor = code->Get(flatbuffers::uoffset_t(k + 1)), axis = code->Get(flatbuffers::uoffset_t(k + 2));
+    if (sym < 0 || sym >= int64_t(symbols.size()) || is_data[size_t(sym)] || tensor < 0 || tensor >= int64_t(tensors.size()) || axis < 0 ||
+        axis >= int64_t(tensors[size_t(tensor)].dims.size()))
+      return InvalidArgument("plan has a bad data symbol");
+    for (const ValueSymbol& v : value_symbols)
+      if (v.symbol == size_t(sym)) return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' is both a value and a data dim");
+    bool exact = false;
+    for (const SymDim& sd : sym_dims[size_t(tensor)])
+      exact |= sd.index == size_t(axis) && sd.terms.size() == 1 && sd.terms[0].coeff == 1 && sd.terms[0].factors == std::vector<int>{int(sym)};
+    if (!exact) return InvalidArgument("plan data symbol '" + symbols[size_t(sym)] + "' is not the dim its tensor holds");
+    std::string text;
+    if (!DecodePoly(bounds, pos, atoms.size(), d.bound, text)) return InvalidArgument("plan has a bad data symbol bound");
+    d.symbol = size_t(sym);
+    d.tensor = int(tensor);
+    d.axis = size_t(axis);
+    d.text = symbols[size_t(sym)];
+    bool found = false;
+    for (size_t p = 0; p < loaded.programs.size() && !found; ++p) {
+      if (loaded.programs[p].body) continue;
+      for (size_t s = 0; s < loaded.programs[p].steps.size() && !found; ++s)
+        for (const rt::Tensor* out : loaded.programs[p].steps[s].outputs)
+          if (out == &tensors[size_t(tensor)]) {
+            d.program = p, d.step = s, found = true;
+            loaded.programs[p].binds_dims[s] = 1;
+          }
+    }
+    if (!found) return InvalidArgument("plan data symbol '" + symbols[size_t(sym)] + "': no entry-program step computes its tensor");
+    is_data[size_t(sym)] = true;
+    data_symbols.push_back(std::move(d));
+  }
+  if (pos != bounds->size()) return InvalidArgument("plan has a bad data symbol bound");
+  // Which atoms read a data dim (atoms only read earlier atoms): bounds may use neither.
+  std::vector<bool> atom_reads_data;
+  auto reads_data = [&](const std::vector<Term>& terms) {
+    for (const Term& t : terms)
+      for (int f : t.factors)
+        if (f >= 0 ? bool(is_data[size_t(f)]) : bool(atom_reads_data[size_t(-1 - f)])) return true;
+    return false;
+  };
+  for (const Atom& a : atoms) atom_reads_data.push_back(reads_data(a.terms) || reads_data(a.divisor));
+  for (const DataSymbol& d : data_symbols)
+    if (reads_data(d.bound)) return InvalidArgument("plan data symbol '" + d.text + "' has a bound that reads a data dim");
+  loaded.bind_data_dims = [this](size_t program, size_t step) { return BindDataDims(program, step); };
+  return Status::Ok();
+}
+
+// After a step that computes data dims: their sizes (the step wrote them into its output's dims),
+// every tensor's dims for them, the arena as planned for the bounds (each tensor must fit the
+// bytes it had there), and the backend's kernels for the new binding.
+Status Session::Impl::BindDataDims(size_t program, size_t step) {
+  std::vector<int64_t> b = bound;
+  bool changed = false;
+  for (const DataSymbol& d : data_symbols) {
+    if (d.program != program || d.step != step) continue;
+    int64_t v = tensors[size_t(d.tensor)].dims[d.axis];
+    if (v < 0 || v > b[d.symbol])
+      return Internal(loaded.programs[program].steps[step].node + " gives " + d.text + " = " + std::to_string(v) + ", beyond its bound " +
+                      std::to_string(b[d.symbol]));
+    changed |= v != b[d.symbol];
+    b[d.symbol] = v;
+  }
+  if (!changed) return Status::Ok();
+  shape_ok = false;
+  Status s = [&]() -> Status {
+    PRECIS_ASSIGN_OR_RETURN(std::vector<int64_t> atom_values, AtomValues(b));
+    PRECIS_RETURN_IF_ERROR(SetDims(b, atom_values));
+    for (size_t i = 0; i < tensors.size(); ++i)
+      if (storage[i].placement == plan::Placement_Arena && i < run_bytes.size() && tensors[i].bytes > run_bytes[i])
+        return InvalidArgument("tensor '" + tensors[i].name + "' needs " + std::to_string(tensors[i].bytes) + " bytes for " + Binding(b) +
+                               ", more than the " + std::to_string(run_bytes[i]) + " planned for the bounds of its data-dependent sizes");
+    loaded.binding = b;
+    PRECIS_RETURN_IF_ERROR(backend->Reshape(loaded, b));
+    // Reshape placed every arena tensor again: the inputs read the session's bytes, as at the start.
+    for (int id : loaded.programs[program].inputs)
+      if (auto it = staged.find(id); it != staged.end()) tensors[size_t(id)].data = it->second.bytes.get();
+    return Status::Ok();
+  }();
+  if (!s.ok()) {
+    // The tensors hold a part of the new sizes: the next run binds everything anew (inputs too).
+    bound.assign(symbols.size(), kUnbound);
+    std::fill(pending.begin(), pending.end(), kUnbound);
+    return s;
+  }
+  bound = b;
+  shape_ok = true;
   return Status::Ok();
 }
 

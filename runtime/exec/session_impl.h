@@ -75,6 +75,14 @@ struct Session::Impl {
     int64_t element = 0;
     int64_t scale = 0;  // 0: an integer element; M >= 1: floor(M * float element)
   };
+  struct DataSymbol {  // plan.fbs Plan.data_symbols and data_symbol_bounds
+    size_t symbol = 0;
+    int tensor = -1;  // an entry-program step's output: its dim `axis` is the size once the step ran
+    size_t axis = 0;
+    std::vector<Term> bound;  // over symbols the inputs bind: each run starts at this value
+    std::string text;
+    size_t program = 0, step = 0;  // the step that writes `tensor`
+  };
   static constexpr int64_t kUnbound = INT64_MIN;  // a symbol without a value
   static constexpr size_t kMaxDimText = 240;       // longer texts of dims are cut
   struct StagedInput {
@@ -90,6 +98,8 @@ struct Session::Impl {
   std::vector<std::vector<SymDim>> sym_dims;   // per tensor
   std::vector<Atom> atoms;
   std::vector<ValueSymbol> value_symbols;
+  std::vector<DataSymbol> data_symbols;
+  std::vector<uint64_t> run_bytes;             // per tensor: its bytes at the run's start (data dims at their bounds)
   std::vector<int64_t> bound, pending;         // per symbol; kUnbound: none
   std::vector<std::string> pending_from;       // the input that gave each pending value
   std::unordered_map<int, StagedInput> staged; // by tensor id
@@ -105,6 +115,10 @@ struct Session::Impl {
   Status LoadSymbols();
   Status LoadSymbolicDims(size_t i, const plan::TensorDesc* d);
   Status LoadValueSymbols();
+  Status LoadDataSymbols();
+  Status BindDataDims(size_t program, size_t step);
+  StatusOr<std::vector<int64_t>> AtomValues(const std::vector<int64_t>& binding) const;
+  Status SetDims(const std::vector<int64_t>& binding, const std::vector<int64_t>& atom_values);
   bool DecodePoly(const flatbuffers::Vector<int64_t>* code, size_t& pos, size_t atoms_known, std::vector<Term>& out, std::string& text) const;
   bool EvaluatePoly(const std::vector<Term>& terms, const std::vector<int64_t>& b, const std::vector<int64_t>& atom_values, int64_t& v) const;
   Status Rebind(const std::vector<int64_t>& binding);

@@ -34,6 +34,19 @@ std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
   return s;
 }
 
+int64_t DataDimAxis(const KernelArgs& args) { return args.attrs.Int("data_dim_axis", -1); }
+
+Status SetDataDim(const KernelArgs& args, Tensor& out, int64_t axis, int64_t size) {
+  if (axis < 0 || axis >= out.rank() || size < 0 || size > out.dims[size_t(axis)])
+    return args.Error("found " + std::to_string(size) + " entries, more than the " + std::to_string(axis >= 0 && axis < out.rank() ? out.dims[size_t(axis)] : 0) +
+                      " its output was planned for");
+  out.dims[size_t(axis)] = size;
+  out.numel = 1;
+  for (int64_t d : out.dims) out.numel *= d;
+  out.bytes = size_t(out.numel) * DataTypeSize(out.dtype);
+  return Status::Ok();
+}
+
 double ReadAt(const Tensor& t, int64_t i) {
   double v = 0;
   DispatchNumeric(t.dtype, [&](auto tag) { v = double(Load(t.As<decltype(tag)>()[i])); });

@@ -58,6 +58,13 @@ void WriteAt(Tensor& t, int64_t i, double v);
 // Row-major strides of dims.
 std::vector<int64_t> Strides(const std::vector<int64_t>& dims);
 
+// Data dims (plan.fbs Plan.data_symbols): the step's "data_dim_axis" attribute, or -1 when its
+// output size is fixed. Such a step's output is planned for an upper bound; the kernel writes the
+// output at its actual size (row-major for that size) and records it with SetDataDim, which the
+// session reads after the step.
+int64_t DataDimAxis(const KernelArgs& args);
+Status SetDataDim(const KernelArgs& args, Tensor& out, int64_t axis, int64_t size);
+
 // Wrap-around integer arithmetic (two's complement, as numpy and onnxruntime compute): WrapOf<T>
 // is an unsigned type for T at least as wide as unsigned int, so that integer promotion never
 // turns it back into an (overflowing) signed int.

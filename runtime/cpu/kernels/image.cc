@@ -1,4 +1,4 @@
-// Reference RoiAlign, AffineGrid, Col2Im, CenterCropPad and TfIdfVectorizer, each following the
+// Reference RoiAlign, AffineGrid, Col2Im, CenterCropPad, TfIdfVectorizer and NonMaxSuppression, each following the
 // ONNX reference implementation (onnx/reference/ops) step for step, computing in double.
 //
 // RoiAlign: each region (x1, y1, x2, y2, scaled by spatial_scale, shifted by half a pixel in
@@ -376,6 +376,80 @@ class TfIdfKernel : public Kernel {
   int mode_ = 1;
 };
 
+// NonMaxSuppression: per batch and class, boxes by score (highest first, lower index first among
+// equal scores; above score_threshold when given), each kept unless its IoU with a box kept
+// before exceeds iou_threshold, at most max_output_boxes_per_class (default 0) per class. Boxes
+// are corners (y1, x1, y2, x2 in any order) or, with center_point_box, (x, y, width, height).
+// The output [count, 3] (batch, class, box) has a data dim.
+class NonMaxSuppressionKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *boxes = args.in(0), *scores = args.in(1), *y = args.out(0);
+    if (!boxes || !scores || !y || y->dtype != DataType::kI64 || y->rank() != 2 || y->dims[1] != 3) return args.Error("needs boxes, scores and an int64 [count, 3] output");
+    if (!IsFloatType(boxes->dtype) || !IsFloatType(scores->dtype) || boxes->rank() != 3 || scores->rank() != 3 || boxes->dims[2] != 4 ||
+        boxes->dims[0] != scores->dims[0] || boxes->dims[1] != scores->dims[2])
+      return args.Error("needs boxes [batches, boxes, 4] and scores [batches, classes, boxes]");
+    center_ = args.attrs.Int("center_point_box", 0) != 0;
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    const Tensor &boxes = *args.in(0), &scores = *args.in(1);
+    Tensor& y = *args.out(0);
+    const Tensor *max_t = args.in(2), *iou_t = args.in(3), *score_t = args.in(4);
+    int64_t max_out = max_t && max_t->numel > 0 ? std::max<int64_t>(ReadInts(*max_t)[0], 0) : 0;
+    double iou = iou_t && iou_t->numel > 0 ? ReadAt(*iou_t, 0) : 0.0;
+    bool filter = score_t && score_t->numel > 0;
+    double threshold = filter ? ReadAt(*score_t, 0) : 0.0;
+    int64_t B = boxes.dims[0], N = boxes.dims[1], C = scores.dims[1];
+    std::vector<int64_t> selected;  // (batch, class, box) triples
+    std::vector<int64_t> candidates, kept;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t c = 0; c < C; ++c) {
+        candidates.clear();
+        kept.clear();
+        auto score = [&](int64_t i) { return ReadAt(scores, (b * C + c) * N + i); };
+        for (int64_t i = 0; i < N; ++i)
+          if (!filter || score(i) > threshold) candidates.push_back(i);
+        std::stable_sort(candidates.begin(), candidates.end(), [&](int64_t p, int64_t q) { return score(p) > score(q); });
+        for (int64_t i : candidates) {
+          if (int64_t(kept.size()) >= max_out) break;
+          bool keep = true;
+          for (int64_t k : kept) keep = keep && !Suppresses(boxes, b * N + i, b * N + k, iou);
+          if (!keep) continue;
+          kept.push_back(i);
+          selected.insert(selected.end(), {b, c, i});
+        }
+      }
+    PRECIS_RETURN_IF_ERROR(SetDataDim(args, y, 0, int64_t(selected.size() / 3)));
+    if (!selected.empty()) std::memcpy(y.data, selected.data(), selected.size() * sizeof(int64_t));
+    return Status::Ok();
+  }
+
+ private:
+  // Whether boxes p and q (flat box indices) overlap by more than `threshold` IoU, as the reference computes it.
+  bool Suppresses(const Tensor& boxes, int64_t p, int64_t q, double threshold) const {
+    double a[4], b[4];
+    for (int k = 0; k < 4; ++k) a[k] = ReadAt(boxes, p * 4 + k), b[k] = ReadAt(boxes, q * 4 + k);
+    double ax0, ax1, ay0, ay1, bx0, bx1, by0, by1;
+    if (!center_) {
+      ax0 = std::min(a[1], a[3]), ax1 = std::max(a[1], a[3]), ay0 = std::min(a[0], a[2]), ay1 = std::max(a[0], a[2]);
+      bx0 = std::min(b[1], b[3]), bx1 = std::max(b[1], b[3]), by0 = std::min(b[0], b[2]), by1 = std::max(b[0], b[2]);
+    } else {
+      ax0 = a[0] - a[2] / 2, ax1 = a[0] + a[2] / 2, ay0 = a[1] - a[3] / 2, ay1 = a[1] + a[3] / 2;
+      bx0 = b[0] - b[2] / 2, bx1 = b[0] + b[2] / 2, by0 = b[1] - b[3] / 2, by1 = b[1] + b[3] / 2;
+    }
+    double ix0 = std::max(ax0, bx0), ix1 = std::min(ax1, bx1), iy0 = std::max(ay0, by0), iy1 = std::min(ay1, by1);
+    if (ix1 <= ix0 || iy1 <= iy0) return false;
+    double inter = (ix1 - ix0) * (iy1 - iy0);
+    double area_a = (ax1 - ax0) * (ay1 - ay0), area_b = (bx1 - bx0) * (by1 - by0), uni = area_a + area_b - inter;
+    if (inter <= 0 || area_a <= 0 || area_b <= 0 || uni <= 0) return false;
+    return inter / uni > threshold;
+  }
+
+  bool center_ = false;
+};
+
 }  // namespace
 
 void RegisterImageKernels(KernelRegistry& r) {
@@ -384,6 +458,7 @@ void RegisterImageKernels(KernelRegistry& r) {
   r.Register("Col2Im", Make<Col2ImKernel>);
   r.Register("CenterCropPad", Make<CenterCropPadKernel>);
   r.Register("TfIdfVectorizer", Make<TfIdfKernel>);
+  r.Register("NonMaxSuppression", Make<NonMaxSuppressionKernel>);
 }
 
 }  // namespace precis::rt

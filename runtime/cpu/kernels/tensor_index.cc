@@ -4,6 +4,7 @@
 // reading or writing out of bounds.
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "runtime/cpu/kernels/common.h"
 #include "runtime/cpu/kernels/register.h"
@@ -370,8 +371,8 @@ class OneHotKernel : public Kernel {
 };
 
 // Compress: keeps the slices along `axis` (or the elements of the flattened input) whose
-// condition entry is true. The output shape was fixed at compile time from a constant
-// condition; Run checks that the condition still agrees.
+// condition entry is true. With a constant condition the output shape was fixed at compile time
+// and Run checks that the condition still agrees; otherwise the count is a data dim (common.h).
 class CompressKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext&) override {
@@ -390,18 +391,24 @@ class CompressKernel : public Kernel {
       n_ = in->numel;
       inner_bytes_ = DataTypeSize(in->dtype);
     }
-    if (cond->numel > n_) return args.Error("condition is longer than the compressed axis");
+    // A longer condition is an error where the compiler knew it; at run time (a data dim) only
+    // the first entries count, as onnxruntime and the reference take them.
+    if (cond->numel > n_ && DataDimAxis(args) < 0) return args.Error("condition is longer than the compressed axis");
     return Status::Ok();
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
     const Tensor &in = *args.in(0), &cond = *args.in(1);
     Tensor& out = *args.out(0);
-    int64_t kept = 0;
-    for (int64_t i = 0; i < cond.numel; ++i) kept += cond.data[i] != 0;
-    if (size_t(outer_ * kept) * inner_bytes_ != out.bytes) return args.Error("condition selects a different count than the compiled output shape");
+    int64_t kept = 0, limit = std::min(cond.numel, n_);
+    for (int64_t i = 0; i < limit; ++i) kept += cond.data[i] != 0;
+    if (int64_t axis = DataDimAxis(args); axis >= 0) {
+      PRECIS_RETURN_IF_ERROR(SetDataDim(args, out, axis, kept));
+    } else if (size_t(outer_ * kept) * inner_bytes_ != out.bytes) {
+      return args.Error("condition selects a different count than the compiled output shape");
+    }
     uint8_t* dst = out.data;
     for (int64_t o = 0; o < outer_; ++o)
-      for (int64_t i = 0; i < cond.numel; ++i)
+      for (int64_t i = 0; i < limit; ++i)
         if (cond.data[i]) {
           std::memcpy(dst, in.data + size_t(o * n_ + i) * inner_bytes_, inner_bytes_);
           dst += inner_bytes_;
@@ -414,7 +421,8 @@ class CompressKernel : public Kernel {
   size_t inner_bytes_ = 0;
 };
 
-// NonZero: the coordinates of nonzero elements, [rank, count] in row-major order.
+// NonZero: the coordinates of nonzero elements, [rank, count] in row-major order; count is fixed
+// at compile time (a constant input) or a data dim (common.h).
 class NonZeroKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext&) override {
@@ -435,6 +443,11 @@ class NonZeroKernel : public Kernel {
       const T* x = in.As<T>();
       int64_t found = 0;
       for (int64_t i = 0; i < in.numel; ++i) found += Load(x[i]) != 0;
+      if (int64_t axis = DataDimAxis(args); axis >= 0) {
+        status = SetDataDim(args, out, axis, found);
+        if (!status.ok()) return;
+        count = found;
+      }
       if (found != count) {
         status = args.Error("input has " + std::to_string(found) + " nonzero elements, the compiled output " + std::to_string(count));
         return;
@@ -456,6 +469,100 @@ class NonZeroKernel : public Kernel {
 
  private:
   std::vector<int64_t> strides_;
+};
+
+// Unique: the distinct values of X (flattened), or its distinct slices along `axis` compared
+// element by element in row-major order, as numpy's unique (NaN equal to NaN, after every number).
+// sorted = 1: ascending; 0: in order of first occurrence. Outputs Y, the first occurrence of each
+// [count], each element's (slice's) index into Y, and the counts; count is a data dim.
+class UniqueKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *x = args.in(0), *y = args.out(0);
+    if (!x || !y || y->dtype != x->dtype || !DispatchNumeric(x->dtype, [](auto) {})) return args.Error("needs a numeric input and output of its dtype");
+    for (size_t i = 1; i < 4; ++i)
+      if (const Tensor* o = args.out(i); o && (o->dtype != DataType::kI64 || o->rank() != 1)) return args.Error("indices, inverse_indices and counts must be 1-D int64");
+    has_axis_ = args.attrs.Has("axis");
+    axis_ = has_axis_ ? args.attrs.Int("axis", 0) : 0;
+    if (axis_ < 0) axis_ += x->rank();
+    if (has_axis_ && (axis_ < 0 || axis_ >= x->rank())) return args.Error("axis is out of range");
+    sorted_ = args.attrs.Int("sorted", 1) != 0;
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    const Tensor& x = *args.in(0);
+    Tensor& y = *args.out(0);
+    int64_t n = has_axis_ ? x.dims[size_t(axis_)] : x.numel;
+    int64_t outer = has_axis_ ? DimProduct(x.dims, 0, size_t(axis_)) : 1;
+    int64_t inner = has_axis_ ? DimProduct(x.dims, size_t(axis_) + 1, x.dims.size()) : 1;
+    std::vector<int64_t> order(static_cast<size_t>(n)), group(static_cast<size_t>(n));
+    std::vector<int64_t> first, counts;
+    DispatchNumeric(x.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x.As<T>();
+      // -1, 0, 1 comparing items a and b element by element (NaN equal to NaN, above numbers).
+      auto cmp = [&](int64_t a, int64_t b) {
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t j = 0; j < inner; ++j) {
+            double va = double(Load(px[(o * n + a) * inner + j])), vb = double(Load(px[(o * n + b) * inner + j]));
+            bool na = std::isnan(va), nb = std::isnan(vb);
+            if (na || nb) {
+              if (na != nb) return na ? 1 : -1;
+              continue;
+            }
+            if constexpr (std::is_integral_v<T>) {
+              T ia = px[(o * n + a) * inner + j], ib = px[(o * n + b) * inner + j];
+              if (ia != ib) return ia < ib ? -1 : 1;
+            } else if (va != vb) {
+              return va < vb ? -1 : 1;
+            }
+          }
+        return 0;
+      };
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cmp(a, b) < 0; });
+      for (size_t k = 0; k < order.size(); ++k) {
+        if (k == 0 || cmp(order[k - 1], order[k]) != 0) {
+          first.push_back(order[k]);  // the stable sort keeps the first occurrence first
+          counts.push_back(0);
+        }
+        group[size_t(order[k])] = int64_t(first.size()) - 1;
+        ++counts.back();
+      }
+    });
+    int64_t u = int64_t(first.size());
+    std::vector<int64_t> rank(static_cast<size_t>(u));  // output position of each sorted group
+    std::iota(rank.begin(), rank.end(), 0);
+    if (!sorted_) {
+      std::vector<int64_t> by_first(rank);
+      std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) { return first[size_t(a)] < first[size_t(b)]; });
+      for (int64_t k = 0; k < u; ++k) rank[size_t(by_first[size_t(k)])] = k;
+    }
+    PRECIS_RETURN_IF_ERROR(SetDataDim(args, y, has_axis_ ? axis_ : 0, u));
+    size_t esize = DataTypeSize(x.dtype);
+    for (int64_t g = 0; g < u; ++g)
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(y.data + size_t((o * u + rank[size_t(g)]) * inner) * esize, x.data + size_t((o * n + first[size_t(g)]) * inner) * esize,
+                    size_t(inner) * esize);
+    if (Tensor* t = args.out(1)) {
+      PRECIS_RETURN_IF_ERROR(SetDataDim(args, *t, 0, u));
+      for (int64_t g = 0; g < u; ++g) t->As<int64_t>()[rank[size_t(g)]] = first[size_t(g)];
+    }
+    if (Tensor* t = args.out(2)) {
+      if (t->numel != n) return args.Error("inverse_indices must have one entry per element (slice)");
+      for (int64_t i = 0; i < n; ++i) t->As<int64_t>()[i] = rank[size_t(group[size_t(i)])];
+    }
+    if (Tensor* t = args.out(3)) {
+      PRECIS_RETURN_IF_ERROR(SetDataDim(args, *t, 0, u));
+      for (int64_t g = 0; g < u; ++g) t->As<int64_t>()[rank[size_t(g)]] = counts[size_t(g)];
+    }
+    return Status::Ok();
+  }
+
+ private:
+  bool has_axis_ = false, sorted_ = true;
+  int64_t axis_ = 0;
 };
 
 // ReverseSequence: for each batch entry b, the first sequence_lens[b] steps along the time
@@ -512,6 +619,7 @@ void AddTensorIndexKernels(KernelRegistry& r) {
   r.Register("OneHot", Make<OneHotKernel>);
   r.Register("Compress", Make<CompressKernel>);
   r.Register("NonZero", Make<NonZeroKernel>);
+  r.Register("Unique", Make<UniqueKernel>);
   r.Register("ReverseSequence", Make<ReverseSequenceKernel>);
 }
 
