@@ -435,6 +435,12 @@ Status Session::Impl::LoadDataSymbols() {
     for (const SymDim& sd : sym_dims[size_t(tensor)])
       exact |= sd.index == size_t(axis) && sd.terms.size() == 1 && sd.terms[0].coeff == 1 && sd.terms[0].factors == std::vector<int>{int(sym)};
     if (!exact) return InvalidArgument("plan data symbol '" + symbols[size_t(sym)] + "' is not the dim its tensor holds");
+    for (const rt::ProgramSteps& p : loaded.programs)
+      for (int id : p.body ? std::vector<int>{} : p.inputs)
+        for (const SymDim& sd : sym_dims[size_t(id)])
+          for (const Term& t : sd.terms)
+            if (std::find(t.factors.begin(), t.factors.end(), int(sym)) != t.factors.end())
+              return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' is both an input dim and a data dim");
     std::string text;
     if (!DecodePoly(bounds, pos, atoms.size(), d.bound, text)) return InvalidArgument("plan has a bad data symbol bound");
     d.symbol = size_t(sym);

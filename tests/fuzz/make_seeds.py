@@ -212,6 +212,13 @@ def inference_models():
          helper.make_tensor_value_info("starts", TensorProto.INT64, [1]), helper.make_tensor_value_info("ends", TensorProto.INT64, [1]),
          helper.make_tensor_value_info("axes", TensorProto.INT64, [1]), helper.make_tensor_value_info("pads", TensorProto.INT64, [4])],
         [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("r", "s", "p")], [])
+    # Data dims (plan fields data_symbols, data_symbol_bounds): NonZero into GatherND, and
+    # NonMaxSuppression, each count bound when its step runs.
+    models["data"] = model(
+        [n("NonZero", ["x"], ["nz"]), n("Transpose", ["nz"], ["pairs"], perm=[1, 0]), n("GatherND", ["x", "pairs"], ["picked"]),
+         n("NonMaxSuppression", ["boxes", "scores", "max_out"], ["sel"])],
+        [f32("x", [3, 4]), f32("boxes", [1, 5, 4]), f32("scores", [1, 1, 5])],
+        [f32("picked", None), helper.make_tensor_value_info("sel", TensorProto.INT64, None)], [const("max_out", np.array([3], np.int64))])
     return models
 
 

@@ -424,6 +424,27 @@ TEST(HostilePlan, DynamicPlans) {
     p.value_symbols = {0, TensorId(p, "x"), 0};
     p.value_symbol_scale = {-3};
   }, "has a bad value scale");
+  // Data dims: no bounds, an axis past the tensor's rank, a static axis, a symbol the input binds,
+  // a bound cut short.
+  refused([](plan::PlanT& p, auto&) { p.data_symbols = {0, TensorId(p, "h"), 0}; }, "bad data symbols");
+  refused([](plan::PlanT& p, auto&) {
+    p.data_symbols = {0, TensorId(p, "h"), 5};
+    p.data_symbol_bounds = {1, 7, 0};
+  }, "bad data symbol");
+  refused([](plan::PlanT& p, auto&) {
+    p.data_symbols = {0, TensorId(p, "h"), 1};
+    p.data_symbol_bounds = {1, 7, 0};
+  }, "is not the dim its tensor holds");
+  refused([](plan::PlanT& p, auto&) {
+    p.data_symbols = {0, TensorId(p, "h"), 0};
+    p.data_symbol_bounds = {1, 7, 0};
+  }, "is both an input dim and a data dim");
+  refused([](plan::PlanT& p, auto&) {
+    p.symbols.push_back("count");
+    p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, 1, 1, 1};
+    p.data_symbols = {1, TensorId(p, "h"), 0};
+    p.data_symbol_bounds = {1, 7};
+  }, "bad data symbol bound");
   refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, 1, 1, -1}; }, "has a bad symbolic dim");
   refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, int64_t(1) << 62, 1, 0}; }, "out of range");
   // Two tensors live at once made to look disjoint: they share bytes, and the step reading one
