@@ -24,6 +24,10 @@ MODELS = {
     "mobilenet_v3_small": (3, 224, 224),
     "efficientnet_b0": (3, 224, 224),
     "vit_b_16": (3, 224, 224),
+    "shufflenet_v2_x1_0": (3, 224, 224),
+    "googlenet": (3, 224, 224),
+    "mnasnet0_5": (3, 224, 224),
+    "densenet121": (3, 224, 224),
 }
 
 
@@ -34,6 +38,9 @@ def parse_args(argv):
     parser.add_argument("--batch", type=int, default=1, help="batch size of the example input")
     parser.add_argument("--opset", type=int, default=17, help="ONNX opset version")
     parser.add_argument("--seed", type=int, default=0, help="seed for the random weights")
+    parser.add_argument("--recalibrate-bn", type=int, default=0, metavar="N",
+                        help="before export, re-estimate BatchNorm statistics over N batches of 8 random images in train mode "
+                             "(so activations have a trained network's scale instead of random weights' drift)")
     return parser.parse_args(argv)
 
 
@@ -46,7 +53,23 @@ def build_model(name, seed):
                  "`apt-get install python3-torchvision`")
     torch.manual_seed(seed)
     constructor = getattr(torchvision.models, name)
-    return torch, constructor(weights=None).eval()
+    kwargs = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
+    return torch, constructor(weights=None, **kwargs).eval()
+
+
+def recalibrate_batchnorm(torch, model, batches, shape):
+    """Running statistics as a trained network has them: the mean and variance of each
+    BatchNorm's input over random images (cumulative average, momentum None), in train mode."""
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(8, *shape))
+    model.eval()
+    return len(norms)
 
 
 def main(argv):
@@ -54,6 +77,9 @@ def main(argv):
     if args.batch < 1:
         sys.exit("export_torchvision: --batch must be >= 1")
     torch, model = build_model(args.model, args.seed)
+    if args.recalibrate_bn > 0:
+        n = recalibrate_batchnorm(torch, model, args.recalibrate_bn, MODELS[args.model])
+        print(f"export_torchvision: {args.model}: {n} BatchNorm statistics re-estimated over {args.recalibrate_bn} batches")
     example = torch.randn(args.batch, *MODELS[args.model])
     out_dir = os.path.dirname(os.path.abspath(args.output))
     os.makedirs(out_dir, exist_ok=True)

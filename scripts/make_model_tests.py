@@ -12,7 +12,8 @@ Sources:
   (fixed seed; He-scaled for weights, positive for BatchNormalization variances), so that the
   outputs are meaningful;
 - torchvision exports (resnet50, mobilenet_v2, mobilenet_v3_small (squeeze-and-excitation,
-  Hardswish), vit_b_16) and the transformer encoder / causal
+  Hardswish), vit_b_16; shufflenet_v2, googlenet, mnasnet and densenet121 with BatchNorm
+  statistics re-estimated on random images in train mode) and the transformer encoder / causal
   decoder, exported by scripts/export_torchvision.py and scripts/export_transformers.py with
   /usr/bin/python3 into CACHE_DIR/exports/ when missing.
 Reference outputs come from onnxruntime's CPU provider on the original model.
@@ -36,6 +37,11 @@ EXPORTS = {
     "mobilenet_v2": (["scripts/export_torchvision.py", "mobilenet_v2"], {"input": [1, 3, 224, 224]}, "image"),
     "mobilenet_v3_small": (["scripts/export_torchvision.py", "mobilenet_v3_small"], {"input": [1, 3, 224, 224]}, "image"),
     "vit_b_16": (["scripts/export_torchvision.py", "vit_b_16"], {"input": [1, 3, 224, 224]}, "image"),
+    # BatchNorm statistics re-estimated on random images (a trained network's activation scale).
+    "shufflenet_v2": (["scripts/export_torchvision.py", "shufflenet_v2_x1_0", "--recalibrate-bn", "4"], {"input": [1, 3, 224, 224]}, "image"),
+    "googlenet": (["scripts/export_torchvision.py", "googlenet", "--recalibrate-bn", "4"], {"input": [1, 3, 224, 224]}, "image"),
+    "mnasnet": (["scripts/export_torchvision.py", "mnasnet0_5", "--recalibrate-bn", "4"], {"input": [1, 3, 224, 224]}, "image"),
+    "densenet121": (["scripts/export_torchvision.py", "densenet121", "--recalibrate-bn", "4"], {"input": [1, 3, 224, 224]}, "image"),
     "encoder": (["scripts/export_transformers.py", "encoder"], {"input": [2, 64, 256]}, "image"),
     "decoder": (["scripts/export_transformers.py", "decoder"], {"tokens": [2, 32]}, "tokens"),
 }

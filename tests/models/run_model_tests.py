@@ -38,7 +38,19 @@ DEFAULT = (1e-4, 1e-5)
 TOLERANCES = {}
 MIXED_DEFAULT = {"fp16": 1e-2, "bf16": 4e-2}
 # (name, precision): (relative L2 bound, reason)
-MIXED_TOLERANCES = {}
+# Peer for the torchvision exports with re-estimated BatchNorm statistics: PyTorch 1.13 CPU
+# autocast(bfloat16) on the same weights and input, against float64, measured rel L2 errors of
+# 0.090 (shufflenet_v2), 0.108 (googlenet), 0.084 (mnasnet) and 0.031 (densenet121); resnet50 and
+# mobilenet_v2 0.006. These untrained networks amplify rounding far more than trained ones. BF16
+# bounds are 1.25x that peer's error; FP16 (3 more significand bits; PyTorch has no FP16 CPU path
+# to measure) 1.25x the peer's error / 8.
+MIXED_TOLERANCES = {
+    ("shufflenet_v2", "bf16"): (0.113, "1.25x PyTorch autocast-bf16's 0.090 on the same model"),
+    ("googlenet", "bf16"): (0.135, "1.25x PyTorch autocast-bf16's 0.108 on the same model"),
+    ("mnasnet", "bf16"): (0.105, "1.25x PyTorch autocast-bf16's 0.084 on the same model"),
+    ("shufflenet_v2", "fp16"): (0.0141, "1.25x PyTorch autocast-bf16's 0.090 / 8 (FP16 keeps 3 more bits)"),
+    ("googlenet", "fp16"): (0.0169, "1.25x PyTorch autocast-bf16's 0.108 / 8 (FP16 keeps 3 more bits)"),
+}
 # (name, precision): (extra compile options, reason)
 MIXED_OPTIONS = {
     ("light_resnet50", "fp16"): (["--calibrate", "random:2"], "random (untrained) weights drive activations past FP16's "
@@ -196,9 +208,11 @@ def main():
             print(f"{name:<22} missing: run scripts/make_model_tests.py")
             failures += 1
             continue
+        failed = False
         for (model, oname, ok, why, max_abs, rel_l2, seconds) in run_one(precis, d, name, precision, device):
-            failures += 0 if ok else 1
+            failed |= not ok
             print(f"{model:<22} {oname[:10]:<10} {max_abs:12.3g} {rel_l2:10.3g} {seconds:7.1f}  {'ok' if ok else 'FAIL ' + why}")
+        failures += 1 if failed else 0
     print(f"{precision}{' (' + device + ' plans)' if device != 'cpu' else ''}: {len(names) - failures} passed, {failures} failed")
     return 1 if failures else 0
 
