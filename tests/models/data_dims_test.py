@@ -28,6 +28,8 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+from checks import Checks, run_plan
+
 
 def tensor(name, dims, dtype=TensorProto.FLOAT):
     return helper.make_tensor_value_info(name, dtype, dims)
@@ -84,13 +86,7 @@ def masked_model():
 def main():
     precis, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
-    failures = []
-
-    def check(ok, what):
-        print(f"{'ok:  ' if ok else 'FAIL:'} {what}")
-        if not ok:
-            failures.append(what)
-
+    check = Checks()
     rng = np.random.default_rng(3)
 
     def boxes_feed():
@@ -117,23 +113,16 @@ def main():
                 continue
             check("dynamic in" in r.stdout and "count(" in r.stdout, f"{name} {precision}: a dynamic plan with data dims ({r.stdout.strip().splitlines()[1:2]})")
             for k, feed in enumerate(feeds):
-                args = []
-                for inp, v in feed.items():
-                    f = os.path.join(work, f"{name}_{k}_{inp}.npy")
-                    np.save(f, v)
-                    args += ["--input", f"{inp}={f}"]
-                out = os.path.join(work, f"{name}_{precision}_{k}")
-                r = subprocess.run([precis, "run", plan, *args, "--output-dir", out], capture_output=True, text=True)
-                if r.returncode:
-                    check(False, f"{name} {precision} {k}: run: {r.stderr.strip()[-400:]}")
+                got, err = run_plan(precis, plan, feed, os.path.join(work, f"{name}_{precision}_{k}"), outputs)
+                if got is None:
+                    check(False, f"{name} {precision} {k}: run: {err}")
                     continue
                 want = sess.run(None, feed)
                 if name == "masked" and want[1].size == 0:
                     # ReduceMean of an empty selection: ONNX leaves it undefined; onnxruntime gives 0,
                     # Precis numpy's NaN (0 / 0). The reference here is numpy.
                     want[0] = np.array(np.nan, np.float32)
-                for o, w in zip(outputs, want):
-                    g_ = np.load(os.path.join(out, o + ".npy"))
+                for o, g_, w in zip(outputs, got, want):
                     if g_.shape != w.shape:
                         check(False, f"{name} {precision} {k} {o}: shape {g_.shape} vs onnxruntime {w.shape}")
                         continue
@@ -147,9 +136,7 @@ def main():
                     rel = float(np.linalg.norm(g64 - w64) / max(np.linalg.norm(w64), 1e-30))
                     ok = np.allclose(g64, w64, rtol=1e-6, atol=1e-6) if bound is None else rel <= bound
                     check(ok, f"{name:<6} {precision} {k} {o:<8} {list(w.shape)} max abs {np.abs(g64 - w64).max():.3g} rel L2 {rel:.3g}")
-    if failures:
-        sys.exit(f"{len(failures)} failures")
-    print("all passed")
+    check.finish()
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
+from checks import Checks, run_plan
+
 
 def tensor(name, dims, dtype=TensorProto.FLOAT):
     return helper.make_tensor_value_info(name, dtype, dims)
@@ -99,25 +101,14 @@ def reference(model, feeds):
 def main():
     precis, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
-    failures = []
+    check = Checks()
 
-    def check(ok, what):
-        print(f"{'ok:  ' if ok else 'FAIL:'} {what}")
-        if not ok:
-            failures.append(what)
-
-    def run_plan(plan, feeds, tag, outputs):
-        args = []
-        for k, v in feeds.items():
-            f = os.path.join(work, f"{tag}_{k}.npy")
-            np.save(f, v)
-            args += ["--input", f"{k}={f}"]
-        out = os.path.join(work, tag)
-        r = subprocess.run([precis, "run", plan, *args, "--output-dir", out], capture_output=True, text=True)
-        if r.returncode:
-            check(False, f"{tag}: run: {r.stderr.strip()[-400:]}")
+    def run(plan, feeds, tag, outputs):
+        got, err = run_plan(precis, plan, feeds, os.path.join(work, tag), outputs)
+        if got is None:
+            check(False, f"{tag}: run: {err}")
             return None
-        return [np.load(os.path.join(out, name + ".npy")).astype(np.float64) for name in outputs]
+        return [g.astype(np.float64) for g in got]
 
     rng = np.random.default_rng(0)
     cases = {
@@ -157,7 +148,7 @@ def main():
                         feeds[inp] = rng.integers(0, 16, shape).astype(np.int64)
                     else:
                         feeds[inp] = rng.standard_normal(shape).astype(np.float32)
-                got = run_plan(plan, feeds, f"{name}_{precision}_{k}", outputs)
+                got = run(plan, feeds, f"{name}_{precision}_{k}", outputs)
                 if got is None:
                     continue
                 want = reference(model, feeds)
@@ -180,7 +171,7 @@ def main():
     else:
         a = rng.standard_normal((2, 3)).astype(np.float32)
         b = rng.standard_normal(2).astype(np.float32)
-        got = run_plan(plan, {"A": a, "B": b}, "legacy", ["Y"])
+        got = run(plan, {"A": a, "B": b}, "legacy", ["Y"])
         s = (a + b[:, None]).reshape(2, 3, 1)
         want = np.concatenate([s] * 4, axis=2) * LEGACY_C[None, :, None]
         check(got is not None and got[0].shape == want.shape and np.array_equal(got[0], want.astype(np.float64)),
@@ -191,9 +182,7 @@ def main():
     check(r.returncode != 0 and "axis 2 does not place a rank-1 input inside rank 2" in r.stderr and "Add" in r.stderr,
           f"legacy axis past the end refused: {r.stderr.strip()[-300:]}")
 
-    if failures:
-        sys.exit(f"{len(failures)} failures")
-    print("all passed")
+    check.finish()
 
 
 if __name__ == "__main__":
