@@ -14,7 +14,7 @@ struct DTypeInfo {
 };
 
 // Sorted by DType value.
-constexpr std::array<DTypeInfo, 15> kDTypes = {{
+constexpr std::array<DTypeInfo, 25> kDTypes = {{
     {DType::kUndefined, "undefined", 0, 0},
     {DType::kF32, "f32", 4, 1},
     {DType::kF16, "f16", 2, 10},
@@ -30,6 +30,16 @@ constexpr std::array<DTypeInfo, 15> kDTypes = {{
     {DType::kU64, "u64", 8, 13},
     {DType::kBool, "bool", 1, 9},
     {DType::kString, "string", 0, 8},
+    {DType::kF8E4M3FN, "f8e4m3fn", 1, 17},
+    {DType::kF8E4M3FNUZ, "f8e4m3fnuz", 1, 18},
+    {DType::kF8E5M2, "f8e5m2", 1, 19},
+    {DType::kF8E5M2FNUZ, "f8e5m2fnuz", 1, 20},
+    {DType::kU4, "u4", 1, 21},
+    {DType::kI4, "i4", 1, 22},
+    {DType::kF4E2M1, "f4e2m1", 1, 23},
+    {DType::kF8E8M0, "f8e8m0", 1, 24},
+    {DType::kU2, "u2", 1, 25},
+    {DType::kI2, "i2", 1, 26},
 }};
 
 const DTypeInfo& Info(DType t) { return kDTypes[static_cast<size_t>(t)]; }
@@ -54,6 +64,8 @@ bool IsHalfFloat(DType t) { return t == DType::kF16 || t == DType::kBF16; }
 
 bool IsInteger(DType t) { return t >= DType::kI8 && t <= DType::kU64; }
 
+bool IsStorageType(DType t) { return t >= DType::kF8E4M3FN && t <= DType::kI2; }
+
 std::string OnnxDataTypeName(int32_t code) {
   static constexpr std::array<std::string_view, 27> kNames = {
       "undefined", "float",  "uint8",      "int8",           "uint16",     "int16",
@@ -69,7 +81,7 @@ StatusOr<DType> DTypeFromOnnx(int32_t code) {
   for (const auto& info : kDTypes)
     if (info.onnx == code && info.dtype != DType::kUndefined) return info.dtype;
   if (code == 0) return InvalidArgument("element type is undefined (0)");
-  if (code >= 14 && code <= 26)
+  if (code >= 14 && code <= 27)
     return Unimplemented("element type " + OnnxDataTypeName(code) + " is not supported");
   return InvalidArgument("unknown element type code " + std::to_string(code));
 }

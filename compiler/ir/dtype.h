@@ -1,6 +1,6 @@
 // DType: the element types of the Precis IR, with their names, sizes and ONNX codes.
-// Float8, int4/uint4, float4 and complex ONNX types are not representable: ToDType reports them
-// by name so that the importer can refuse them with a clear message.
+// Complex ONNX types are not representable: DTypeFromOnnx reports them by name so that the
+// importer can refuse them with a clear message. Float8, float4, int4 and int2 are storage types.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,9 @@ enum class DType : uint8_t {
   kI8, kI16, kI32, kI64,
   kU8, kU16, kU32, kU64,
   kBool, kString,
+  // Storage types (runtime/base/small_types.h): one element per byte; only Cast, CastLike, the
+  // quantization operators and data movement take them.
+  kF8E4M3FN, kF8E4M3FNUZ, kF8E5M2, kF8E5M2FNUZ, kU4, kI4, kF4E2M1, kF8E8M0, kU2, kI2,
 };
 
 // Short text name: "f32", "bf16", "i64", "bool", "string"; "undefined" for kUndefined.
@@ -27,7 +30,8 @@ std::optional<DType> DTypeFromName(std::string_view name);
 int64_t DTypeSize(DType t);
 bool IsFloat(DType t);    // f32, f16, bf16, f64
 bool IsHalfFloat(DType t);  // f16, bf16
-bool IsInteger(DType t);  // signed and unsigned integers
+bool IsInteger(DType t);  // signed and unsigned integers (8 bits and wider)
+bool IsStorageType(DType t);  // float8, float4, int4, int2
 
 // ONNX TensorProto.DataType code <-> DType. Unrepresentable codes give Unimplemented naming the
 // ONNX type ("float8e4m3fn"), unknown codes InvalidArgument.

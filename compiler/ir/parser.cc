@@ -355,6 +355,7 @@ Status Parser::ParseElement(DType dtype, uint8_t* dst, std::vector<std::string>*
       return Status::Ok();
     }
     case DType::kUndefined: break;
+    default: return integer(uint8_t{});  // storage types: the byte Precis holds (text_format.cc)
   }
   return Error("tensor of undefined element type");
 }

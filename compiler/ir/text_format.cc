@@ -119,6 +119,8 @@ std::string FormatElement(const Tensor& t, int64_t i) {
     }
     case DType::kString: return QuoteString(t.strings()[size_t(i)]);
     case DType::kUndefined: break;
+    default:  // storage types (float8, float4, int4, int2): the byte Precis holds
+      return std::to_string(Load<uint8_t>(t, i));
   }
   return "?";
 }

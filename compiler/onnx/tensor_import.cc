@@ -9,6 +9,7 @@
 
 #include "compiler/onnx/external_data.h"
 #include "compiler/onnx/import_internal.h"
+#include "runtime/base/small_types.h"
 #include "compiler/onnx/importer.h"
 
 namespace precis::onnx {
@@ -66,8 +67,7 @@ StatusOr<ir::Buffer> FromTypedFields(const ::onnx::TensorProto& p, DType dtype, 
       for (int64_t i = 0; i < n; ++i) bytes[size_t(i)] = p.int32_data(int(i)) != 0;
       return ir::Buffer::Own(std::move(bytes));
     }
-    case DType::kString:
-    case DType::kUndefined: break;
+    default: break;
   }
   return InvalidArgument(what + ": no data for element type " + std::string(ir::DTypeName(dtype)));
 }
@@ -161,7 +161,35 @@ StatusOr<ir::Tensor> ImportTensor(::onnx::TensorProto& p, ImportContext& ctx, co
     return ir::Tensor(std::move(dims), std::move(strings));
   }
 
-  int64_t bytes = n * ir::DTypeSize(dtype);
+  // Storage types: ONNX packs 4- and 2-bit values (int32_data holds one packed byte per value
+  // then, one element per value for float8); Precis holds one element per byte.
+  DataType storage = DataType(ir::DTypeToOnnx(dtype));
+  bool packed = ir::IsStorageType(dtype) && PackedBits(storage) < 8;
+  int64_t bytes = packed ? PackedBytes(storage, n) : n * ir::DTypeSize(dtype);
+  if (ir::IsStorageType(dtype) && p.data_location() != ::onnx::TensorProto::EXTERNAL && !p.has_raw_data()) {
+    if (int64_t(p.int32_data_size()) != bytes)
+      return InvalidArgument(what + ": int32_data holds " + std::to_string(p.int32_data_size()) + " values, the shape needs " + std::to_string(bytes));
+    std::string raw(size_t(bytes), '\0');
+    for (int64_t i = 0; i < bytes; ++i) raw[size_t(i)] = char(uint8_t(p.int32_data(int(i))));
+    p.set_raw_data(std::move(raw));
+  }
+  if (packed) {
+    std::string raw;
+    if (p.data_location() == ::onnx::TensorProto::EXTERNAL) {
+      PRECIS_ASSIGN_OR_RETURN(ExternalRef ref, ParseExternalRef(p, what));
+      PRECIS_ASSIGN_OR_RETURN(auto file, ctx.MapExternal(ref.location, what));
+      if ((ref.length >= 0 && ref.length != bytes) || ref.offset > int64_t(file->size()) || bytes > int64_t(file->size()) - ref.offset)
+        return InvalidArgument(what + ": external data does not hold the " + std::to_string(bytes) + " packed bytes its shape needs");
+      raw.assign(reinterpret_cast<const char*>(file->data() + ref.offset), size_t(bytes));
+    } else {
+      raw = std::move(*p.mutable_raw_data());
+    }
+    if (int64_t(raw.size()) != bytes)
+      return InvalidArgument(what + ": raw_data has " + std::to_string(raw.size()) + " bytes, the shape needs " + std::to_string(bytes) + " (packed)");
+    std::vector<uint8_t> out(static_cast<size_t>(n));
+    UnpackSubByte(storage, reinterpret_cast<const uint8_t*>(raw.data()), n, out.data());
+    return ir::Tensor(dtype, std::move(dims), ir::Buffer::Own(std::move(out)));
+  }
   if (p.data_location() == ::onnx::TensorProto::EXTERNAL) {
     PRECIS_ASSIGN_OR_RETURN(ExternalRef ref, ParseExternalRef(p, what));
     if (ref.length >= 0 && ref.length != bytes)

@@ -184,8 +184,14 @@ int64_t LegacyCastCode(const std::string& name) {
   return -1;
 }
 
+// Cast and CastLike also take the storage types (float8, float4, int4, int2) on either side.
+Status CheckCastSource(const InferContext& ctx, size_t i) {
+  if (ctx.has_input(i) && ir::IsStorageType(ctx.input_dtype(i))) return Status::Ok();
+  return CheckInput(ctx, i, TypeClass::kNumericOrBool);
+}
+
 Status InferCast(InferContext& ctx) {
-  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, TypeClass::kNumericOrBool));
+  PRECIS_RETURN_IF_ERROR(CheckCastSource(ctx, 0));
   const ir::Attribute* to = ctx.attr("to");
   int64_t code = -1;
   if (to && to->kind == ir::Attribute::Kind::kInt) code = to->i;
@@ -201,8 +207,8 @@ Status InferCast(InferContext& ctx) {
 }
 
 Status InferCastLike(InferContext& ctx) {
-  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, TypeClass::kNumericOrBool));
-  PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 1, TypeClass::kNumericOrBool));
+  PRECIS_RETURN_IF_ERROR(CheckCastSource(ctx, 0));
+  PRECIS_RETURN_IF_ERROR(CheckCastSource(ctx, 1));
   PRECIS_RETURN_IF_ERROR(CheckCastTarget(ctx, ctx.input_dtype(1)));
   PRECIS_ASSIGN_OR_RETURN(auto dims, ctx.InputDims(0));
   ctx.SetOutput(0, ctx.input_dtype(1), dims);

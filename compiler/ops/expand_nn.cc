@@ -102,6 +102,15 @@ StatusOr<bool> ExpandAttention(Expander& e) {
     ir::DType mt = mask->type().dtype();
     if (mt != ir::DType::kBool && !ir::IsFloat(mt)) return e.Error("attn_mask must be bool or float");
     int64_t mrank = int64_t(md.size());
+    // Statically longer than the keys (past + new): the reference refuses it; Pad would crop.
+    auto kv = StaticDim(kd, rank == 3 ? 1 : 2);
+    std::optional<int64_t> past = int64_t(0);
+    if (e.in(4)) {
+      PRECIS_ASSIGN_OR_RETURN(auto pd, e.InputDims(4));
+      past = StaticDim(pd, 2);
+    }
+    if (auto last = StaticDim(md, md.size() - 1); last && kv && past && *last > *kv + *past)
+      return e.Error("attn_mask has " + std::to_string(*last) + " key positions, more than the " + std::to_string(*kv + *past) + " keys");
     // Shorter than the total kv length: padded with "masked" (false, -inf) at the end.
     ir::Value* width = e.Op("Sub", {total, e.ShapeOf(mask, mrank - 1, mrank)});
     std::vector<int64_t> zeros(size_t(2 * mrank - 1), 0);
@@ -219,6 +228,11 @@ StatusOr<bool> ExpandRotaryEmbedding(Expander& e) {
   if (rd == 0) rd = head;
   if (rd < 0 || rd > head || rd % 2) return e.Error("rotary_embedding_dim " + std::to_string(rd) + " must be even and at most the head size " + std::to_string(head));
   int64_t half = rd / 2;
+  for (size_t i : {size_t(1), size_t(2)}) {
+    PRECIS_ASSIGN_OR_RETURN(auto cd, e.InputDims(i));
+    if (cd.empty() || (cd.back().is_static() && cd.back().value() != half))
+      return e.Error(std::string(i == 1 ? "cos_cache" : "sin_cache") + "'s last dim must be rotary_embedding_dim / 2 = " + std::to_string(half));
+  }
   ir::Value *cos = e.in(1), *sin = e.in(2);
   if (ir::Value* pos = e.in(3)) {
     cos = e.Op("Gather", {cos, pos}, {A::Int("axis", 0)});

@@ -395,10 +395,11 @@ Status Session::Impl::PrepareDynamicRun(size_t program) {
       return s;
     }
     shape_ok = true;
-    if (!data_symbols.empty()) {
-      run_bytes.resize(tensors.size());
-      for (size_t i = 0; i < tensors.size(); ++i) run_bytes[i] = tensors[i].bytes;
-    }
+  }
+  // The bytes each tensor has at the bounds: the data dims' steps must keep every tensor within.
+  if (!data_symbols.empty()) {
+    run_bytes.resize(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) run_bytes[i] = tensors[i].bytes;
   }
   std::fill(pending.begin(), pending.end(), kUnbound);
   for (int id : loaded.programs[program].inputs) {
@@ -419,7 +420,13 @@ Status Session::Impl::PrepareDynamicRun(size_t program) {
 Status Session::Impl::LoadDataSymbols() {
   const flatbuffers::Vector<int64_t>* code = view.meta->data_symbols();
   const flatbuffers::Vector<int64_t>* bounds = view.meta->data_symbol_bounds();
-  if (!code || code->size() == 0) return Status::Ok();
+  if (!code || code->size() == 0) {
+    // A step that would shrink its output without a data symbol to rebind the rest: refused.
+    for (const rt::ProgramSteps& p : loaded.programs)
+      for (const rt::KernelArgs& a : p.steps)
+        if (a.attrs.Has("data_dim_axis")) return InvalidArgument(a.node + ": has data_dim_axis, but the plan lists no data symbol it binds");
+    return Status::Ok();
+  }
   if (!dynamic || code->size() % 3 != 0 || !bounds) return InvalidArgument("plan has bad data symbols");
   std::vector<bool> is_data(symbols.size(), false);
   size_t pos = 0;
@@ -447,17 +454,24 @@ Status Session::Impl::LoadDataSymbols() {
     d.tensor = int(tensor);
     d.axis = size_t(axis);
     d.text = symbols[size_t(sym)];
-    bool found = false;
-    for (size_t p = 0; p < loaded.programs.size() && !found; ++p) {
-      if (loaded.programs[p].body) continue;
-      for (size_t s = 0; s < loaded.programs[p].steps.size() && !found; ++s)
+    if (sym_min[size_t(sym)] > 0 || sym_max[size_t(sym)] >= 0) return InvalidArgument("plan data symbol '" + symbols[size_t(sym)] + "' has bounds");
+    // Exactly one step writes the tensor: an entry program's, run by the CPU kernel itself (no
+    // widening or layout wrapper, whose copy of the output would take the size), with its
+    // data_dim_axis attribute saying this axis.
+    int writers = 0;
+    for (size_t p = 0; p < loaded.programs.size(); ++p)
+      for (size_t s = 0; s < loaded.programs[p].steps.size(); ++s)
         for (const rt::Tensor* out : loaded.programs[p].steps[s].outputs)
           if (out == &tensors[size_t(tensor)]) {
-            d.program = p, d.step = s, found = true;
-            loaded.programs[p].binds_dims[s] = 1;
+            ++writers;
+            d.program = p, d.step = s;
           }
-    }
-    if (!found) return InvalidArgument("plan data symbol '" + symbols[size_t(sym)] + "': no entry-program step computes its tensor");
+    const rt::ProgramSteps& prog = loaded.programs[d.program];
+    if (writers != 1 || prog.body || prog.widen[d.step] != 0 || !prog.layouts[d.step].empty() ||
+        prog.steps[d.step].attrs.Int("data_dim_axis", -1) != int64_t(d.axis))
+      return InvalidArgument("plan data symbol '" + symbols[size_t(sym)] + "' is not bound by exactly one entry-program step with data_dim_axis " +
+                             std::to_string(d.axis));
+    loaded.programs[d.program].binds_dims[d.step] = 1;
     is_data[size_t(sym)] = true;
     data_symbols.push_back(std::move(d));
   }
@@ -498,9 +512,11 @@ Status Session::Impl::BindDataDims(size_t program, size_t step) {
     PRECIS_ASSIGN_OR_RETURN(std::vector<int64_t> atom_values, AtomValues(b));
     PRECIS_RETURN_IF_ERROR(SetDims(b, atom_values));
     for (size_t i = 0; i < tensors.size(); ++i)
-      if (storage[i].placement == plan::Placement_Arena && i < run_bytes.size() && tensors[i].bytes > run_bytes[i])
+      if (storage[i].placement == plan::Placement_Arena && (i >= run_bytes.size() || tensors[i].bytes > run_bytes[i]))
         return InvalidArgument("tensor '" + tensors[i].name + "' needs " + std::to_string(tensors[i].bytes) + " bytes for " + Binding(b) +
                                ", more than the " + std::to_string(run_bytes[i]) + " planned for the bounds of its data-dependent sizes");
+    for (const rt::ProgramSteps& prog : loaded.programs)  // tensors planned in place of each other may now differ in size
+      for (size_t k = 0; k < prog.steps.size(); ++k) PRECIS_RETURN_IF_ERROR(CheckOverlaps(prog.kernels[k], prog.steps[k]));
     loaded.binding = b;
     PRECIS_RETURN_IF_ERROR(backend->Reshape(loaded, b));
     // Reshape placed every arena tensor again: the inputs read the session's bytes, as at the start.

@@ -42,6 +42,7 @@
 #include "precis/session.h"
 #include "runtime/base/half.h"
 #include "tools/precis/tensor_io.h"
+#include "runtime/base/small_types.h"
 
 namespace fs = std::filesystem;
 using namespace precis;
@@ -87,6 +88,14 @@ std::string Compare(const tools::HostTensor& want, const TensorData& got, double
   if (want.dims != got.info.dims) return "shape " + DimsToString(got.info.dims) + ", expected " + DimsToString(want.dims);
   size_t esize = DataTypeSize(want.dtype), gsize = DataTypeSize(got.info.dtype);
   const auto* g = static_cast<const uint8_t*>(got.data);
+  if (IsSmallType(want.dtype)) {  // float8/float4/int4/int2: values equal (any NaN encoding)
+    for (size_t i = 0; i < want.data.size(); ++i) {
+      double w = SmallToDouble(want.dtype, want.data[i]), v = SmallToDouble(want.dtype, g[i]);
+      if (!(w == v || (std::isnan(w) && std::isnan(v))))
+        return "element " + std::to_string(i) + " is " + std::to_string(v) + ", expected " + std::to_string(w);
+    }
+    return "";
+  }
   if (!IsFloatType(want.dtype)) {
     for (size_t i = 0; i * esize < want.data.size(); ++i)
       if (std::memcmp(want.data.data() + i * esize, g + i * esize, esize) != 0) return "element " + std::to_string(i) + " differs";

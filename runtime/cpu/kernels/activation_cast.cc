@@ -9,6 +9,7 @@
 // with round-to-odd, which makes the second rounding exact (float keeps more than two extra bits).
 #include <cmath>
 
+#include "runtime/base/small_types.h"
 #include "runtime/cpu/kernels/activation_internal.h"
 #include "runtime/cpu/kernels/shape_checks.h"
 #include "runtime/kernels/dropout_mode.h"
@@ -64,8 +65,13 @@ class CastKernel : public Kernel {
   Status Init(const KernelArgs& args, const CpuContext&) override {
     const Tensor *x = args.in(0), *y = args.out(0);
     if (!x || !y) return args.Error("needs an input and an output");
-    if (!DispatchCastType(x->dtype, [](auto) {}) || !DispatchCastType(y->dtype, [](auto) {}))
+    auto castable = [](DataType t) { return IsSmallType(t) || (t != DataType::kBool && DispatchCastType(t, [](auto) {})); };
+    small_ = IsSmallType(x->dtype) || IsSmallType(y->dtype);
+    if (!(small_ ? castable(x->dtype) && castable(y->dtype) : DispatchCastType(x->dtype, [](auto) {}) && DispatchCastType(y->dtype, [](auto) {})))
       return args.Error(std::string("unsupported cast from ") + DataTypeName(x->dtype) + " to " + DataTypeName(y->dtype));
+    saturate_ = args.attrs.Int("saturate", 1) != 0;
+    std::string round = args.attrs.String("round_mode", "up");
+    rounding_ = round == "down" ? E8M0Rounding::kDown : round == "nearest" ? E8M0Rounding::kNearest : E8M0Rounding::kUp;
     return CheckSameDims(args, *x, *y);
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
@@ -73,6 +79,14 @@ class CastKernel : public Kernel {
     Tensor& y = *args.out(0);
     if (x.dtype == y.dtype) {
       if (x.data != y.data && y.bytes > 0) std::memcpy(y.data, x.data, y.bytes);
+      return Status::Ok();
+    }
+    if (small_) {  // through double: exact for every value of these types and of the wider ones
+      for (int64_t i = 0; i < x.numel; ++i) {
+        double v = IsSmallType(x.dtype) ? SmallToDouble(x.dtype, x.data[i]) : ReadAt(x, i);
+        if (IsSmallType(y.dtype)) y.data[i] = SmallFromDouble(y.dtype, v, saturate_, rounding_);
+        else WriteAt(y, i, v);
+      }
       return Status::Ok();
     }
     DispatchCastType(x.dtype, [&](auto src_tag) {
@@ -86,6 +100,10 @@ class CastKernel : public Kernel {
     });
     return Status::Ok();
   }
+
+ private:
+  bool small_ = false, saturate_ = true;
+  E8M0Rounding rounding_ = E8M0Rounding::kUp;
 };
 
 // Clip: min/max attributes (the kernel form of versions before 11) or optional scalar inputs 1

@@ -47,6 +47,14 @@ Status SetDataDim(const KernelArgs& args, Tensor& out, int64_t axis, int64_t siz
   return Status::Ok();
 }
 
+Status CheckDataDimOutput(const KernelArgs& args, const Tensor& out, int64_t axis, const std::vector<int64_t>& expected) {
+  if (DataDimAxis(args) != axis) return args.Error("data_dim_axis " + std::to_string(DataDimAxis(args)) + " is not this step's axis " + std::to_string(axis));
+  bool ok = out.dims.size() == expected.size();
+  for (size_t d = 0; ok && d < expected.size(); ++d) ok = int64_t(d) == axis || out.dims[d] == expected[d];
+  if (!ok) return args.Error("output shape " + DimsToString(out.dims) + " does not fit its input");
+  return Status::Ok();
+}
+
 double ReadAt(const Tensor& t, int64_t i) {
   double v = 0;
   DispatchNumeric(t.dtype, [&](auto tag) { v = double(Load(t.As<decltype(tag)>()[i])); });

@@ -64,6 +64,10 @@ std::vector<int64_t> Strides(const std::vector<int64_t>& dims);
 // session reads after the step.
 int64_t DataDimAxis(const KernelArgs& args);
 Status SetDataDim(const KernelArgs& args, Tensor& out, int64_t axis, int64_t size);
+// Init of a step whose output `out` has a data dim: the step's data_dim_axis must be `axis` and
+// out's dims those of `expected` except at that axis (a plan that says otherwise would have the
+// kernel write past the bytes planned for out).
+Status CheckDataDimOutput(const KernelArgs& args, const Tensor& out, int64_t axis, const std::vector<int64_t>& expected);
 
 // Wrap-around integer arithmetic (two's complement, as numpy and onnxruntime compute): WrapOf<T>
 // is an unsigned type for T at least as wide as unsigned int, so that integer promotion never

@@ -37,6 +37,8 @@ class RoiAlignKernel : public Kernel {
     if (!IsFloatType(x->dtype) || !IsFloatType(rois->dtype) || y->dtype != x->dtype) return args.Error("X, rois and Y must be floats (X and Y of one dtype)");
     if (x->rank() != 4 || rois->rank() != 2 || rois->dims[1] != 4 || idx->rank() != 1 || idx->dims[0] != rois->dims[0])
       return args.Error("needs X [N, C, H, W], rois [R, 4] and batch_indices [R]");
+    if (idx->dtype != DataType::kI64 && idx->dtype != DataType::kI32) return args.Error("batch_indices must be int64 or int32");
+    if (x->dims[2] < 1 || x->dims[3] < 1) return args.Error("X has an empty spatial dim");
     oh_ = args.attrs.Int("output_height", 1);
     ow_ = args.attrs.Int("output_width", 1);
     if (y->dims != std::vector<int64_t>{rois->dims[0], x->dims[1], oh_, ow_}) return args.Error("output shape does not match");
@@ -71,7 +73,8 @@ class RoiAlignKernel : public Kernel {
       double bh = rh / double(oh_), bw = rw / double(ow_);
       double gh_d = ratio_ > 0 ? double(ratio_) : std::ceil(rh / double(oh_));
       double gw_d = ratio_ > 0 ? double(ratio_) : std::ceil(rw / double(ow_));
-      if (!(gh_d >= 0 && gw_d >= 0 && gh_d * gw_d <= 1e6)) return args.Error("region " + std::to_string(r) + " needs too many samples per bin");
+      if (!(gh_d >= 0 && gw_d >= 0 && gh_d * gw_d * double(oh_ * ow_) <= double(1 << 24)))
+        return args.Error("region " + std::to_string(r) + " needs too many samples (" + std::to_string(gh_d * gw_d * double(oh_ * ow_)) + ")");
       int64_t gh = int64_t(gh_d), gw = int64_t(gw_d);
       double count = double(std::max<int64_t>(gh * gw, 1));
       samples.assign(size_t(oh_ * ow_ * gh * gw), Sample{});
@@ -83,7 +86,7 @@ class RoiAlignKernel : public Kernel {
             for (int64_t ix = 0; ix < gw; ++ix, ++k) {
               double xx = x0 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw);
               Sample& s = samples[k];
-              if (yy < -1.0 || yy > double(H) || xx < -1.0 || xx > double(W)) continue;  // all zero
+              if (!(yy >= -1.0 && yy <= double(H) && xx >= -1.0 && xx <= double(W))) continue;  // all zero (NaN too)
               double sy = std::max(yy, 0.0), sx = std::max(xx, 0.0);
               int64_t ylo = int64_t(sy), xlo = int64_t(sx), yhi, xhi;
               if (ylo >= H - 1) yhi = ylo = H - 1, sy = double(ylo);
@@ -130,6 +133,7 @@ class AffineGridKernel : public Kernel {
     const Tensor *theta = args.in(0), *size = args.in(1), *y = args.out(0);
     if (!theta || !size || !y) return args.Error("needs theta, size and an output");
     if (!IsFloatType(theta->dtype) || y->dtype != theta->dtype) return args.Error("theta and the grid must be floats of one dtype");
+    if (size->dtype != DataType::kI64 && size->dtype != DataType::kI32) return args.Error("size must be int64");
     spatial_ = y->rank() - 2;
     if ((spatial_ != 2 && spatial_ != 3) || theta->rank() != 3 || theta->dims[0] != y->dims[0] || theta->dims[1] != spatial_ ||
         theta->dims[2] != spatial_ + 1 || y->dims.back() != spatial_ || size->numel != spatial_ + 2)
@@ -188,6 +192,8 @@ class Col2ImKernel : public Kernel {
     const Tensor *x = args.in(0), *image = args.in(1), *block = args.in(2), *y = args.out(0);
     if (!x || !image || !block || !y) return args.Error("needs input, image_shape, block_shape and an output");
     if (!IsFloatType(x->dtype) || y->dtype != x->dtype) return args.Error("input and output must be floats of one dtype");
+    for (const Tensor* t : {image, block})
+      if (t->dtype != DataType::kI64 && t->dtype != DataType::kI32) return args.Error("image_shape and block_shape must be int64");
     int64_t s = y->rank() - 2;
     if (x->rank() != 3 || s < 1 || image->numel != s || block->numel != s || y->dims[0] != x->dims[0])
       return args.Error("needs input [N, C * prod(block), L] and one image/block value per spatial dim");
@@ -212,7 +218,8 @@ class Col2ImKernel : public Kernel {
       if (image[d] != y.dims[d + 2]) return args.Error("image_shape differs from the plan's output dims");
       if (block[d] < 1) return args.Error("block_shape values must be >= 1");
       kernel *= block[d];
-      nblocks[d] = (image[d] + pads_[d] + pads_[d + s] - dil_[d] * (block[d] - 1) - 1) / strides_[d] + 1;
+      int64_t span = image[d] + pads_[d] + pads_[d + s] - dil_[d] * (block[d] - 1) - 1;
+      nblocks[d] = (span >= 0 ? span / strides_[d] : -((-span + strides_[d] - 1) / strides_[d])) + 1;  // floor, as the reference's //
       if (nblocks[d] < 1) return args.Error("the blocks do not fit the image");
       blocks *= nblocks[d];
     }
@@ -302,10 +309,15 @@ class TfIdfKernel : public Kernel {
     std::string mode = args.attrs.String("mode", "TF");
     mode_ = mode == "TF" ? 1 : mode == "IDF" ? 2 : mode == "TFIDF" ? 3 : 0;
     if (!mode_ || min_ < 1 || max_ < min_ || skip_ < 0 || indexes_.empty()) return args.Error("bad n-gram attributes");
+    for (int64_t v : indexes_)
+      if (v < 0 || v >= (int64_t(1) << 30)) return args.Error("ngram_indexes must be in [0, 2^30)");
+    if (x->rank() != 1 && x->rank() != 2) return args.Error("tokens must be [C] or [B, C]");
+    if (y->rank() < 1) return args.Error("output must be [O] or [B, O]");
     out_ = *std::max_element(indexes_.begin(), indexes_.end()) + 1;
     if (!weights_.empty() && int64_t(weights_.size()) < out_) return args.Error("weights must hold one value per output column");
     if (y->dims.back() != out_ || (x->rank() == 2 && (y->rank() != 2 || y->dims[0] != x->dims[0])) || (x->rank() == 1 && y->rank() != 1))
       return args.Error("output shape does not match");
+    if (y->numel != (x->rank() == 2 ? x->dims[0] : 1) * out_) return args.Error("output shape does not match");
     // The pool holds ngram_counts[i].. of (i + 1)-grams; ids count every n-gram in order (from 1),
     // those outside min..max included; prefixes of longer n-grams are entries with id 0.
     int64_t id = 1;
@@ -390,6 +402,8 @@ class NonMaxSuppressionKernel : public Kernel {
         boxes->dims[0] != scores->dims[0] || boxes->dims[1] != scores->dims[2])
       return args.Error("needs boxes [batches, boxes, 4] and scores [batches, classes, boxes]");
     center_ = args.attrs.Int("center_point_box", 0) != 0;
+    if (const Tensor* m = args.in(2); m && m->dtype != DataType::kI64 && m->dtype != DataType::kI32) return args.Error("max_output_boxes_per_class must be int64");
+    if (DataDimAxis(args) >= 0) PRECIS_RETURN_IF_ERROR(CheckDataDimOutput(args, *y, 0, {0, 3}));
     return Status::Ok();
   }
 
@@ -411,7 +425,9 @@ class NonMaxSuppressionKernel : public Kernel {
         auto score = [&](int64_t i) { return ReadAt(scores, (b * C + c) * N + i); };
         for (int64_t i = 0; i < N; ++i)
           if (!filter || score(i) > threshold) candidates.push_back(i);
-        std::stable_sort(candidates.begin(), candidates.end(), [&](int64_t p, int64_t q) { return score(p) > score(q); });
+        // NaN scores rank below every number (a strict weak order for the sort).
+        auto key = [&](int64_t i) { double s = score(i); return std::isnan(s) ? -INFINITY : s; };
+        std::stable_sort(candidates.begin(), candidates.end(), [&](int64_t p, int64_t q) { return key(p) > key(q); });
         for (int64_t i : candidates) {
           if (int64_t(kept.size()) >= max_out) break;
           bool keep = true;

@@ -379,21 +379,24 @@ class CompressKernel : public Kernel {
     const Tensor *in = args.in(0), *cond = args.in(1), *out = args.out(0);
     PRECIS_RETURN_IF_ERROR(CheckData(args, in, out));
     if (!cond || DataTypeSize(cond->dtype) != 1) return args.Error("condition must be bool");
+    int64_t axis = 0;
+    std::vector<int64_t> expected;
     if (args.attrs.Has("axis")) {
-      int64_t axis = args.attrs.Int("axis", 0);
+      axis = args.attrs.Int("axis", 0);
       if (axis < 0) axis += in->rank();
       if (axis < 0 || axis >= in->rank()) return args.Error("axis is out of range");
       outer_ = DimProduct(in->dims, 0, size_t(axis));
       n_ = in->dims[size_t(axis)];
       inner_bytes_ = size_t(DimProduct(in->dims, size_t(axis) + 1, in->dims.size())) * DataTypeSize(in->dtype);
+      expected = in->dims;
     } else {
       outer_ = 1;
       n_ = in->numel;
       inner_bytes_ = DataTypeSize(in->dtype);
+      expected = {n_};
     }
-    // A longer condition is an error where the compiler knew it; at run time (a data dim) only
-    // the first entries count, as onnxruntime and the reference take them.
-    if (cond->numel > n_ && DataDimAxis(args) < 0) return args.Error("condition is longer than the compressed axis");
+    if (DataDimAxis(args) >= 0) PRECIS_RETURN_IF_ERROR(CheckDataDimOutput(args, *out, axis, expected));
+    if (cond->numel > n_) return args.Error("condition is longer than the compressed axis");
     return Status::Ok();
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
@@ -429,6 +432,8 @@ class NonZeroKernel : public Kernel {
     const Tensor *in = args.in(0), *out = args.out(0);
     if (!in || !out || out->dtype != DataType::kI64 || out->rank() != 2 || out->dims[0] != in->rank())
       return args.Error("needs an input and an int64 [rank, count] output");
+    if (DataDimAxis(args) >= 0) PRECIS_RETURN_IF_ERROR(CheckDataDimOutput(args, *out, 1, {in->rank(), 0}));
+    else if (out->dims[1] > in->numel) return args.Error("output holds more entries than the input has elements");
     if (!DispatchAny(in->dtype, [](auto) {})) return args.Error(std::string("unsupported dtype ") + DataTypeName(in->dtype));
     strides_ = DenseStrides(in->dims);
     return Status::Ok();
@@ -487,6 +492,10 @@ class UniqueKernel : public Kernel {
     if (axis_ < 0) axis_ += x->rank();
     if (has_axis_ && (axis_ < 0 || axis_ >= x->rank())) return args.Error("axis is out of range");
     sorted_ = args.attrs.Int("sorted", 1) != 0;
+    std::vector<int64_t> expected = has_axis_ ? x->dims : std::vector<int64_t>{x->numel};
+    PRECIS_RETURN_IF_ERROR(CheckDataDimOutput(args, *y, has_axis_ ? axis_ : 0, expected));
+    for (size_t i : {size_t(1), size_t(3)})
+      if (const Tensor* o = args.out(i); o && o->dims[0] != y->dims[size_t(has_axis_ ? axis_ : 0)]) return args.Error("indices and counts must have Y's count");
     return Status::Ok();
   }
 
