@@ -206,6 +206,25 @@ Status InferCast(InferContext& ctx) {
   return Status::Ok();
 }
 
+// BitCast (opset 26): the same bits as another type of the same width. 4- and 2-bit types are
+// refused: Precis holds them one per byte, so their bits are not the ONNX bits.
+Status InferBitCast(InferContext& ctx) {
+  PRECIS_RETURN_IF_ERROR(CheckCastSource(ctx, 0));
+  auto to = ir::DTypeFromOnnx(int32_t(ctx.Int("to", 0)));
+  if (!to.ok()) return ctx.Error("needs an attribute 'to' naming a known type");
+  PRECIS_RETURN_IF_ERROR(CheckCastTarget(ctx, *to));
+  ir::DType from = ctx.input_dtype(0);
+  auto sub_byte = [](ir::DType t) {
+    return t == ir::DType::kI4 || t == ir::DType::kU4 || t == ir::DType::kF4E2M1 || t == ir::DType::kI2 || t == ir::DType::kU2;
+  };
+  if (sub_byte(from) || sub_byte(*to)) return ctx.Unsupported("bit casts of 4- and 2-bit types (held one per byte)");
+  if (ir::DTypeSize(from) != ir::DTypeSize(*to))
+    return ctx.Error(std::string("needs types of one width: ") + std::string(ir::DTypeName(from)) + " and " + std::string(ir::DTypeName(*to)));
+  PRECIS_ASSIGN_OR_RETURN(auto dims, ctx.InputDims(0));
+  ctx.SetOutput(0, *to, dims);
+  return Status::Ok();
+}
+
 Status InferCastLike(InferContext& ctx) {
   PRECIS_RETURN_IF_ERROR(CheckCastSource(ctx, 0));
   PRECIS_RETURN_IF_ERROR(CheckCastSource(ctx, 1));
@@ -349,6 +368,7 @@ void RegisterActivationOps(OpRegistry& r) {
   r.Register({"", "Clip", 1, INT_MAX, InferClip, true, 0, "", PrecisionClass::kFollow});
   r.Register({"", "Cast", 1, INT_MAX, InferCast, true, -1, "", PrecisionClass::kUntouched});
   r.Register({"", "CastLike", 15, INT_MAX, InferCastLike, true, -1, "Cast", PrecisionClass::kUntouched});
+  r.Register({"", "BitCast", 26, INT_MAX, InferBitCast, true, -1, "", PrecisionClass::kUntouched});
   r.Register({"", "Identity", 1, INT_MAX, InferIdentity, true, 0, "", PrecisionClass::kPassthrough});
   r.Register({"", "Dropout", 1, INT_MAX, InferDropout, true, 0, "", PrecisionClass::kPassthrough, 1});
 }

@@ -8,7 +8,10 @@
 namespace precis::ops {
 namespace {
 
-bool IsQuantDType(ir::DType t) { return t == ir::DType::kU8 || t == ir::DType::kI8 || t == ir::DType::kU16 || t == ir::DType::kI16; }
+// 8- and 16-bit integers, and the storage types but float8 e8m0 (float8, float4, int4, int2).
+bool IsQuantDType(ir::DType t) {
+  return t == ir::DType::kU8 || t == ir::DType::kI8 || t == ir::DType::kU16 || t == ir::DType::kI16 || (ir::IsStorageType(t) && t != ir::DType::kF8E8M0);
+}
 
 // The scale (and zero point) shape against x: one value, one per index along `axis`, or x's shape
 // with ceil(dim / block_size) along `axis`.
@@ -17,7 +20,9 @@ Status CheckQuantParams(InferContext& ctx, const std::vector<ir::Dim>& x) {
   if (!ir::IsFloat(ctx.input_dtype(1))) return ctx.Error("the scale must be a float tensor");
   if (ctx.has_input(2)) {
     PRECIS_ASSIGN_OR_RETURN(auto zero, ctx.InputDims(2));
-    if (zero.size() != scale.size()) return ctx.Error("zero point and scale shapes differ");
+    // One value each may be a scalar and a [1] (per tensor either way).
+    auto single = [](const std::vector<ir::Dim>& d) { return d.empty() || (d.size() == 1 && d[0].is_static() && d[0].value() == 1); };
+    if (zero.size() != scale.size() && !(single(zero) && single(scale))) return ctx.Error("zero point and scale shapes differ");
   }
   int64_t rank = int64_t(x.size()), block = ctx.Int("block_size", 0);
   bool one = scale.empty() || (scale.size() == 1 && scale[0].is_static() && scale[0].value() == 1);
@@ -48,7 +53,7 @@ Status InferQuantizeLinear(InferContext& ctx) {
     if (!t.ok()) return ctx.Unsupported("output_dtype: " + t.status().message());
     out = *t;
   }
-  if (!IsQuantDType(out)) return ctx.Unsupported("quantizing to " + std::string(ir::DTypeName(out)) + " (supported: 8- and 16-bit integers)");
+  if (!IsQuantDType(out)) return ctx.Unsupported("quantizing to " + std::string(ir::DTypeName(out)) + " (supported: 8- and 16-bit integers, int4, int2, float8, float4)");
   PRECIS_RETURN_IF_ERROR(CheckQuantParams(ctx, x));
   ctx.SetOutput(0, out, x);
   return Status::Ok();
@@ -58,7 +63,7 @@ Status InferDequantizeLinear(InferContext& ctx) {
   PRECIS_ASSIGN_OR_RETURN(auto x, ctx.InputDims(0));
   ir::DType in = ctx.input_dtype(0);
   if (!IsQuantDType(in) && in != ir::DType::kI32)
-    return ctx.Unsupported("dequantizing " + std::string(ir::DTypeName(in)) + " (supported: 8-, 16- and 32-bit integers)");
+    return ctx.Unsupported("dequantizing " + std::string(ir::DTypeName(in)) + " (supported: 8-, 16- and 32-bit integers, int4, int2, float8, float4)");
   if (ctx.has_input(2) && ctx.input_dtype(2) != in) return ctx.Error("the zero point's dtype differs from x");
   PRECIS_RETURN_IF_ERROR(CheckQuantParams(ctx, x));
   ctx.SetOutput(0, ctx.input_dtype(1), x);

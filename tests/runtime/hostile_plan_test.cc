@@ -445,6 +445,21 @@ TEST(HostilePlan, DynamicPlans) {
     p.data_symbols = {1, TensorId(p, "h"), 0};
     p.data_symbol_bounds = {1, 7};
   }, "bad data symbol bound");
+  // A step claiming a data dim the plan does not list; a data symbol whose step has no
+  // data_dim_axis (its kernel would not record the size).
+  refused([](plan::PlanT& p, auto&) {
+    auto a = std::make_unique<plan::AttrT>();
+    a->name = "data_dim_axis";
+    a->kind = plan::AttrKind_Int;
+    a->i = 0;
+    p.programs[0]->steps[0]->attrs.push_back(std::move(a));
+  }, "has data_dim_axis, but the plan lists no data symbol");
+  refused([](plan::PlanT& p, auto&) {
+    p.symbols.push_back("count");
+    p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, 1, 1, 1};
+    p.data_symbols = {1, TensorId(p, "h"), 0};
+    p.data_symbol_bounds = {1, 7, 0};
+  }, "is not bound by exactly one entry-program step with data_dim_axis 0");
   refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, 1, 1, -1}; }, "has a bad symbolic dim");
   refused([](plan::PlanT& p, auto&) { p.tensors[size_t(TensorId(p, "h"))]->dim_code = {1, int64_t(1) << 62, 1, 0}; }, "out of range");
   // Two tensors live at once made to look disjoint: they share bytes, and the step reading one

@@ -106,6 +106,24 @@ class CastKernel : public Kernel {
   E8M0Rounding rounding_ = E8M0Rounding::kUp;
 };
 
+// BitCast: the input's bytes as the output's type (the compiler checked that the widths agree).
+class BitCastKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *x = args.in(0), *y = args.out(0);
+    if (!x || !y) return args.Error("needs an input and an output");
+    if (DataTypeSize(x->dtype) == 0 || DataTypeSize(x->dtype) != DataTypeSize(y->dtype) || x->bytes != y->bytes)
+      return args.Error(std::string("cannot reinterpret ") + DataTypeName(x->dtype) + " as " + DataTypeName(y->dtype));
+    return CheckSameDims(args, *x, *y);
+  }
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    const Tensor& x = *args.in(0);
+    Tensor& y = *args.out(0);
+    if (x.data != y.data && y.bytes > 0) std::memcpy(y.data, x.data, y.bytes);
+    return Status::Ok();
+  }
+};
+
 // Clip: min/max attributes (the kernel form of versions before 11) or optional scalar inputs 1
 // and 2. Applies
 // max(x, min) then min(., max), so min > max gives max everywhere (as ONNX specifies); NaN stays.
@@ -210,6 +228,7 @@ class PassThroughKernel : public Kernel {
 
 void AddCastKernels(KernelRegistry& r) {
   r.Register("Cast", Make<CastKernel>);
+  r.Register("BitCast", Make<BitCastKernel>);
   r.Register("Clip", Make<ClipKernel>);
   r.Register("Identity", Make<PassThroughKernel<false>>);
   r.Register("Dropout", Make<PassThroughKernel<true>>);

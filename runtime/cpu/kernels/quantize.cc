@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/base/small_types.h"
 #include "runtime/cpu/kernels/common.h"
 #include "runtime/cpu/kernels/register.h"
 #include "runtime/kernels/index_util.h"
@@ -15,7 +16,20 @@
 namespace precis::rt {
 namespace {
 
-bool IsQuantType(DataType t) { return t == DataType::kU8 || t == DataType::kI8 || t == DataType::kU16 || t == DataType::kI16; }
+bool IsQuantType(DataType t) {
+  return t == DataType::kU8 || t == DataType::kI8 || t == DataType::kU16 || t == DataType::kI16 || (IsSmallType(t) && t != DataType::kF8E8M0);
+}
+
+// The integer range of int4/uint4/int2/uint2 (quantization saturates; Cast wraps).
+bool SmallIntRange(DataType t, double& lo, double& hi) {
+  switch (t) {
+    case DataType::kI4: lo = -8, hi = 7; return true;
+    case DataType::kU4: lo = 0, hi = 15; return true;
+    case DataType::kI2: lo = -2, hi = 1; return true;
+    case DataType::kU2: lo = 0, hi = 3; return true;
+    default: return false;
+  }
+}
 
 // Round half to even (the default rounding mode), then clamp to T's range.
 template <typename T>
@@ -35,7 +49,8 @@ struct QuantParams {
   Status Init(const KernelArgs& args, const Tensor& x, const Tensor& scale, const Tensor* zero) {
     int64_t rank = x.rank(), axis = args.attrs.Int("axis", 1);
     block = args.attrs.Int("block_size", 0);
-    if (zero && zero->dims != scale.dims) return args.Error("zero point and scale shapes differ");
+    if (zero && zero->dims != scale.dims && !(zero->numel == 1 && scale.numel == 1 && zero->rank() <= 1 && scale.rank() <= 1))
+      return args.Error("zero point and scale shapes differ");
     if (scale.numel == 1 && block == 0) return Status::Ok();
     if (axis < -rank || axis >= rank) return args.Error("axis " + std::to_string(axis) + " is out of range");
     if (axis < 0) axis += rank;
@@ -74,12 +89,28 @@ class QuantizeLinearKernel : public Kernel {
     if (!DispatchFloat(scale->dtype, [](auto) {})) return args.Error("y_scale must be a float tensor");
     if (!IsQuantType(y->dtype) || (zero && zero->dtype != y->dtype)) return args.Error("the output and zero point must be one 8- or 16-bit integer type");
     if (y->dims != x->dims) return args.Error("output shape differs from x");
+    saturate_ = args.attrs.Int("saturate", 1) != 0;
     return params_.Init(args, *x, *scale, zero);
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
     const Tensor &x = *args.in(0), &scale = *args.in(1);
     const Tensor* zero = args.in(2);
     Tensor& y = *args.out(0);
+    if (IsSmallType(y.dtype)) {
+      // As ONNX's reference: int4/int2 round, add the zero point and clamp; float8 converts x / scale
+      // (saturating unless saturate = 0; no zero point); float4 converts x / scale + zero point.
+      double lo = 0, hi = 0;
+      bool integer = SmallIntRange(y.dtype, lo, hi);
+      bool float8 = !integer && y.dtype != DataType::kF4E2M1;
+      for (int64_t k = 0; k < x.numel; ++k) {
+        int64_t p = params_.Index(k);
+        double q = double(float(ReadAt(x, k)) / float(ReadAt(scale, p)));
+        double z = zero ? SmallToDouble(zero->dtype, zero->data[p]) : 0.0;
+        if (integer) y.data[k] = SmallFromDouble(y.dtype, std::isnan(q) ? lo : std::clamp(std::nearbyint(q) + z, lo, hi));
+        else y.data[k] = SmallFromDouble(y.dtype, float8 ? q : double(float(q + z)), saturate_);
+      }
+      return Status::Ok();
+    }
     DispatchInteger(y.dtype, [&](auto tag) {
       using T = decltype(tag);
       T* out = y.As<T>();
@@ -95,6 +126,7 @@ class QuantizeLinearKernel : public Kernel {
 
  private:
   QuantParams params_;
+  bool saturate_ = true;
 };
 
 class DequantizeLinearKernel : public Kernel {
@@ -117,7 +149,8 @@ class DequantizeLinearKernel : public Kernel {
       T* out = y.As<T>();
       for (int64_t k = 0; k < x.numel; ++k) {
         int64_t p = params_.Index(k);
-        float v = (float(ReadAt(x, k)) - (zero ? float(ReadAt(*zero, p)) : 0.f)) * float(ReadAt(scale, p));
+        auto value = [](const Tensor& t, int64_t i) { return IsSmallType(t.dtype) ? float(SmallToDouble(t.dtype, t.data[i])) : float(ReadAt(t, i)); };
+        float v = (value(x, k) - (zero ? value(*zero, p) : 0.f)) * float(ReadAt(scale, p));
         out[k] = Store<T>(v);
       }
     });
