@@ -350,8 +350,14 @@ TEST(ActivationKernels, CastFoldsConstantsAndRefusesStrings) {
   ExpectExact(outs[0], {1, -2, 127}, DataType::kI8);
   auto s = CompileText(ModelText(13, {{"x", Tensor{"f32", {2}, {}}}}, "  %y = Cast(%x) {to = 8}", {"y"}));
   EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented) << s.status().ToString();
-  auto f8 = CompileText(ModelText(19, {{"x", Tensor{"f32", {2}, {}}}}, "  %y = Cast(%x) {to = 17}", {"y"}));
-  EXPECT_EQ(f8.status().code(), StatusCode::kUnimplemented) << f8.status().ToString();
+  // float8 e4m3fn (to = 17) and back: 448 is its largest value, 500 saturates to it, -0.3 rounds
+  // to -0.3125 (steps of 2^-5 between 0.25 and 0.5); without saturation 500 becomes NaN (no Inf).
+  auto f8 = RunModel(19, {}, "  const %c: f32[3] = [448.0, 500.0, -0.3]\n  %q = Cast(%c) {to = 17}\n  %y = Cast(%q) {to = 1}", {"y"});
+  ASSERT_EQ(f8.size(), 1u);
+  ExpectClose(f8[0], {448, 448, -0.3125}, 0);
+  auto raw = RunModel(19, {}, "  const %c: f32[1] = [500.0]\n  %q = Cast(%c) {to = 17, saturate = 0}\n  %y = Cast(%q) {to = 1}", {"y"});
+  ASSERT_EQ(raw.size(), 1u);
+  EXPECT_TRUE(std::isnan(raw[0].values[0]));
 }
 
 // ---- integer arithmetic ONNX leaves undefined -----------------------------------------------

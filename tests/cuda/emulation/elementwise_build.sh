@@ -12,7 +12,7 @@ INC="-I$ROOT -I$ROOT/runtime/include -I$BUILD/generated -isystem /usr/local/cuda
 for f in runtime/cpu/kernels/elementwise.cc runtime/cpu/kernels/activation.cc runtime/cpu/kernels/activation_binary.cc \
          runtime/cpu/kernels/activation_cast.cc runtime/cpu/kernels/common.cc runtime/cpu/kernels/shape_checks.cc runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/widen_kernel.cc \
          runtime/kernels/index_util.cc \
-         runtime/base/status.cc runtime/base/types.cc runtime/base/half_array.cc runtime/base/cpu_features.cc; do
+         runtime/base/status.cc runtime/base/types.cc runtime/base/small_types.cc runtime/base/half_array.cc runtime/base/cpu_features.cc; do
   g++ $INC -O2 -std=c++20 -c "$ROOT/$f" -o "$OUT/cpu_$(basename $f).o"
 done
 # WidenKernel converts through the parallel block conversions (OpenMP, as in the CMake build).

@@ -28,7 +28,7 @@ for f in runtime/cuda/kernels/nn_lt.cc runtime/cuda/kernels/nn_cudnn.cc runtime/
 for f in runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/widen_kernel.cc runtime/cpu/step_adapters.cc runtime/cpu/kernels/matmul.cc runtime/cpu/kernels/reduce_einsum.cc \
          runtime/cpu/kernels/common.cc runtime/cpu/kernels/shape_checks.cc runtime/cpu/kernels/nn.cc runtime/cpu/kernels/nn_conv.cc runtime/cpu/kernels/nn_pool.cc runtime/cpu/kernels/training.cc \
          runtime/kernels/nn_window.cc runtime/kernels/einsum.cc runtime/kernels/index_util.cc \
-         runtime/base/status.cc runtime/base/types.cc runtime/base/half_array.cc runtime/base/cpu_features.cc; do
+         runtime/base/status.cc runtime/base/types.cc runtime/base/small_types.cc runtime/base/half_array.cc runtime/base/cpu_features.cc; do
   compile $f cpu_$(basename $f .cc).o $CXX
 done
 # WidenKernel converts through the parallel block conversions (OpenMP, as in the CMake build).

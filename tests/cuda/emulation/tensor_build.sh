@@ -20,7 +20,7 @@ g++ -std=c++20 $INC -isystem /usr/local/cuda/include -c "$ROOT/tests/cuda/emulat
 for f in runtime/cpu/kernels/tensor.cc runtime/cpu/kernels/tensor_index.cc runtime/cpu/kernels/tensor_fill.cc \
          runtime/cpu/kernels/tensor_resize.cc runtime/cpu/kernels/tensor_util.cc runtime/cpu/kernels/common.cc runtime/cpu/kernels/shape_checks.cc \
          runtime/kernels/resize_taps.cc runtime/kernels/strided_views.cc runtime/kernels/index_util.cc \
-         runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/widen_kernel.cc runtime/base/status.cc runtime/base/types.cc \
+         runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/widen_kernel.cc runtime/base/status.cc runtime/base/types.cc runtime/base/small_types.cc \
          runtime/base/half_array.cc runtime/base/cpu_features.cc; do
   g++ -std=c++20 -O1 $INC -c "$ROOT/$f" -o "$OUT/cpu_$(basename $f .cc).o"
 done
