@@ -75,6 +75,18 @@ def probe_values(values):
     return probe.astype(np.float32)
 
 
+def compile_and_run(precis, model, x_file, stem):
+    """Compiles `model` to STEM.plan and runs it on input x (a .pb or .npy file); returns output y
+    as an array, or (None, the error)."""
+    path, plan = stem + ".onnx", stem + ".plan"
+    onnx.save(model, path)
+    r = subprocess.run([precis, "compile", path, "-o", plan, "--quiet"], capture_output=True, text=True)
+    r = r if r.returncode else subprocess.run([precis, "run", plan, "--input", f"x={x_file}", "--output-dir", stem], capture_output=True, text=True)
+    if r.returncode:
+        return None, r.stderr.strip()[-300:]
+    return np.load(os.path.join(stem, "y.npy")), ""
+
+
 def main():
     precis, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -87,17 +99,13 @@ def main():
                                                     [helper.make_tensor_value_info("x", code, [len(all_codes)])],
                                                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [len(all_codes)])]),
                                   opset_imports=[helper.make_opsetid("", 23)])
-        path, plan, pb = (os.path.join(work, f"{name}_decode{s}") for s in (".onnx", ".plan", ".pb"))
-        onnx.save(model, path)
+        pb = os.path.join(work, f"{name}_decode.pb")
         with open(pb, "wb") as f:
             f.write(numpy_helper.from_array(all_codes, "x").SerializeToString())
-        out = os.path.join(work, f"{name}_decode")
-        r = subprocess.run([precis, "compile", path, "-o", plan, "--quiet"], capture_output=True, text=True)
-        r = r if r.returncode else subprocess.run([precis, "run", plan, "--input", f"x={pb}", "--output-dir", out], capture_output=True, text=True)
-        if r.returncode:
-            check(False, f"{name} decode: {r.stderr.strip()[-300:]}")
+        got, err = compile_and_run(precis, model, pb, os.path.join(work, f"{name}_decode"))
+        if got is None:
+            check(False, f"{name} decode: {err}")
             continue
-        got = np.load(os.path.join(out, "y.npy"))
         same = (got == want) | (np.isnan(got) & np.isnan(want))
         check(bool(same.all()), f"{name:<15} decode all {len(all_codes)} codes" + ("" if same.all() else f": first difference at code {int(np.argmin(same))}: {got[~same][:3]} vs {want[~same][:3]}"))
         # Encoding.
@@ -108,16 +116,12 @@ def main():
             model = helper.make_model(helper.make_graph(nodes, "encode", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [len(x)])],
                                                         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [len(x)])]),
                                       opset_imports=[helper.make_opsetid("", 23)])
-            path, plan, xin = (os.path.join(work, f"{name}_encode{saturate}{s}") for s in (".onnx", ".plan", "_x.npy"))
-            onnx.save(model, path)
+            xin = os.path.join(work, f"{name}_encode{saturate}_x.npy")
             np.save(xin, x)
-            out = os.path.join(work, f"{name}_encode{saturate}")
-            r = subprocess.run([precis, "compile", path, "-o", plan, "--quiet"], capture_output=True, text=True)
-            r = r if r.returncode else subprocess.run([precis, "run", plan, "--input", f"x={xin}", "--output-dir", out], capture_output=True, text=True)
-            if r.returncode:
-                check(False, f"{name} encode saturate={saturate}: {r.stderr.strip()[-300:]}")
+            got, err = compile_and_run(precis, model, xin, os.path.join(work, f"{name}_encode{saturate}"))
+            if got is None:
+                check(False, f"{name} encode saturate={saturate}: {err}")
                 continue
-            got = np.load(os.path.join(out, "y.npy"))
             with np.errstate(all="ignore"):
                 ref = encode_reference(x, np_type, saturate, is_float8)
             same = (got == ref) | (np.isnan(got) & np.isnan(ref))
