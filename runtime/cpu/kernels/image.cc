@@ -22,6 +22,7 @@
 
 #include "runtime/cpu/kernels/common.h"
 #include "runtime/cpu/kernels/register.h"
+#include "runtime/kernels/index_util.h"
 
 namespace precis::rt {
 namespace {
@@ -37,7 +38,7 @@ class RoiAlignKernel : public Kernel {
     if (!IsFloatType(x->dtype) || !IsFloatType(rois->dtype) || y->dtype != x->dtype) return args.Error("X, rois and Y must be floats (X and Y of one dtype)");
     if (x->rank() != 4 || rois->rank() != 2 || rois->dims[1] != 4 || idx->rank() != 1 || idx->dims[0] != rois->dims[0])
       return args.Error("needs X [N, C, H, W], rois [R, 4] and batch_indices [R]");
-    if (idx->dtype != DataType::kI64 && idx->dtype != DataType::kI32) return args.Error("batch_indices must be int64 or int32");
+    if (!IsIndexType(idx->dtype)) return args.Error("batch_indices must be int64 or int32");
     if (x->dims[2] < 1 || x->dims[3] < 1) return args.Error("X has an empty spatial dim");
     oh_ = args.attrs.Int("output_height", 1);
     ow_ = args.attrs.Int("output_width", 1);
@@ -133,7 +134,7 @@ class AffineGridKernel : public Kernel {
     const Tensor *theta = args.in(0), *size = args.in(1), *y = args.out(0);
     if (!theta || !size || !y) return args.Error("needs theta, size and an output");
     if (!IsFloatType(theta->dtype) || y->dtype != theta->dtype) return args.Error("theta and the grid must be floats of one dtype");
-    if (size->dtype != DataType::kI64 && size->dtype != DataType::kI32) return args.Error("size must be int64");
+    if (!IsIndexType(size->dtype)) return args.Error("size must be int64");
     spatial_ = y->rank() - 2;
     if ((spatial_ != 2 && spatial_ != 3) || theta->rank() != 3 || theta->dims[0] != y->dims[0] || theta->dims[1] != spatial_ ||
         theta->dims[2] != spatial_ + 1 || y->dims.back() != spatial_ || size->numel != spatial_ + 2)
@@ -193,7 +194,7 @@ class Col2ImKernel : public Kernel {
     if (!x || !image || !block || !y) return args.Error("needs input, image_shape, block_shape and an output");
     if (!IsFloatType(x->dtype) || y->dtype != x->dtype) return args.Error("input and output must be floats of one dtype");
     for (const Tensor* t : {image, block})
-      if (t->dtype != DataType::kI64 && t->dtype != DataType::kI32) return args.Error("image_shape and block_shape must be int64");
+      if (!IsIndexType(t->dtype)) return args.Error("image_shape and block_shape must be int64");
     int64_t s = y->rank() - 2;
     if (x->rank() != 3 || s < 1 || image->numel != s || block->numel != s || y->dims[0] != x->dims[0])
       return args.Error("needs input [N, C * prod(block), L] and one image/block value per spatial dim");
@@ -299,7 +300,7 @@ class TfIdfKernel : public Kernel {
   Status Init(const KernelArgs& args, const CpuContext&) override {
     const Tensor *x = args.in(0), *y = args.out(0);
     if (!x || !y) return args.Error("needs tokens and an output");
-    if ((x->dtype != DataType::kI64 && x->dtype != DataType::kI32) || y->dtype != DataType::kF32) return args.Error("needs int tokens and a float output");
+    if (!IsIndexType(x->dtype) || y->dtype != DataType::kF32) return args.Error("needs int tokens and a float output");
     std::vector<int64_t> counts = args.attrs.Ints("ngram_counts"), pool = args.attrs.Ints("pool_int64s");
     indexes_ = args.attrs.Ints("ngram_indexes");
     weights_ = args.attrs.Floats("weights");
@@ -402,7 +403,7 @@ class NonMaxSuppressionKernel : public Kernel {
         boxes->dims[0] != scores->dims[0] || boxes->dims[1] != scores->dims[2])
       return args.Error("needs boxes [batches, boxes, 4] and scores [batches, classes, boxes]");
     center_ = args.attrs.Int("center_point_box", 0) != 0;
-    if (const Tensor* m = args.in(2); m && m->dtype != DataType::kI64 && m->dtype != DataType::kI32) return args.Error("max_output_boxes_per_class must be int64");
+    if (const Tensor* m = args.in(2); m && !IsIndexType(m->dtype)) return args.Error("max_output_boxes_per_class must be int64");
     if (DataDimAxis(args) >= 0) PRECIS_RETURN_IF_ERROR(CheckDataDimOutput(args, *y, 0, {0, 3}));
     return Status::Ok();
   }
