@@ -42,12 +42,24 @@ const ir::Attribute* Attr(const Node* n, const char* name) { return n->FindAttri
 
 bool HasData(const Value* v) { return v->is_constant() && v->data() && v->data()->has_data(); }
 
+// A value's dims when its rank is known and every dim is static or, where `symbolic` allows it
+// (CPU plans), a named symbol; nullopt otherwise (unknown dims compare equal to each other).
+std::optional<std::vector<ir::Dim>> KnownDims(const Value* v, bool symbolic) {
+  if (!v || !v->type().is_tensor() || !v->type().shape().has_rank()) return std::nullopt;
+  const std::vector<ir::Dim>& d = v->type().shape().dims();
+  for (const ir::Dim& x : d)
+    if (!x.is_static() && !(symbolic && x.is_symbolic())) return std::nullopt;
+  return d;
+}
+
+bool IsOne(const ir::Dim& d) { return d.is_static() && d.value() == 1; }
+
 // Whether dims `d` broadcast to `y` (right-aligned, numpy rules) without changing y.
-bool Broadcasts(const std::vector<int64_t>& d, const std::vector<int64_t>& y) {
+bool Broadcasts(const std::vector<ir::Dim>& d, const std::vector<ir::Dim>& y) {
   if (d.size() > y.size()) return false;
   for (size_t i = 0; i < d.size(); ++i) {
-    int64_t a = d[d.size() - 1 - i], b = y[y.size() - 1 - i];
-    if (a != b && a != 1) return false;
+    const ir::Dim &a = d[d.size() - 1 - i], &b = y[y.size() - 1 - i];
+    if (!(a == b) && !IsOne(a)) return false;
   }
   return true;
 }
@@ -55,7 +67,7 @@ bool Broadcasts(const std::vector<int64_t>& d, const std::vector<int64_t>& y) {
 // Why a 16-bit Conv stays NCHW; empty when it can run NHWC. A grouped convolution gains nothing
 // from tensor cores, so it runs NHWC only to stay inside a region its input is already in
 // (`joining`): then no transposes go around it (MobileNet's depthwise layers).
-std::string NchwReason(const Node* c, bool joining) {
+std::string GpuNchwReason(const Node* c, bool joining) {
   if (c->inputs().size() < 2 || c->outputs().size() != 1) return "unexpected operands";
   auto x = StaticDims(c->inputs()[0]), w = StaticDims(c->inputs()[1]), y = StaticDims(c->outputs()[0]);
   if (!x || !w || !y || x->size() != 4 || w->size() != 4 || y->size() != 4) return "not a 2-D convolution with static shapes";
@@ -74,6 +86,25 @@ std::string NchwReason(const Node* c, bool joining) {
   if (auto_pad && auto_pad->s != "NOTSET" && auto_pad->s != "VALID") return "auto_pad " + auto_pad->s;
   const ir::Attribute* pads = Attr(c, "pads");
   if (pads && (pads->ints.size() != 4 || pads->ints[0] != pads->ints[2] || pads->ints[1] != pads->ints[3])) return "asymmetric pads";
+  return "";
+}
+
+// Why a CPU Conv stays NCHW; empty when it runs NHWC. oneDNN's convolutions read and write
+// channels-last activations directly (any group, stride, padding or channel count), so a plain
+// NCHW tensor costs a reorder into channels-last and one back around every convolution; in a
+// region they are paid once. Symbolic batch and image dims are fine (the kernels are prepared per
+// shape); the channels must be static.
+std::string CpuNchwReason(const Node* c) {
+  if (c->inputs().size() < 2 || c->outputs().size() != 1 || !c->inputs()[1]) return "unexpected operands";
+  auto x = KnownDims(c->inputs()[0], true), w = KnownDims(c->inputs()[1], false), y = KnownDims(c->outputs()[0], true);
+  if (!x || !w || !y || x->size() != 4 || w->size() != 4 || y->size() != 4) return "not a 2-D convolution";
+  if (!(*x)[1].is_static() || !(*y)[1].is_static()) return "channels are not static";
+  const Value* wv = c->inputs()[1];
+  if (!HasData(wv)) return "W is not a constant";
+  ir::DType dt = c->inputs()[0]->type().dtype();
+  if (dt != ir::DType::kF32 && !ir::IsHalfFloat(dt)) return "X is " + std::string(ir::DTypeName(dt));
+  if (wv->type().dtype() != dt) return "W's dtype differs from X's";
+  if (!ir::IsFloat(c->outputs()[0]->type().dtype())) return "Y is not a float tensor";
   return "";
 }
 
@@ -103,21 +134,21 @@ bool ChannelOp(const Node* n) {
 // out and the whole result back in (light DenseNet-121: 14 transposes with "every input NHWC",
 // 3 with "one input NHWC").
 // ChannelOp nodes of an NHWC 4-D input join as well.
-bool JoinsRegion(const Node* n, const std::set<const Value*>& nhwc) {
+bool JoinsRegion(const Node* n, const std::set<const Value*>& nhwc, bool symbolic) {
   if (!n->domain().empty() || n->outputs().empty() || !n->outputs()[0]) return false;
   if (ChannelOp(n)) {
     for (size_t i = 1; i < n->outputs().size(); ++i)
       if (n->outputs()[i]) return false;  // MaxPool's Indices, training BatchNormalization's statistics
-    auto x = StaticDims(n->inputs().empty() ? nullptr : n->inputs()[0]), y = StaticDims(n->outputs()[0]);
+    auto x = KnownDims(n->inputs().empty() ? nullptr : n->inputs()[0], symbolic), y = KnownDims(n->outputs()[0], symbolic);
     return x && y && x->size() == 4 && y->size() == 4 && nhwc.count(n->inputs()[0]);
   }
   if (n->outputs().size() != 1) return false;
   if (Is(n, "Concat")) {
-    auto y = StaticDims(n->outputs()[0]);
+    auto y = KnownDims(n->outputs()[0], symbolic);
     if (!y || y->size() != 4 || n->inputs().empty()) return false;
     bool any = false;
     for (const Value* v : n->inputs()) {
-      if (!v) return false;
+      if (!v || !KnownDims(v, symbolic)) return false;
       any = any || nhwc.count(v);
     }
     return any;
@@ -128,7 +159,7 @@ bool JoinsRegion(const Node* n, const std::set<const Value*>& nhwc) {
   if (binary && n->inputs().size() != 2 && !Is(n, "Max") && !Is(n, "Min")) return false;
   for (const auto& a : n->attributes())
     if (!a.graphs.empty()) return false;
-  auto y = StaticDims(n->outputs()[0]);
+  auto y = KnownDims(n->outputs()[0], symbolic);
   if (!y || y->size() != 4) return false;
   bool any = false;
   for (size_t i = 0; i < n->inputs().size(); ++i) {
@@ -139,7 +170,7 @@ bool JoinsRegion(const Node* n, const std::set<const Value*>& nhwc) {
       continue;
     }
     if (IsScalar(v) && !nhwc.count(v)) continue;
-    auto d = StaticDims(v);
+    auto d = KnownDims(v, symbolic);
     if (!d) return false;
     if (*d == *y) {
       any = any || nhwc.count(v) > 0;
@@ -171,13 +202,27 @@ std::vector<ir::Attribute> Perm(const int (&perm)[4]) {
 
 // Whether permuting `dims` by `perm` moves no data: its dims larger than 1 keep their order
 // (an [N, C, 1, 1] squeeze-and-excitation tensor, a one-channel image).
-bool MovesNoData(const std::vector<int64_t>& dims, const int (&perm)[4]) {
+// A symbolic dim counts as larger than 1: if the order holds then, it holds when it is 1 too.
+bool MovesNoData(const std::vector<ir::Dim>& dims, const int (&perm)[4]) {
   std::vector<int> before, after;
   for (int i = 0; i < 4; ++i) {
-    if (dims[size_t(i)] != 1) before.push_back(i);
-    if (dims[size_t(perm[i])] != 1) after.push_back(perm[i]);
+    if (!IsOne(dims[size_t(i)])) before.push_back(i);
+    if (!IsOne(dims[size_t(perm[i])])) after.push_back(perm[i]);
   }
   return before == after;
+}
+
+// The shape operand of a Reshape from `from` to `to` (rank 4, the same elements): static dims
+// as they are, a symbolic dim 0 (the batch, which both permutations keep first) as 0, which
+// Reshape copies from the input; nullopt when another dim is symbolic.
+std::optional<std::vector<int64_t>> ReshapeDims(const std::vector<ir::Dim>& from, const std::vector<ir::Dim>& to) {
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < to.size(); ++i) {
+    if (to[i].is_static()) dims.push_back(to[i].value());
+    else if (i == 0 && to[0] == from[0]) dims.push_back(0);
+    else return std::nullopt;
+  }
+  return dims;
 }
 
 // [a, b, c, d] -> [a, c, d, b] (W [M, C, kH, kW] -> [M, kH, kW, C]); `dims` (rank 4, the same
@@ -203,15 +248,16 @@ const std::vector<std::string>& NhwcOps() {
   return ops;
 }
 
-LayoutStats ChooseLayout(ir::Graph& g) {
+LayoutStats ChooseLayout(ir::Graph& g, LayoutTarget target) {
+  const bool cpu = target == LayoutTarget::kCpu;
   LayoutStats stats;
   std::set<const Node*> region;
   std::set<const Value*> nhwc;  // outputs of region nodes (their NCHW names)
   for (const auto& up : g.nodes()) {
     Node* n = up.get();
-    if (Is(n, "Conv") && !n->inputs().empty() && IsHalf(n->inputs()[0])) {
-      std::string reason = NchwReason(n, false);
-      bool joins = !reason.empty() && nhwc.count(n->inputs()[0]) && NchwReason(n, true).empty();
+    if (Is(n, "Conv") && !n->inputs().empty() && n->inputs()[0] && (cpu || IsHalf(n->inputs()[0]))) {
+      std::string reason = cpu ? CpuNchwReason(n) : GpuNchwReason(n, false);
+      bool joins = !cpu && !reason.empty() && nhwc.count(n->inputs()[0]) && GpuNchwReason(n, true).empty();
       if (!reason.empty() && !joins) {
         AddEvidence(n, "layout NCHW: " + reason);
         ++stats.nchw_convs;
@@ -219,12 +265,13 @@ LayoutStats ChooseLayout(ir::Graph& g) {
       }
       const auto& d = n->inputs()[0]->type().shape().dims();
       std::string channels = "channels " + std::to_string(d[1].value()) + " -> " + std::to_string(n->outputs()[0]->type().shape().dims()[1].value());
-      if (joins) AddEvidence(n, "layout NHWC (" + reason + ", inside its input's NHWC region: no transposes around it)");
+      if (cpu) AddEvidence(n, "layout NHWC (oneDNN convolution on channels-last activations, " + channels + ": no reorders around it)");
+      else if (joins) AddEvidence(n, "layout NHWC (" + reason + ", inside its input's NHWC region: no transposes around it)");
       else AddEvidence(n, "layout NHWC (tensor cores: " + std::string(ir::DTypeName(n->inputs()[0]->type().dtype())) + ", " + channels + ")");
       region.insert(n);
       nhwc.insert(n->outputs()[0]);
       ++stats.nhwc_convs;
-    } else if (!region.empty() && JoinsRegion(n, nhwc)) {
+    } else if (!region.empty() && JoinsRegion(n, nhwc, cpu)) {
       region.insert(n);
       nhwc.insert(n->outputs()[0]);
       ++stats.region_ops;
@@ -232,14 +279,16 @@ LayoutStats ChooseLayout(ir::Graph& g) {
   }
   if (region.empty()) return stats;
 
-  const ir::PrecisionRecord entry_record{ir::DType::kUndefined, std::string(ir::ReasonName(ir::Reason::kLayout)), "NCHW -> NHWC into a tensor-core convolution region"};
-  const ir::PrecisionRecord exit_record{ir::DType::kUndefined, std::string(ir::ReasonName(ir::Reason::kLayout)), "NHWC -> NCHW out of a tensor-core convolution region"};
+  const char* kind = cpu ? "channels-last convolution region" : "tensor-core convolution region";
+  const ir::PrecisionRecord entry_record{ir::DType::kUndefined, std::string(ir::ReasonName(ir::Reason::kLayout)), std::string("NCHW -> NHWC into a ") + kind};
+  const ir::PrecisionRecord exit_record{ir::DType::kUndefined, std::string(ir::ReasonName(ir::Reason::kLayout)), std::string("NHWC -> NCHW out of a ") + kind};
   // A layout change: a Transpose, or a Reshape (which the planner runs in place) where the
   // permutation moves no data.
   auto change = [&](Value* from, Value* to, const int (&perm)[4], const std::string& name) -> Node* {
-    std::vector<int64_t> dims = *StaticDims(from);
-    if (!MovesNoData(dims, perm)) return g.AddNode("", "Transpose", FreshName(g, name), {from}, {to}, Perm(perm));
-    return g.AddNode("", "Reshape", FreshName(g, name), {from, ShapeConstant(g, name + ".shape", *StaticDims(to))}, {to}, {});
+    const std::vector<ir::Dim>& dims = from->type().shape().dims();
+    std::optional<std::vector<int64_t>> shape = ReshapeDims(dims, to->type().shape().dims());
+    if (!shape || !MovesNoData(dims, perm)) return g.AddNode("", "Transpose", FreshName(g, name), {from}, {to}, Perm(perm));
+    return g.AddNode("", "Reshape", FreshName(g, name), {from, ShapeConstant(g, name + ".shape", *shape)}, {to}, {});
   };
   std::vector<Node*> original;
   for (const auto& up : g.nodes()) original.push_back(up.get());

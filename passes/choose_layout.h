@@ -1,4 +1,4 @@
-// Data layout for GPU plans. Tensor cores run 16-bit convolutions on channels-last data: cuDNN
+// Data layout for GPU and CPU plans. Tensor cores run 16-bit convolutions on channels-last data: cuDNN
 // takes NCHW tensors only by transposing them around each call (or with slower kernels). This
 // pass puts every convolution that can use tensor cores in NHWC, together with the elementwise
 // ops between them, so that the transposes happen once at the edges of each NHWC region:
@@ -19,6 +19,12 @@
 // Every 16-bit Conv's evidence says which layout it got and why, so the report shows the
 // decision; the plan's steps carry the `layout` attribute. Runs for `--device cuda` plans in
 // FP16/BF16 (FP32 convolutions stay NCHW: no tensor cores without TF32, which FP32 plans refuse).
+//
+// CPU plans (LayoutTarget::kCpu) use the same regions with another rule for convolutions: every
+// 2-D Conv with a constant W and FP32, FP16 or BF16 operands runs NHWC (any group, stride, padding
+// or channel count), because oneDNN computes on channels-last activations either way: an NCHW
+// convolution step reorders X into channels-last and Y back at every run. Batch and image dims may
+// be symbolic (the channels must be static); a Reshape edge keeps a symbolic batch as 0.
 #pragma once
 
 #include <string>
@@ -36,7 +42,9 @@ struct LayoutStats {
   int reshapes = 0;     // region edges where the permutation moves no data ([N, C, 1, 1]): Reshapes
 };
 
-LayoutStats ChooseLayout(ir::Graph& graph);
+enum class LayoutTarget { kCuda, kCpu };
+
+LayoutStats ChooseLayout(ir::Graph& graph, LayoutTarget target = LayoutTarget::kCuda);
 
 // The ops this pass may give layout = "NHWC": the kernels the CUDA backend takes NHWC steps for
 // (runtime/cuda/capabilities.h kNhwcKernels, which this layer may not include; a test keeps the

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <sstream>
 
 #include "compiler/ir/precision_reason.h"
 #include "passes/match.h"
@@ -27,6 +28,7 @@ using match::Producer;
 using match::Scalar;
 using match::ShapeConstant;
 using match::StaticDims;
+using match::FloatAttr;
 using match::StringAttr;
 
 bool IsGraphOutput(const ir::Graph& g, const Value* v) {
@@ -195,6 +197,29 @@ void RewriteBias(ir::Graph& g, const BiasMatch& match) {
   RemoveChain(g, chain);
 }
 
+// CPU plans: Clip(x, lo, hi) with constant bounds (ReLU6), lo <= hi. The bounds go to the step
+// as activation_min / activation_max. Rounding to the output dtype is monotone, so clipping the
+// FP32 result before it (the post-op) gives the values of clipping the stored result. NaN: a fused
+// Clip gives lo, as oneDNN's clip post-op does (onnxruntime's fused Conv+Clip too), while the Clip
+// kernel keeps it.
+std::optional<std::pair<float, float>> ClipBounds(const Node* u) {
+  double lo = -INFINITY, hi = INFINITY;
+  if (u->inputs().size() > 1) {  // opset 11 and later: optional inputs
+    for (size_t i = 1; i < u->inputs().size() && i < 3; ++i) {
+      const Value* b = u->inputs()[i];
+      if (!b) continue;
+      std::optional<double> v = Scalar(b);
+      if (!v) return std::nullopt;
+      (i == 1 ? lo : hi) = *v;
+    }
+  } else {
+    if (const ir::Attribute* a = u->FindAttribute("min")) lo = a->f;
+    if (const ir::Attribute* a = u->FindAttribute("max")) hi = a->f;
+  }
+  if (!(lo <= hi) || double(float(lo)) != lo || double(float(hi)) != hi) return std::nullopt;
+  return std::make_pair(float(lo), float(hi));
+}
+
 bool TakesActivation(const Node* p, const std::string& act) {
   if (p->FindAttribute("activation") || p->outputs().empty() || !p->outputs()[0]) return false;
   if (Is(p, "MatMul") || Is(p, "Gemm")) return true;
@@ -203,31 +228,59 @@ bool TakesActivation(const Node* p, const std::string& act) {
 
 }  // namespace
 
-EpilogueStats FuseEpilogues(ir::Graph& graph) {
+EpilogueStats FuseEpilogues(ir::Graph& graph, EpilogueTarget target) {
   EpilogueStats stats;
   std::vector<BiasMatch> bias;
-  for (const auto& up : graph.nodes())
-    if (auto m = MatchBias(graph, up.get())) bias.push_back(*m);
-  for (const BiasMatch& m : bias) RewriteBias(graph, m);
+  if (target == EpilogueTarget::kCuda) {
+    for (const auto& up : graph.nodes())
+      if (auto m = MatchBias(graph, up.get())) bias.push_back(*m);
+    for (const BiasMatch& m : bias) RewriteBias(graph, m);
+  }
   stats.bias = int(bias.size());
 
-  std::vector<std::pair<Node*, Activation>> acts;
+  struct Fusion {
+    Node* product;
+    Activation act;
+    std::optional<std::pair<float, float>> clip;
+  };
+  std::vector<Fusion> fusions;
   for (const auto& up : graph.nodes()) {
     Node* p = up.get();
-    if (!(Is(p, "MatMul") || Is(p, "Gemm") || Is(p, "Conv") || Is(p, "ConvTranspose"))) continue;
     Value* x = p->outputs().empty() ? nullptr : p->outputs()[0];
+    if (target == EpilogueTarget::kCpu) {
+      // CPU plans: a Conv's Relu or Clip, which oneDNN's convolution applies before storing Y.
+      if (!Is(p, "Conv") || p->FindAttribute("activation") || !x || !Private(graph, x) || !IsFloat(x->type().dtype())) continue;
+      Node* u = x->uses()[0].node;
+      if (u->outputs().size() != 1 || !u->outputs()[0] || u->outputs()[0]->type() != x->type() || InV(u, 0) != x ||
+          IsGraphOutput(graph, u->outputs()[0]))
+        continue;
+      if (Is(u, "Relu") && u->inputs().size() == 1) fusions.push_back({p, Activation{"Relu", {u}, u->outputs()[0]}, std::nullopt});
+      else if (Is(u, "Clip"))
+        if (auto bounds = ClipBounds(u)) fusions.push_back({p, Activation{"Clip", {u}, u->outputs()[0]}, bounds});
+      continue;
+    }
+    if (!(Is(p, "MatMul") || Is(p, "Gemm") || Is(p, "Conv") || Is(p, "ConvTranspose"))) continue;
     auto act = ActivationOf(graph, x);
     if (!act || IsGraphOutput(graph, act->out) || !TakesActivation(p, act->name)) continue;
-    acts.push_back({p, *act});
+    fusions.push_back({p, *act, std::nullopt});
   }
-  for (auto& [p, act] : acts) {
-    Value* x = p->outputs()[0];
-    p->mutable_attributes().push_back(StringAttr("activation", act.name));
-    AddEvidence(p, "epilogue: " + act.name + " fused");
-    graph.ReplaceAllUses(act.out, x);
-    RemoveChain(graph, act.nodes);
+  for (Fusion& f : fusions) {
+    Value* x = f.product->outputs()[0];
+    auto& attrs = f.product->mutable_attributes();
+    attrs.push_back(StringAttr("activation", f.act.name));
+    std::string what = f.act.name;
+    if (f.clip) {
+      attrs.push_back(FloatAttr("activation_min", f.clip->first));
+      attrs.push_back(FloatAttr("activation_max", f.clip->second));
+      std::ostringstream bounds;
+      bounds << " [" << f.clip->first << ", " << f.clip->second << "]";
+      what += bounds.str();
+    }
+    AddEvidence(f.product, "epilogue: " + what + " fused");
+    graph.ReplaceAllUses(f.act.out, x);
+    RemoveChain(graph, f.act.nodes);
   }
-  stats.activations = int(acts.size()) + int(std::count_if(bias.begin(), bias.end(), [](const BiasMatch& m) { return m.act.has_value(); }));
+  stats.activations = int(fusions.size()) + int(std::count_if(bias.begin(), bias.end(), [](const BiasMatch& m) { return m.act.has_value(); }));
   return stats;
 }
 

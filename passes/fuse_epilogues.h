@@ -11,6 +11,14 @@
 // node keeps the product's name and precision record; its evidence names what was fused.
 // Runs for `--device cuda` plans after the precision passes (the CPU kernels accept the same
 // attribute, so these plans still run on the CPU as the reference).
+//
+// CPU plans (EpilogueTarget::kCpu) fuse only a Conv's Relu or Clip (constant bounds: ReLU6),
+// which oneDNN's convolution applies to the FP32 result as a post-op before it stores Y (rounding
+// is monotone, so a 16-bit Y gets the unfused values); Clip gets activation = "Clip" with
+// activation_min / activation_max. Bias and MatMul chains
+// stay as they are there (the generated elementwise kernels take them). A fused Relu maps NaN to
+// 0 as every Precis Relu does; a fused Clip maps NaN to its min (oneDNN's post-op, like
+// onnxruntime's fused Conv+Clip), where the Clip operator keeps NaN.
 #pragma once
 
 #include "compiler/ir/graph.h"
@@ -22,6 +30,8 @@ struct EpilogueStats {
   int activations = 0;  // activations moved into a product or convolution
 };
 
-EpilogueStats FuseEpilogues(ir::Graph& graph);
+enum class EpilogueTarget { kCuda, kCpu };
+
+EpilogueStats FuseEpilogues(ir::Graph& graph, EpilogueTarget target = EpilogueTarget::kCuda);
 
 }  // namespace precis::passes

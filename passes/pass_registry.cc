@@ -55,21 +55,25 @@ StatusOr<bool> RunInlineIf(ir::Model& m, PassContext& c) {
   return inlined > 0;
 }
 
-StatusOr<bool> RunFuseEpilogues(ir::Model& m, PassContext& c) {
-  EpilogueStats s = FuseEpilogues(*m.graph);
+StatusOr<bool> FuseEpiloguesFor(ir::Model& m, PassContext& c, EpilogueTarget target) {
+  EpilogueStats s = FuseEpilogues(*m.graph, target);
   c.stats.epilogues.bias += s.bias;
   c.stats.epilogues.activations += s.activations;
   return s.bias + s.activations > 0;
 }
+StatusOr<bool> RunFuseEpilogues(ir::Model& m, PassContext& c) { return FuseEpiloguesFor(m, c, EpilogueTarget::kCuda); }
+StatusOr<bool> RunFuseEpiloguesCpu(ir::Model& m, PassContext& c) { return FuseEpiloguesFor(m, c, EpilogueTarget::kCpu); }
 
 // Every counted decision rewrites something: NCHW convolutions get evidence saying why.
-StatusOr<bool> RunLayout(ir::Model& m, PassContext& c) {
-  LayoutStats s = ChooseLayout(*m.graph);
+StatusOr<bool> LayoutFor(ir::Model& m, PassContext& c, LayoutTarget target) {
+  LayoutStats s = ChooseLayout(*m.graph, target);
   LayoutStats& t = c.stats.layout;
   t.nhwc_convs += s.nhwc_convs, t.nchw_convs += s.nchw_convs, t.region_ops += s.region_ops;
   t.transposes += s.transposes, t.reshapes += s.reshapes;
   return s.nhwc_convs + s.nchw_convs + s.region_ops + s.transposes + s.reshapes > 0;
 }
+StatusOr<bool> RunLayout(ir::Model& m, PassContext& c) { return LayoutFor(m, c, LayoutTarget::kCuda); }
+StatusOr<bool> RunLayoutCpu(ir::Model& m, PassContext& c) { return LayoutFor(m, c, LayoutTarget::kCpu); }
 
 StatusOr<bool> RunInfer(ir::Model& m, PassContext& c) {
   Snapshot before = Take(m);
@@ -105,9 +109,11 @@ constexpr PassInfo kBuiltinPasses[] = {
     {.name = "fuse-casts", .description = "fold a float Cast into the computing node that alone feeds it", .run = RunFuseCasts},
     {.name = "fuse-elementwise", .description = "fuse elementwise chains into FusedElementwise nodes (CPU code generation)", .run = RunFuseElementwise},
     {.name = "fuse-epilogues", .description = "move bias and activations into MatMul/Gemm/Conv epilogues (GPU plans)", .run = RunFuseEpilogues},
+    {.name = "fuse-epilogues-cpu", .description = "move a Conv's Relu or Clip into the convolution (CPU plans)", .run = RunFuseEpiloguesCpu},
     {.name = "infer", .description = "shape and type inference with constant folding", .run = RunInfer},
     {.name = "inline-if", .description = "replace If nodes with constant conditions by the branch taken", .run = RunInlineIf},
     {.name = "layout", .description = "run tensor-core convolutions and their neighbours NHWC (GPU plans)", .run = RunLayout},
+    {.name = "layout-cpu", .description = "run convolutions and their neighbours channels-last (CPU plans)", .run = RunLayoutCpu},
     {.name = "patterns", .description = "recognize decomposed LayerNorm, RMSNorm, GELU, cross-entropy, attention", .run = RunPatterns},
     {.name = "precision", .description = "assign FP16/BF16 or FP32 to each node and insert the casts", .run = RunPrecision},
     {.name = "specialize-inputs", .description = "bind input shapes (--shape, --batch) and make given inputs constants", .run = RunSpecializeInputs},

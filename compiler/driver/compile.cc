@@ -200,10 +200,13 @@ StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options)
     timer.Mark("plan fp32 memory");
     names = {"patterns", "precision", "fold-casts", "fuse-casts", "dce"};
   }
+  if (options.layout != "auto" && options.layout != "nchw") return InvalidArgument("unknown layout '" + options.layout + "' (auto or nchw)");
   if (options.target == "cuda") {
-    if (options.layout != "auto" && options.layout != "nchw") return InvalidArgument("unknown layout '" + options.layout + "' (auto or nchw)");
     if (options.fuse_epilogues) names.push_back("fuse-epilogues");
     if (mixed && options.layout == "auto") names.push_back("layout");
+  } else if (options.target == "cpu") {
+    if (options.fuse_epilogues) names.push_back("fuse-epilogues-cpu");
+    if (options.layout == "auto") names.push_back("layout-cpu");
   }
   passes::PassContext context;
   context.options.precision = precision;

@@ -2,7 +2,8 @@
 // plan with its precision report. This is what `precis compile` runs:
 //   specialize-inputs -> inline-if -> infer -> [fold-batchnorm] -> dce
 //   -> [mixed precision: patterns -> precision -> fold-casts -> fuse-casts -> dce]
-//   -> [GPU plans: fuse-epilogues -> layout] -> verify -> emit.
+//   -> [GPU plans: fuse-epilogues -> layout | CPU plans: fuse-epilogues-cpu -> layout-cpu]
+//   -> verify -> emit.
 // The IR is verified after every pass that changed it in debug builds, with
 // CompileOptions::verify_passes or PRECIS_VERIFY_PASSES=1 (errors name the pass), and always once
 // before emission. It sits above passes/ and compiler/emit/: no pass includes it.
@@ -50,7 +51,8 @@ struct CompileOptions {
   std::string target = "cpu";      // cpu | cuda (every step must have a CUDA kernel)
   bool strip_weights = false;      // benchmark plans without their weights (EmitOptions)
   // GPU plans (target cuda): fuse bias/activation epilogues; choose NHWC for tensor-core
-  // convolutions ("auto") or keep every convolution NCHW ("nchw").
+  // convolutions ("auto") or keep every convolution NCHW ("nchw"). CPU plans: fuse a Conv's
+  // Relu/Clip; run 2-D convolutions channels-last ("auto", passes/choose_layout.h) or NCHW.
   bool fuse_epilogues = true;
   std::string layout = "auto";
   passes::PrecisionOptions precision_options;  // `low` is set from `precision`

@@ -169,8 +169,10 @@ StatusOr<Chosen> CpuBackend::ChooseKernel(KernelFactory reference, KernelFactory
   return k.status();
 }
 
-// Steps of GPU plans: NHWC convolutions, pools and BatchNormalization, and fused activations,
-// run through adapters around the ordinary kernels (step_adapters.h).
+// Steps with layout = "NHWC" (CPU plans' channels-last regions, GPU plans' tensor-core regions)
+// run on a channels-last kernel where one is registered and takes the step, else through the
+// NhwcStep adapter around the ordinary kernels; a fused activation runs in the kernel (a oneDNN
+// post-op) or through ActivationEpilogue (step_adapters.h).
 StatusOr<std::unique_ptr<Kernel>> CpuBackend::MakeStepKernel(const std::string& kernel_name, const std::string& layout, bool widen,
                                                               const KernelArgs& a, std::string& label) {
   const auto& registry = KernelRegistry::Cpu();
@@ -182,13 +184,26 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::MakeStepKernel(const std::string& 
   std::unique_ptr<Kernel> kernel;
   std::string variant;
   if (layout == "NHWC" && nhwc_kernel) {
-    auto choose = [&, factory, fast, widen](const KernelArgs& inner) -> StatusOr<std::unique_ptr<Kernel>> {
-      PRECIS_ASSIGN_OR_RETURN(Chosen chosen, ChooseKernel(factory, fast, inner, widen));
-      variant = std::string(" (NHWC)") + chosen.second;
-      return std::move(chosen.first);
-    };
-    kernel = std::make_unique<NhwcStep>(choose, kernel_name == "Conv");
-    PRECIS_RETURN_IF_ERROR(kernel->Init(a, ctx_));
+    // A kernel of its own for the channels-last step first (oneDNN's convolution); else the NCHW
+    // kernels between transposes.
+    if (KernelFactory native = ctx_.reference_only ? nullptr : registry.FindNhwc(kernel_name)) {
+      StatusOr<Chosen> chosen = ChooseKernel(native, nullptr, a, widen);
+      if (chosen.ok()) {
+        kernel = std::move(chosen->first);
+        variant = std::string(" (NHWC)") + chosen->second;
+      } else if (chosen.status().code() != StatusCode::kUnimplemented) {
+        return chosen.status();
+      }
+    }
+    if (!kernel) {
+      auto choose = [&, factory, fast, widen](const KernelArgs& inner) -> StatusOr<std::unique_ptr<Kernel>> {
+        PRECIS_ASSIGN_OR_RETURN(Chosen chosen, ChooseKernel(factory, fast, inner, widen));
+        variant = std::string(" (NHWC by transposes)") + chosen.second;
+        return std::move(chosen.first);
+      };
+      kernel = std::make_unique<NhwcStep>(choose, kernel_name == "Conv");
+      PRECIS_RETURN_IF_ERROR(kernel->Init(a, ctx_));
+    }
   } else if (!layout.empty() && layout != "NCHW") {
     return Unimplemented(a.node + ": layout '" + layout + "' (the CPU backend runs NCHW, and NHWC for Conv, pools and BatchNormalization)");
   } else {
@@ -196,7 +211,9 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::MakeStepKernel(const std::string& 
     kernel = std::move(chosen.first);
     variant = chosen.second;
   }
-  if (a.attrs.Has("activation")) {
+  if (a.attrs.Has("activation") && kernel->AppliesActivation()) {
+    variant += " (+" + a.attrs.String("activation", "") + " post-op)";
+  } else if (a.attrs.Has("activation")) {
     kernel = std::make_unique<ActivationEpilogue>(std::move(kernel));
     PRECIS_RETURN_IF_ERROR(kernel->Init(a, ctx_));
     variant += " (+" + a.attrs.String("activation", "") + ")";

@@ -61,6 +61,9 @@ class Kernel {
   // Whether Run reads constant input `i` (false: Init copied what it needs, e.g. weights
   // reordered into the kernel's own layout; a wrapper may then free a copy it made for Init).
   virtual bool ReadsConstantInput(size_t i) const { (void)i; return true; }
+  // Whether Run applies the step's fused `activation` attribute itself (a oneDNN post-op); the
+  // backend otherwise runs the step through ActivationEpilogue (step_adapters.h).
+  virtual bool AppliesActivation() const { return false; }
 };
 
 using KernelFactory = std::unique_ptr<Kernel> (*)();
@@ -74,8 +77,13 @@ class KernelRegistry {
   static const KernelRegistry& Cpu();
   void Register(const std::string& name, KernelFactory factory);      // the reference kernel
   void RegisterFast(const std::string& name, KernelFactory factory);  // tried first
+  // A kernel that reads and writes the channels-last form of a step with layout = "NHWC"
+  // (passes/choose_layout.h) directly; without one, or when it declines, the backend runs the
+  // NCHW kernels between transposes (NhwcStep, step_adapters.h).
+  void RegisterNhwc(const std::string& name, KernelFactory factory);
   KernelFactory Find(const std::string& name) const;                  // the reference kernel
   KernelFactory FindFast(const std::string& name) const;              // nullptr when none
+  KernelFactory FindNhwc(const std::string& name) const;              // nullptr when none
   std::vector<std::string> Names() const;
 
  private:
@@ -83,8 +91,10 @@ class KernelRegistry {
     std::string name;
     KernelFactory reference = nullptr;
     KernelFactory fast = nullptr;
+    KernelFactory nhwc = nullptr;
   };
   Entry& Slot(const std::string& name);
+  const Entry* Lookup(const std::string& name) const;
   std::vector<Entry> kernels_;  // sorted by name
 };
 

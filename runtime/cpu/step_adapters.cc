@@ -1,6 +1,7 @@
 // ActivationEpilogue and NhwcStep (see step_adapters.h).
 #include "runtime/cpu/step_adapters.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "runtime/cpu/kernels/common.h"
@@ -12,14 +13,20 @@ size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
 
 }  // namespace
 
-Status ReadFusedActivation(const KernelArgs& args, FusedActivation* out) {
-  *out = FusedActivation::kNone;
+Status ReadFusedActivation(const KernelArgs& args, FusedActivationSpec* out) {
+  *out = FusedActivationSpec{};
   if (!args.attrs.Has("activation")) return Status::Ok();
   std::string a = args.attrs.String("activation", "");
-  if (a == "Relu") *out = FusedActivation::kRelu;
-  else if (a == "Gelu") *out = FusedActivation::kGelu;
-  else if (a == "GeluTanh") *out = FusedActivation::kGeluTanh;
-  else return args.Error("unknown fused activation '" + a + "' (Relu, Gelu or GeluTanh)");
+  if (a == "Relu") out->kind = FusedActivation::kRelu;
+  else if (a == "Gelu") out->kind = FusedActivation::kGelu;
+  else if (a == "GeluTanh") out->kind = FusedActivation::kGeluTanh;
+  else if (a == "Clip") out->kind = FusedActivation::kClip;
+  else return args.Error("unknown fused activation '" + a + "' (Relu, Gelu, GeluTanh or Clip)");
+  if (out->kind == FusedActivation::kClip) {
+    out->lo = args.attrs.Float("activation_min", -INFINITY);
+    out->hi = args.attrs.Float("activation_max", INFINITY);
+    if (!(out->lo <= out->hi)) return args.Error("fused Clip needs activation_min <= activation_max");
+  }
   return Status::Ok();
 }
 
@@ -33,17 +40,21 @@ Status ActivationEpilogue::Init(const KernelArgs& args, const CpuContext&) {
 Status ActivationEpilogue::Run(const KernelArgs& args, CpuContext& ctx) {
   PRECIS_RETURN_IF_ERROR(inner_->Run(args, ctx));
   Tensor& y = *args.out(0);
-  FusedActivation act = activation_;
+  FusedActivationSpec act = activation_;
   DispatchFloat(y.dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename ComputeOf<T>::type;
     T* p = y.As<T>();
     for (int64_t i = 0; i < y.numel; ++i) {
       C v = Load(p[i]);
-      switch (act) {
+      switch (act.kind) {
         case FusedActivation::kRelu: v = v > C(0) ? v : C(0); break;  // as the Relu kernel: NaN gives 0
         case FusedActivation::kGelu: v = GeluValue(v, false); break;
         case FusedActivation::kGeluTanh: v = GeluValue(v, true); break;
+        case FusedActivation::kClip:  // NaN gives lo, as oneDNN's clip post-op
+          v = v > C(act.lo) ? v : C(act.lo);
+          v = v < C(act.hi) ? v : C(act.hi);
+          break;
         case FusedActivation::kNone: break;
       }
       p[i] = Store<T>(v);

@@ -1,7 +1,7 @@
 // Adapters that let the CPU backend run steps of GPU plans with the ordinary CPU kernels:
 //
 // - ActivationEpilogue: a MatMul, Gemm, Conv or ConvTranspose step with an `activation`
-//   attribute (Relu, Gelu, GeluTanh; written by the epilogue fusion pass) runs its kernel, then
+//   attribute (Relu, Gelu, GeluTanh, Clip; written by the epilogue fusion pass) runs its kernel, then
 //   applies the activation in place on the output in FP32, rounding once to the output dtype.
 //   That is the unfused plan's arithmetic: the product stored, then the activation on it.
 // - NhwcStep: a step with `layout = "NHWC"` (written by the layout pass inside NHWC regions)
@@ -23,10 +23,18 @@
 
 namespace precis::rt {
 
-enum class FusedActivation { kNone, kRelu, kGelu, kGeluTanh };
+enum class FusedActivation { kNone, kRelu, kGelu, kGeluTanh, kClip };
 
-// Reads the `activation` attribute: kNone when absent; InvalidArgument naming the step otherwise.
-Status ReadFusedActivation(const KernelArgs& args, FusedActivation* out);
+// A step's fused activation; Clip (CPU plans: a Conv's ReLU6) has its bounds. A fused Relu maps
+// NaN to 0 and a fused Clip maps NaN to `lo`, as oneDNN's post-ops do.
+struct FusedActivationSpec {
+  FusedActivation kind = FusedActivation::kNone;
+  float lo = 0, hi = 0;
+};
+
+// Reads the `activation` attribute (and activation_min / activation_max for Clip): kNone when
+// absent; InvalidArgument naming the step otherwise.
+Status ReadFusedActivation(const KernelArgs& args, FusedActivationSpec* out);
 
 class ActivationEpilogue : public Kernel {
  public:
@@ -38,7 +46,7 @@ class ActivationEpilogue : public Kernel {
 
  private:
   std::unique_ptr<Kernel> inner_;
-  FusedActivation activation_ = FusedActivation::kNone;
+  FusedActivationSpec activation_;
 };
 
 class NhwcStep : public Kernel {
@@ -50,6 +58,7 @@ class NhwcStep : public Kernel {
   Status Init(const KernelArgs& args, const CpuContext& ctx) override;
   Status Run(const KernelArgs& args, CpuContext& ctx) override;
   size_t ScratchBytes() const override { return inner_scratch_ + shadow_bytes_; }
+  bool AppliesActivation() const override { return inner_ && inner_->AppliesActivation(); }
 
  private:
   Chooser choose_;

@@ -22,6 +22,9 @@ class WidenKernel : public Kernel {
   Status Init(const KernelArgs& args, const CpuContext& ctx) override;
   Status Run(const KernelArgs& args, CpuContext& ctx) override;
   size_t ScratchBytes() const override { return inner_scratch_ + shadow_bytes_; }
+  // The inner kernel applies a fused activation in FP32 before the output is rounded: for the
+  // activations fused on the CPU (Relu, Clip with bounds the output dtype holds) the same values.
+  bool AppliesActivation() const override { return inner_->AppliesActivation(); }
 
   // Whether any tensor of the step is FP16 or BF16.
   static bool HasHalfTensors(const KernelArgs& args);

@@ -24,10 +24,11 @@ class Checks:
         print("all passed")
 
 
-def run_plan(precis, plan, feeds, out_dir, outputs):
-    """Runs `plan` on `feeds` (name -> array, saved next to out_dir); returns the named outputs
-    as float64 (integers kept) arrays, or (None, stderr) when precis fails."""
-    args = []
+def run_plan(precis, plan, feeds, out_dir, outputs, extra=()):
+    """Runs `plan` on `feeds` (name -> array, saved next to out_dir), with `extra` arguments for
+    `precis run` (e.g. --reference); returns the named outputs as stored, and "" (or None and
+    precis's stderr when it fails)."""
+    args = list(extra)
     for name, value in feeds.items():
         f = f"{out_dir}_{name}.npy"
         np.save(f, value)

@@ -82,7 +82,8 @@ TEST(PassRegistry, BuiltinNamesAreUniqueSortedAndListed) {
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
   EXPECT_EQ(registry.Names(),
-            "dce, fold-batchnorm, fold-casts, fuse-casts, fuse-elementwise, fuse-epilogues, infer, inline-if, layout, patterns, precision, specialize-inputs");
+            "dce, fold-batchnorm, fold-casts, fuse-casts, fuse-elementwise, fuse-epilogues, fuse-epilogues-cpu, infer, inline-if, layout, layout-cpu, patterns, precision, "
+            "specialize-inputs");
   for (const std::string& name : names) EXPECT_EQ(registry.Find(name)->name, name);
 }
 

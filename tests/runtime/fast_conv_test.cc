@@ -8,11 +8,17 @@
 // send mobilenet-style layers to the intended variant. Scratch and outputs start as NaN so that
 // reading stale memory shows.
 //
+// The channels-last Conv (MakeNhwcConvKernel, the kernel of layout = "NHWC" steps) runs the same
+// cases on X, W and Y permuted to [N, H, W, C], [M, kH, kW, C/group] and [N, H', W', M], with and
+// without a fused Relu or Clip post-op (applied to the exact value for the comparison), and maps
+// NaN as ActivationEpilogue does (Relu: 0, Clip: its min).
+//
 // Tolerance: the variants accumulate in f32 in an order that differs from the loop here:
 // |y - exact| <= 1e-5 * sum|terms| + 1e-6, where sum|terms| is the sum of the absolute values of
 // the products and the bias that make up the element. That is about 80 f32 ulps of the absolute
 // sum, above the order-dependent rounding for the reduction lengths here (<= 520 terms) and
 // far below any indexing error (an O(1) relative error).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -300,6 +306,130 @@ TEST(FastConv, ShapePolicy) {
   EXPECT_EQ(prefers({{8, 96, 28, 28}, 24, {1, 1}, 1}), MakePointwiseConvKernel);
   EXPECT_EQ(prefers({{8, 32, 7, 7}, 128, {1, 1}, 1}), MakeDnnlConvKernel);
   EXPECT_EQ(prefers({{8, 3, 28, 28}, 32, {3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}}), MakeDnnlConvKernel);
+}
+
+// [a, b, c, d] -> [a, c, d, b] (NCHW -> NHWC; W [M, C/group, kH, kW] -> [M, kH, kW, C/group]).
+Buffer ChannelsLast(const Buffer& b) {
+  const auto& d = b.t.dims;
+  Buffer out = b;
+  out.t.dims = {d[0], d[2], d[3], d[1]};
+  for (int64_t i = 0; i < d[0]; ++i)
+    for (int64_t c = 0; c < d[1]; ++c)
+      for (int64_t h = 0; h < d[2]; ++h)
+        for (int64_t w = 0; w < d[3]; ++w)
+          out.data[size_t(((i * d[2] + h) * d[3] + w) * d[1] + c)] = b.data[size_t(((i * d[1] + c) * d[2] + h) * d[3] + w)];
+  out.t.data = reinterpret_cast<uint8_t*>(out.data.data());
+  return out;
+}
+
+struct Activation {
+  std::string name;  // "", "Relu" or "Clip"
+  float lo = 0, hi = 0;
+  double Apply(double v) const {
+    if (name == "Relu") return v > 0 ? v : 0;
+    if (name == "Clip") return std::min(std::max(v, double(lo)), double(hi));
+    return v;
+  }
+};
+
+void CheckChannelsLast(const ConvCase& c, const Activation& act = {}) {
+  SCOPED_TRACE(Describe(c) + " activation '" + act.name + "'");
+  ConvStep s;
+  MakeStep(c, &s);
+  s.attrs.String("layout", "NHWC");
+  if (!act.name.empty()) s.attrs.String("activation", act.name);
+  if (act.name == "Clip") s.attrs.Float("activation_min", act.lo).Float("activation_max", act.hi);
+  Attributes a = s.attrs.Finish();
+  Buffer x = ChannelsLast(s.x), w = ChannelsLast(s.w), y = ChannelsLast(s.y);
+  std::vector<Buffer*> inputs = c.bias ? std::vector<Buffer*>{&x, &w, &s.b} : std::vector<Buffer*>{&x, &w};
+  {
+    KernelArgs args;
+    for (Buffer* b : inputs) args.inputs.push_back(&b->t);
+    args.outputs.push_back(&y.t);
+    args.attrs = a;
+    args.node = "test";
+    std::unique_ptr<Kernel> k = MakeNhwcConvKernel();
+    Status st = k->Init(args, CpuContext{});
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(k->AppliesActivation(), !act.name.empty());
+  }
+  const int64_t N = y.t.dims[0], OH = y.t.dims[1], OW = y.t.dims[2], M = y.t.dims[3];
+  for (int threads : {1, 2}) {
+    Status st = RunKernel(MakeNhwcConvKernel, inputs, &y, a, threads);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    int bad = 0;
+    for (int64_t n = 0; n < N && bad < 5; ++n)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t o = 0; o < OH * OW; ++o) {
+          size_t exact = size_t((n * M + m) * OH * OW + o);
+          double want = act.Apply(s.value[exact]), tol = 1e-5 * s.magnitude[exact] + 1e-6;
+          float got = y.data[size_t((n * OH * OW + o) * M + m)];
+          if (!(std::fabs(double(got) - want) <= tol) && bad++ < 5)
+            ADD_FAILURE() << threads << " threads: y[n " << n << ", m " << m << ", position " << o << "] is " << got << ", expected " << want;
+        }
+  }
+}
+
+TEST(ChannelsLastConv, MatchesLoop) {
+  for (int64_t n : {1, 3})
+    for (bool bias : {false, true}) {
+      CheckChannelsLast({{n, 3, 14, 14}, 16, {3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, "", bias, true});  // a stem
+      CheckChannelsLast({{n, 17, 5, 7}, 32, {1, 1}, 1, {}, {}, {}, "", bias, true});                 // 1x1 expansion
+      CheckChannelsLast({{n, 32, 14, 14}, 17, {1, 1}, 1, {}, {}, {}, "", bias, true});               // 1x1 projection
+      CheckChannelsLast({{n, 32, 14, 14}, 32, {3, 3}, 32, {}, {}, {1, 1, 1, 1}, "", bias, true});    // depthwise
+      CheckChannelsLast({{n, 17, 14, 14}, 17, {5, 5}, 17, {2, 2}, {}, {2, 1, 2, 3}, "", bias, true});  // depthwise 5x5, asymmetric
+      CheckChannelsLast({{n, 4, 14, 14}, 6, {3, 3}, 2, {2, 2}, {}, {1, 1, 1, 1}, "", bias, true});   // grouped
+      CheckChannelsLast({{n, 3, 5, 7}, 6, {3, 3}, 3, {}, {}, {1, 1, 1, 1}, "", bias, true});         // channel multiplier
+      CheckChannelsLast({{n, 8, 9, 9}, 8, {7, 7}, 1, {}, {}, {3, 3, 3, 3}, "", bias, true});         // 7x7
+      CheckChannelsLast({{n, 16, 14, 14}, 8, {3, 3}, 1, {}, {2, 2}, {2, 2, 2, 2}, "", bias, true});  // dilation
+      CheckChannelsLast({{n, 16, 5, 7}, 8, {3, 3}, 1, {2, 2}, {}, {}, "SAME_UPPER", bias, true});
+      CheckChannelsLast({{n, 16, 5, 7}, 8, {3, 3}, 1, {2, 2}, {}, {}, "SAME_LOWER", bias, true});
+      CheckChannelsLast({{n, 16, 5, 7}, 8, {3, 2}, 1, {}, {}, {}, "VALID", bias, true});
+      CheckChannelsLast({{n, 8, 1, 1}, 8, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", bias, true});         // 1x1 plane, pads only
+    }
+}
+
+TEST(ChannelsLastConv, FusedActivations) {
+  for (const Activation& act : {Activation{"Relu"}, Activation{"Clip", 0.0f, 6.0f}, Activation{"Clip", -0.25f, 0.5f}}) {
+    CheckChannelsLast({{1, 16, 14, 14}, 32, {1, 1}, 1, {}, {}, {}, "", true, true}, act);
+    CheckChannelsLast({{3, 32, 14, 14}, 32, {3, 3}, 32, {2, 2}, {}, {1, 1, 1, 1}, "", true, true}, act);
+    CheckChannelsLast({{1, 3, 14, 14}, 16, {3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, "", false, true}, act);
+  }
+}
+
+// NaN in X: the positions it reaches are NaN without an activation, 0 through a fused Relu and
+// the min through a fused Clip, as ActivationEpilogue maps them (the unfused plan's Relu gives 0;
+// its Clip keeps NaN, which passes/fuse_epilogues.h documents).
+TEST(ChannelsLastConv, NanThroughFusedActivations) {
+  for (const Activation& act : {Activation{}, Activation{"Relu"}, Activation{"Clip", -1.0f, 6.0f}}) {
+    SCOPED_TRACE(act.name);
+    ConvStep s;
+    MakeStep({{1, 16, 6, 6}, 16, {1, 1}, 1, {}, {}, {}, "", true, true}, &s);
+    s.attrs.String("layout", "NHWC");
+    if (!act.name.empty()) s.attrs.String("activation", act.name);
+    if (act.name == "Clip") s.attrs.Float("activation_min", act.lo).Float("activation_max", act.hi);
+    Buffer x = ChannelsLast(s.x), w = ChannelsLast(s.w), y = ChannelsLast(s.y);
+    x.data[5 * 16 + 3] = kNaN;  // position 5 (row 0, column 5), channel 3: every output channel there
+    ASSERT_TRUE(RunKernel(MakeNhwcConvKernel, {&x, &w, &s.b}, &y, s.attrs.Finish(), 2).ok());
+    for (int64_t m = 0; m < 16; ++m) {
+      float got = y.data[size_t(5 * 16 + m)];
+      if (act.name.empty()) EXPECT_TRUE(std::isnan(got)) << m;
+      else EXPECT_EQ(got, act.name == "Relu" ? 0.0f : act.lo) << m;
+      EXPECT_FALSE(std::isnan(y.data[size_t(4 * 16 + m)]));  // the neighbour is untouched
+    }
+  }
+}
+
+TEST(ChannelsLastConv, Declines) {
+  // Not 2-D: the layout pass never marks these, and the kernel refuses them.
+  ConvStep s;
+  MakeStep({{1, 3, 9}, 4, {3}, 1, {}, {}, {1, 1}}, &s);
+  s.attrs.String("layout", "NHWC");
+  EXPECT_EQ(RunKernel(MakeNhwcConvKernel, s.Inputs(true), &s.y, s.attrs.Finish(), 2).code(), StatusCode::kUnimplemented);
+  ConvStep h;
+  MakeStep({{1, 8, 5, 7}, 8, {3, 3}, 1, {}, {}, {1, 1, 1, 1}}, &h);
+  for (Buffer* b : {&h.x, &h.w, &h.b, &h.y}) b->t.dtype = DataType::kF16;  // widened by the backend instead
+  EXPECT_EQ(RunKernel(MakeNhwcConvKernel, h.Inputs(true), &h.y, h.attrs.Finish(), 2).code(), StatusCode::kUnimplemented);
 }
 
 }  // namespace

@@ -111,12 +111,22 @@ Status SetSampleInputs(Session& session, const Sample& sample, size_t index) {
   return Status::Ok();
 }
 
+// Options of a plan compiled to observe the model's tensors by name: no generated elementwise
+// kernels (their intermediates would go unseen), no fused activations and no channels-last
+// regions (renamed values): every value of the graph the precision pass sees is a step output.
+driver::CompileOptions MeasurementOptions(const driver::CompileOptions& options, const std::string& precision) {
+  driver::CompileOptions m = options;
+  m.precision = precision;
+  m.codegen = false;
+  m.fuse_epilogues = false;
+  m.layout = "nchw";
+  return m;
+}
+
 }  // namespace
 
 StatusOr<Calibration> Calibrate(const std::string& model_path, const driver::CompileOptions& options, const std::string& source) {
-  driver::CompileOptions fp32 = options;
-  fp32.precision = "fp32";
-  PRECIS_ASSIGN_OR_RETURN(driver::CompileResult compiled, CompileModelFile(model_path, fp32));
+  PRECIS_ASSIGN_OR_RETURN(driver::CompileResult compiled, CompileModelFile(model_path, MeasurementOptions(options, "fp32")));
   PRECIS_ASSIGN_OR_RETURN(auto session, Session::FromBuffer(compiled.plan.bytes.data(), compiled.plan.bytes.size()));
   PRECIS_ASSIGN_OR_RETURN(std::vector<Sample> samples, LoadSamples(source, *session));
   Calibration cal;
@@ -143,10 +153,8 @@ StatusOr<Calibration> Calibrate(const std::string& model_path, const driver::Com
 
 StatusOr<std::map<std::string, std::string>> MeasureErrorBudget(const std::string& model_path, const driver::CompileOptions& options,
                                                                  const std::string& source, double budget) {
-  driver::CompileOptions fp32 = options;
-  fp32.precision = "fp32";
-  PRECIS_ASSIGN_OR_RETURN(driver::CompileResult ref_plan, CompileModelFile(model_path, fp32));
-  PRECIS_ASSIGN_OR_RETURN(driver::CompileResult mixed_plan, CompileModelFile(model_path, options));
+  PRECIS_ASSIGN_OR_RETURN(driver::CompileResult ref_plan, CompileModelFile(model_path, MeasurementOptions(options, "fp32")));
+  PRECIS_ASSIGN_OR_RETURN(driver::CompileResult mixed_plan, CompileModelFile(model_path, MeasurementOptions(options, options.precision)));
   PRECIS_ASSIGN_OR_RETURN(auto ref, Session::FromBuffer(ref_plan.plan.bytes.data(), ref_plan.plan.bytes.size()));
   PRECIS_ASSIGN_OR_RETURN(auto mixed, Session::FromBuffer(mixed_plan.plan.bytes.data(), mixed_plan.plan.bytes.size()));
   PRECIS_ASSIGN_OR_RETURN(std::vector<Sample> samples, LoadSamples(source, *ref));

@@ -2,7 +2,9 @@
 // each float tensor's largest magnitude, which AssignPrecision uses to keep overflowing tensors
 // in FP32. Samples: "random:N" (N random inputs, as `precis run --random`), a directory (one
 // sample of NAME.npy/NAME.pb files, or one such subdirectory per sample), or FILE.npz
-// (np.savez, uncompressed: one sample). Progress goes to stderr.
+// (np.savez, uncompressed: one sample). Progress goes to stderr. The plans these measurements run
+// are compiled without generated kernels, fused activations or channels-last regions, so that
+// every value of the graph is observed under its own name.
 #pragma once
 
 #include <map>

@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kCompileUsage =
     "usage: precis compile MODEL.onnx -o MODEL.plan [--shape NAME=1x3x224x224 ...] [--shape SYMBOL=LO..HI ...]\n"
     "                      [--precision fp32|fp16|bf16] [--device cpu|cuda] [--batch N] [--strip-weights]\n"
-    "                      [--layout auto|nchw] [--no-epilogue-fusion] (with --device cuda)\n"
+    "                      [--layout auto|nchw] [--no-epilogue-fusion] (convolutions channels-last; activations in their epilogues)\n"
     "                      [--report FILE.json] [--report-text]\n"
     "                      [--calibrate random:N|DIR|FILE.npz] [--overflow-limit X] [--error-budget X]\n"
     "                      [--keep-fp32 OP[,OP]] [--keep-fp32-nodes REGEX] [--force-low REGEX]\n"
@@ -185,6 +185,11 @@ int CompileCommand(const std::vector<std::string>& args) {
       std::printf("  precision  %d nodes low, %d fp32; %.1f%% of FLOPs low; %d casts (%d inserted), %d constants converted; %d fp32 islands\n",
                   st.low_nodes, st.fp32_nodes, 100.0 * result->report.low_precision_flop_share, result->report.casts,
                   st.casts_inserted, st.constants_converted, result->report.fp32_islands);
+    }
+    if (options.target == "cpu" && (result->epilogues.activations > 0 || result->layout.nhwc_convs + result->layout.nchw_convs > 0)) {
+      const auto& l = result->layout;
+      std::printf("  layout     %d convolutions NHWC, %d NCHW; %d ops in NHWC regions, %d transposes, %d in-place reshapes; %d activations fused into convolutions\n",
+                  l.nhwc_convs, l.nchw_convs, l.region_ops, l.transposes, l.reshapes, result->epilogues.activations);
     }
     if (options.target == "cuda") {
       const auto& e = result->epilogues;

@@ -27,6 +27,9 @@ std::unique_ptr<Kernel> MakeDepthwiseConvKernel();  // fast_conv.cc
 std::unique_ptr<Kernel> MakeDirectPointwiseConvKernel();  // fast_pointwise.cc
 std::unique_ptr<Kernel> MakePointwiseConvKernel();  // dnnl_conv.cc
 std::unique_ptr<Kernel> MakeDnnlConvKernel();       // dnnl_conv.cc
+// The channels-last Conv (layout = "NHWC" steps): oneDNN's convolution on X [N, H, W, C] and
+// W [M, kH, kW, C/group] without reorders of X or Y (dnnl_conv.cc).
+std::unique_ptr<Kernel> MakeNhwcConvKernel();
 
 bool PreferConvVariant(const KernelArgs& args, KernelFactory variant);  // dnnl_conv.cc
 

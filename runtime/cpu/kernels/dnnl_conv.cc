@@ -13,11 +13,16 @@
 // a 1x1 convolution through oneDNN's matmul. Mobilenet-style networks are almost all such steps,
 // and there the reorders around oneDNN's convolution cost as much as the convolutions did. These
 // variants take f32 only: a BF16 step goes to oneDNN's convolution (native BF16) or is widened.
+//
+// Steps of CPU plans' channels-last regions (layout = "NHWC") go to the same oneDNN convolution
+// with X and Y described as nhwc and W as ohwi/gohwi (MakeNhwcConvKernel): no reorders at all at
+// run time. A fused Relu or Clip runs as a post-op there and in the NCHW oneDNN convolution.
 #include <algorithm>
 #include <string>
 
 #include "runtime/cpu/kernels/conv_kernels.h"
 #include "runtime/cpu/kernels/dnnl_kernel.h"
+#include "runtime/cpu/step_adapters.h"
 
 namespace precis::rt {
 namespace {
@@ -121,8 +126,11 @@ Status TransposeGeometry(const KernelArgs& args, const dnnl::memory::dims& in, c
 }
 
 // Checks the types and shapes shared by the kernels and returns the spatial dims of X and W.
-// Only the convolution takes BF16 (`allow_bf16`); the others take f32 steps only.
-Status CheckOperands(const KernelArgs& args, bool allow_bf16, dnnl::memory::dims* in, dnnl::memory::dims* kernel) {
+// Only the convolution takes BF16 (`allow_bf16`); the others take f32 steps only. `xd`, `wd`
+// and `yd` are X, W and Y's dims in ONNX's order (N, C, spatial...; M, C/group, k...): the
+// tensors' own, or the logical dims of a channels-last step.
+Status CheckOperands(const KernelArgs& args, bool allow_bf16, const dnnl::memory::dims& xd, const dnnl::memory::dims& wd,
+                     const dnnl::memory::dims& yd, dnnl::memory::dims* in, dnnl::memory::dims* kernel) {
   const Tensor *x = args.in(0), *w = args.in(1), *b = args.in(2), *y = args.out(0);
   if (!x || !w || !y) return Unimplemented("needs X, W and Y");
   if (allow_bf16) {
@@ -131,15 +139,23 @@ Status CheckOperands(const KernelArgs& args, bool allow_bf16, dnnl::memory::dims
     for (const Tensor* t : {x, w, b, y})
       if (t && t->dtype != DataType::kF32) return Unimplemented("oneDNN convolution: f32 only for this kernel");
   }
-  if (x->rank() < 3 || x->rank() > 5 || w->rank() != x->rank() || y->rank() != x->rank())
+  if (xd.size() < 3 || xd.size() > 5 || wd.size() != xd.size() || yd.size() != xd.size())
     return Unimplemented("oneDNN convolution: 1 to 3 spatial dims");
   if (x->numel == 0 || w->numel == 0 || y->numel == 0) return Unimplemented("empty tensor");
   if (b && b->rank() != 1) return Unimplemented("bias must be 1-D");
-  in->assign(x->dims.begin() + 2, x->dims.end());
-  kernel->assign(w->dims.begin() + 2, w->dims.end());
+  in->assign(xd.begin() + 2, xd.end());
+  kernel->assign(wd.begin() + 2, wd.end());
   if (args.attrs.Ints("kernel_shape", *kernel) != *kernel) return Unimplemented("kernel_shape differs from W");
   return Status::Ok();
 }
+
+Status CheckOperands(const KernelArgs& args, bool allow_bf16, dnnl::memory::dims* in, dnnl::memory::dims* kernel) {
+  if (!args.in(0) || !args.in(1) || !args.out(0)) return Unimplemented("needs X, W and Y");
+  return CheckOperands(args, allow_bf16, args.in(0)->dims, args.in(1)->dims, args.out(0)->dims, in, kernel);
+}
+
+// [a, b, c, d] (channels-last: N, H, W, C; or W's M, kH, kW, C/group) in ONNX's order [a, d, b, c].
+dnnl::memory::dims ChannelsFirst(const std::vector<int64_t>& d) { return {d[0], d[3], d[1], d[2]}; }
 
 // Shared tail: oneDNN chose the layouts in `pd`; bind X, W, B and Y around the primitive.
 template <typename PrimitiveDesc, typename Primitive>
@@ -147,9 +163,12 @@ class DnnlConvBase : public DnnlKernel {
  protected:
   // `w_given` describes W's ONNX layout in oneDNN's logical weight dims.
   Status Finish(const KernelArgs& args, const PrimitiveDesc& pd, const md& w_given) {
-    if (IsReferenceImpl(pd)) return Unimplemented("oneDNN has only its reference convolution for this step");
     const Tensor &x = *args.in(0), &y = *args.out(0);
-    md x_plain = Plain(x.dims, DnnlType(x)), y_plain = Plain(y.dims, DnnlType(y));
+    return Finish(args, pd, Plain(x.dims, DnnlType(x)), w_given, Plain(y.dims, DnnlType(y)));
+  }
+  // The same with X and Y in the layouts `x_plain` and `y_plain` (channels-last steps).
+  Status Finish(const KernelArgs& args, const PrimitiveDesc& pd, const md& x_plain, const md& w_given, const md& y_plain) {
+    if (IsReferenceImpl(pd)) return Unimplemented("oneDNN has only its reference convolution for this step");
     dnnl::memory src = Input(0, x_plain);
     if (pd.src_desc() != x_plain) {
       dnnl::memory blocked = Temporary(pd.src_desc());
@@ -169,27 +188,65 @@ class DnnlConvBase : public DnnlKernel {
   }
 };
 
+// Conv through oneDNN's convolution. A channels-last step (`nhwc`: X [N, H, W, C], W [M, kH, kW,
+// C/group], Y [N, H', W', M], see passes/choose_layout.h) is described to oneDNN in those layouts
+// and computed without reorders of X or Y. A fused Relu or Clip (`activation`) becomes an eltwise
+// post-op applied to the FP32 result before Y is stored; other activations are left to the
+// backend's epilogue.
 class DnnlConvKernel : public DnnlConvBase<dnnl::convolution_forward::primitive_desc, dnnl::convolution_forward> {
+ public:
+  explicit DnnlConvKernel(bool nhwc = false) : nhwc_(nhwc) {}
+  bool AppliesActivation() const override { return applies_activation_; }
+
  protected:
   Status Setup(const KernelArgs& args) override {
+    const Tensor *xt = args.in(0), *wt = args.in(1), *yt = args.out(0);
+    if (!xt || !wt || !yt) return Unimplemented("needs X, W and Y");
+    if (nhwc_ && (xt->rank() != 4 || wt->rank() != 4 || yt->rank() != 4)) return Unimplemented("channels-last: 2-D convolutions only");
+    dims xd = nhwc_ ? ChannelsFirst(xt->dims) : xt->dims, wd = nhwc_ ? ChannelsFirst(wt->dims) : wt->dims;
+    dims yd = nhwc_ ? ChannelsFirst(yt->dims) : yt->dims;
     dims in, kernel;
-    PRECIS_RETURN_IF_ERROR(CheckOperands(args, true, &in, &kernel));
-    const Tensor &x = *args.in(0), &w = *args.in(1), &y = *args.out(0);
-    int64_t group = args.attrs.Int("group", 1), N = x.dims[0], C = x.dims[1], M = w.dims[0];
-    if (group <= 0 || C % group != 0 || M % group != 0 || w.dims[1] * group != C) return Unimplemented("channels do not match group");
+    PRECIS_RETURN_IF_ERROR(CheckOperands(args, true, xd, wd, yd, &in, &kernel));
+    const Tensor &x = *xt, &y = *yt;
+    int64_t group = args.attrs.Int("group", 1), N = xd[0], C = xd[1], M = wd[0];
+    if (group <= 0 || C % group != 0 || M % group != 0 || wd[1] * group != C) return Unimplemented("channels do not match group");
     if (args.in(2) && args.in(2)->dims[0] != M) return Unimplemented("bias size differs from M");
     Geometry g;
     PRECIS_RETURN_IF_ERROR(ConvGeometry(args, in, kernel, &g));
-    if (y.dims != Concat({N, M}, g.out)) return Unimplemented("planned output shape differs from the convolution's");
-    // Grouped weights are [group, M/group, C/group, k...]: the same bytes as ONNX's [M, C/group, k...].
-    dims w_dims = group == 1 ? w.dims : Concat({group, M / group, C / group}, kernel);
-    dt in_type = DnnlType(x);
+    if (yd != Concat({N, M}, g.out)) return Unimplemented("planned output shape differs from the convolution's");
+    // Grouped weights are [group, M/group, C/group, k...]: the same bytes as ONNX's [M, C/group, k...]
+    // (channels-last: [group, M/group, kH, kW, C/group], oneDNN's gohwi).
+    dims w_dims = group == 1 ? wd : Concat({group, M / group, C / group}, kernel);
+    dt in_type = DnnlType(x), out_type = DnnlType(y);
     md bias = args.in(2) ? Plain({M}, DnnlType(*args.in(2))) : md();
+    using tag = dnnl::memory::format_tag;
+    md x_given = nhwc_ ? md(xd, in_type, tag::nhwc) : Plain(x.dims, in_type);
+    md y_given = nhwc_ ? md(yd, out_type, tag::nhwc) : Plain(y.dims, out_type);
+    md w_given = !nhwc_ ? Plain(w_dims, in_type) : md(w_dims, in_type, group == 1 ? tag::ohwi : tag::gohwi);
+    dnnl::primitive_attr attr = Attr();
+    PRECIS_RETURN_IF_ERROR(PostOps(args, &attr));
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                         Any(x.dims, in_type), Any(w_dims, in_type), bias, Any(y.dims, DnnlType(y)), g.strides,
-                                         g.dilations, g.pad_l, g.pad_r);
-    return Finish(args, dnnl::convolution_forward::primitive_desc(desc, Attr(), Engine()), Plain(w_dims, in_type));
+                                         nhwc_ ? x_given : Any(xd, in_type), Any(w_dims, in_type), bias,
+                                         nhwc_ ? y_given : Any(yd, out_type), g.strides, g.dilations, g.pad_l, g.pad_r);
+    return Finish(args, dnnl::convolution_forward::primitive_desc(desc, attr, Engine()), x_given, w_given, y_given);
   }
+
+ private:
+  // The step's fused Relu or Clip as an eltwise post-op (oneDNN's relu with alpha 0 and its clip
+  // take max(x, lo) first, so NaN gives 0 or lo, as ActivationEpilogue does).
+  Status PostOps(const KernelArgs& args, dnnl::primitive_attr* attr) {
+    FusedActivationSpec act;
+    PRECIS_RETURN_IF_ERROR(ReadFusedActivation(args, &act));
+    dnnl::post_ops ops;
+    if (act.kind == FusedActivation::kRelu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    else if (act.kind == FusedActivation::kClip) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, act.lo, act.hi);
+    else return Status::Ok();
+    attr->set_post_ops(ops);
+    applies_activation_ = true;
+    return Status::Ok();
+  }
+
+  bool nhwc_ = false, applies_activation_ = false;
 };
 
 class DnnlConvTransposeKernel : public DnnlConvBase<dnnl::deconvolution_forward::primitive_desc, dnnl::deconvolution_forward> {
@@ -355,6 +412,7 @@ class FastConvKernel : public Kernel {
   }
   Status Run(const KernelArgs& args, CpuContext& ctx) override { return chosen_->Run(args, ctx); }
   size_t ScratchBytes() const override { return chosen_ ? chosen_->ScratchBytes() : 0; }
+  bool AppliesActivation() const override { return chosen_ && chosen_->AppliesActivation(); }
   bool ReadsConstantInput(size_t i) const override { return !chosen_ || chosen_->ReadsConstantInput(i); }
 
  private:
@@ -365,9 +423,11 @@ class FastConvKernel : public Kernel {
 
 std::unique_ptr<Kernel> MakePointwiseConvKernel() { return std::make_unique<DnnlPointwiseConvKernel>(); }
 std::unique_ptr<Kernel> MakeDnnlConvKernel() { return std::make_unique<DnnlConvKernel>(); }
+std::unique_ptr<Kernel> MakeNhwcConvKernel() { return std::make_unique<DnnlConvKernel>(true); }
 
 void AddDnnlConvKernels(KernelRegistry& r) {
   r.RegisterFast("Conv", Make<FastConvKernel>);
+  r.RegisterNhwc("Conv", MakeNhwcConvKernel);
   r.RegisterFast("ConvTranspose", Make<DnnlConvTransposeKernel>);
   r.RegisterFast("ConvFilterGrad", Make<DnnlConvFilterGradKernel>);
 }

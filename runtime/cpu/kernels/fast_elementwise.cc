@@ -222,6 +222,7 @@ void RegisterFastKernels(KernelRegistry& r) {
   fast::AddFastNormKernels(r);
   fast::AddFastTrainingKernels(r);
   fast::AddFastTransposeKernels(r);
+  fast::AddFastNhwcPoolKernels(r);
 }
 
 }  // namespace precis::rt

@@ -143,5 +143,6 @@ void AddFastSoftmaxKernels(KernelRegistry& r);    // fast_softmax.cc
 void AddFastNormKernels(KernelRegistry& r);       // fast_norm.cc
 void AddFastTrainingKernels(KernelRegistry& r);   // fast_train.cc
 void AddFastTransposeKernels(KernelRegistry& r);  // fast_transpose.cc
+void AddFastNhwcPoolKernels(KernelRegistry& r);   // fast_nhwc_pool.cc (channels-last steps)
 
 }  // namespace precis::rt::fast
