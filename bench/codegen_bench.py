@@ -2,6 +2,7 @@
 
 usage: .venv/bin/python bench/codegen_bench.py PRECIS [--threads 2] [--iterations 20]
            [--models resnet50,mobilenet_v2,vit_b_16,encoder] [--precisions fp32,fp16,bf16] [--batch 1]
+           [--baseline "--no-codegen"]
 
 Models are the exports in .cache/model-tests/exports/ (scripts/make_model_tests.py makes them).
 Prints the CPU flags, then per model and precision: steps per inference with code generation
@@ -11,6 +12,9 @@ bench`), and onnxruntime's FP32 median on the same input shape (intra-op threads
 ratios against the --no-codegen plan and against onnxruntime (lower is better). For FP16 rows
 also onnxruntime on the model converted to FP16 (onnxconverter-common's float16 converter,
 keep_io_types=True, installed into the venv on first use) and the ratio against it.
+--baseline sets the compile flags of the "off" plan (default --no-codegen); e.g. --baseline
+"--layout nchw --no-epilogue-fusion" measures the channels-last convolutions and fused post-ops
+(docs/cpu.md) instead.
 """
 import argparse
 import os
@@ -95,8 +99,10 @@ def main():
     p.add_argument("--models", default="resnet50,mobilenet_v2,vit_b_16,encoder")
     p.add_argument("--precisions", default="fp32,fp16,bf16")
     p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--baseline", default="--no-codegen", help="compile flags of the 'off' plan")
     a = p.parse_args()
     print(f"cpu: {cpu_flags()}")
+    print(f"'off' plans: {a.baseline}")
     print(f"threads {a.threads}, batch {a.batch}, {a.iterations} iterations, median ms")
     print(f"{'model':14} {'prec':5} {'steps gen/off':>13} {'fused':>11} {'gen ms':>7} {'arena gen / off':>22} "
           f"{'gen ms/run':>10} {'off ms/run':>10} {'gen/off':>7} {'ort fp32':>8} {'gen/ort':>7} {'ort fp16':>8} {'gen/o16':>7}")
@@ -109,7 +115,7 @@ def main():
             for prec in a.precisions.split(","):
                 gen_plan, off_plan = os.path.join(tmp, "gen.plan"), os.path.join(tmp, "off.plan")
                 g = compile_plan(a.precis, model, gen_plan, shape_arg, prec, [])
-                o = compile_plan(a.precis, model, off_plan, shape_arg, prec, ["--no-codegen"])
+                o = compile_plan(a.precis, model, off_plan, shape_arg, prec, a.baseline.split())
                 gen_ms, gen_fb = bench(a.precis, gen_plan, a.threads, a.iterations)
                 off_ms, _ = bench(a.precis, off_plan, a.threads, a.iterations)
                 print(f"{name:14} {prec:5} {g[0]:>6}/{o[0]:<6} {g[2]:>4} ({g[3]:>3}) {g[4]:>7.0f} {g[1]:>10} / {o[1]:<9} "
