@@ -5,6 +5,7 @@
 #include "runtime/cpu/kernels/fast_math.h"
 
 #include <cmath>
+#include <cstring>
 
 // ThreadSanitizer builds (tests/runtime/tsan_concurrency.sh) get the baseline only: the dynamic
 // linker runs the clones' ifunc resolvers before the TSan runtime is initialized, and the
@@ -49,32 +50,34 @@ PRECIS_CLONES void GeluTanhArray(const float* x, float* y, int64_t n) {
 }
 
 PRECIS_CLONES float RowMax(const float* x, int64_t n, bool* any_nan) {
-  constexpr int kLanes = 16;
-  float m[kLanes];
-  int nan[kLanes];
-  for (int k = 0; k < kLanes; ++k) {
-    m[k] = -INFINITY;
-    nan[k] = 0;
-  }
+  // GCC vector types: written as plain lane arrays, the select and the NaN flag stayed scalar.
+  // NaN shows as the largest |bits|: (bits & 0x7fffffff) > 0x7f800000 only for NaN.
+  typedef float V8 __attribute__((vector_size(32)));
+  typedef int32_t I8 __attribute__((vector_size(32)));
+  V8 m = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  I8 top = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) {
-      float v = x[i + k];
-      m[k] = v > m[k] ? v : m[k];
-      nan[k] |= v != v;
-    }
-  for (int k = 0; i < n; ++i, ++k) {
-    float v = x[i];
-    m[k] = v > m[k] ? v : m[k];
-    nan[k] |= v != v;
+  for (; i + 8 <= n; i += 8) {
+    V8 v;
+    std::memcpy(&v, x + i, sizeof v);
+    m = v > m ? v : m;
+    I8 b = reinterpret_cast<I8>(v) & 0x7fffffff;
+    top = b > top ? b : top;
   }
-  float best = m[0];
-  int any = nan[0];
-  for (int k = 1; k < kLanes; ++k) {
+  float best = -INFINITY;
+  int32_t t = 0;
+  for (int k = 0; k < 8; ++k) {
     best = m[k] > best ? m[k] : best;
-    any |= nan[k];
+    t = top[k] > t ? top[k] : t;
   }
-  *any_nan = any != 0;
+  for (; i < n; ++i) {
+    float v = x[i];
+    int32_t b;
+    std::memcpy(&b, &v, sizeof b);
+    best = v > best ? v : best;
+    t = (b & 0x7fffffff) > t ? (b & 0x7fffffff) : t;
+  }
+  *any_nan = t > 0x7f800000;
   return best;
 }
 
