@@ -17,12 +17,7 @@ bool OneOf(const std::string& s, std::initializer_list<const char*> options) {
   return false;
 }
 
-// Non-empty constant input i, or nullptr when it is absent or empty (Resize's roi/scales
-// placeholders).
-const ir::Tensor* NonEmptyConstant(const InferContext& ctx, size_t i) {
-  const ir::Tensor* t = ctx.input_constant(i);
-  return t && t->NumElements() > 0 ? t : nullptr;
-}
+// Whether input i is present and not empty (Resize's roi/scales placeholders).
 bool HasNonEmptyInput(const InferContext& ctx, size_t i) {
   if (!ctx.has_input(i)) return false;
   if (const ir::Tensor* t = ctx.input_constant(i)) return t->NumElements() > 0;
@@ -64,8 +59,9 @@ Status CheckResizeModes(InferContext& ctx) {
   if (ctx.Int("antialias", 0) != 0) return ctx.Unsupported("antialias is not supported");
   std::string policy = ctx.String("keep_aspect_ratio_policy", "stretch");
   if (!OneOf(policy, {"stretch", "not_larger", "not_smaller"})) return ctx.Error("unknown keep_aspect_ratio_policy '" + policy + "'");
-  if (coord == "tf_crop_and_resize" && !NonEmptyConstant(ctx, 1))
-    return ctx.Unsupported("tf_crop_and_resize needs roi as a compile-time constant");
+  // The roi moves the sampling positions only (output dims come from scales or sizes), so it may
+  // be computed at run time: the kernel then reads it when it runs.
+  if (coord == "tf_crop_and_resize" && !HasNonEmptyInput(ctx, 1)) return ctx.Error("tf_crop_and_resize needs roi");
   return Status::Ok();
 }
 

@@ -58,7 +58,7 @@ Status ReadScalesAndRoi(const KernelArgs& args, const Tensor& in, ResizeOptions&
     if (a < 0 || a >= int64_t(rank)) return args.Error("axis is out of range");
   }
   std::vector<double> roi, scales, sizes;
-  if (opt.coord == Coord::kTfCropAndResize) PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(1), "roi", roi));
+  if (opt.coord == Coord::kTfCropAndResize) PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(1), "roi", roi, run_time));
   PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(2), "scales", scales, run_time));
   if (const Tensor* t = args.in(3); t && t->numel > 0 && !t->is_constant && args.out(0) && args.out(0)->rank() == int64_t(rank) &&
                                      args.attrs.String("keep_aspect_ratio_policy", "stretch") == "stretch") {

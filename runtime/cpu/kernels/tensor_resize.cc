@@ -24,9 +24,12 @@ class ResizeKernel : public Kernel {
   Status Init(const KernelArgs& args, const CpuContext&) override {
     const Tensor *in = args.in(0), *out = args.out(0);
     if (!in || !out || in->dtype != out->dtype || in->rank() != out->rank()) return args.Error("needs matching input and output");
-    // Scales given at run time (a dynamic plan's value input): the taps are built when it runs.
+    // Scales given at run time (a dynamic plan's value input), or tf_crop_and_resize's roi: the
+    // taps are built when it runs.
     const Tensor* scales = upsample_ ? (args.attrs.Has("scales") ? nullptr : args.in(1)) : args.in(2);
-    run_time_ = scales && scales->numel > 0 && !scales->is_constant;
+    const Tensor* roi = upsample_ ? nullptr : args.in(1);
+    bool crop = args.attrs.String("coordinate_transformation_mode", "") == "tf_crop_and_resize";
+    run_time_ = (scales && scales->numel > 0 && !scales->is_constant) || (crop && roi && roi->numel > 0 && !roi->is_constant);
     if (run_time_) return DispatchAny(in->dtype, [](auto) {}) ? Status::Ok() : args.Error(std::string("unsupported dtype ") + DataTypeName(in->dtype));
     return Prepare(args, false);
   }
@@ -51,10 +54,13 @@ class ResizeKernel : public Kernel {
 
   Status Run(const KernelArgs& args, CpuContext&) override {
     if (run_time_) {
-      // Taps for these scales (rebuilt only when the values change: bindings round them).
-      const Tensor& scales = *args.in(upsample_ ? 1 : 2);
-      std::vector<double> now(size_t(scales.numel));
-      for (int64_t k = 0; k < scales.numel; ++k) now[size_t(k)] = ReadAt(scales, k);
+      // Taps for these scales and roi (rebuilt only when the values change: bindings round them).
+      std::vector<double> now;
+      auto append = [&](const Tensor* t) {
+        for (int64_t k = 0; t && k < t->numel; ++k) now.push_back(ReadAt(*t, k));
+      };
+      append(args.in(upsample_ ? 1 : 2));
+      if (!upsample_) append(args.in(1));
       if (now != run_scales_) {
         PRECIS_RETURN_IF_ERROR(Prepare(args, true));
         run_scales_ = std::move(now);
