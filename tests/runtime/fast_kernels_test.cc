@@ -48,42 +48,7 @@ std::string DimsText(const std::vector<int64_t>& d) {
 
 const char* TypeName(DataType t) { return DataTypeName(t); }
 
-// A tensor with its own storage; values are set and read as float (rounded to the dtype).
-struct Buffer {
-  Tensor t;
-  std::vector<uint8_t> bytes;
-
-  Buffer(DataType dtype, std::vector<int64_t> dims) {
-    t.dtype = dtype;
-    t.dims = std::move(dims);
-    t.numel = Numel(t.dims);
-    t.bytes = size_t(t.numel) * DataTypeSize(dtype);
-    bytes.assign(t.bytes + 64, 0);
-    t.data = bytes.data();
-  }
-  Buffer(const Buffer& o) : t(o.t), bytes(o.bytes) { t.data = bytes.data(); }
-  Buffer& operator=(const Buffer&) = delete;
-
-  void Set(int64_t i, float v) {
-    switch (t.dtype) {
-      case DataType::kF32: std::memcpy(t.data + 4 * i, &v, 4); break;
-      case DataType::kF16: { uint16_t h = FloatToHalf(v); std::memcpy(t.data + 2 * i, &h, 2); break; }
-      case DataType::kBF16: { uint16_t h = FloatToBf16(v); std::memcpy(t.data + 2 * i, &h, 2); break; }
-      case DataType::kF64: { double d = v; std::memcpy(t.data + 8 * i, &d, 8); break; }
-      default: ADD_FAILURE() << "Set: unsupported dtype";
-    }
-  }
-  float Get(int64_t i) const {
-    switch (t.dtype) {
-      case DataType::kF32: { float v; std::memcpy(&v, t.data + 4 * i, 4); return v; }
-      case DataType::kF16: { uint16_t h; std::memcpy(&h, t.data + 2 * i, 2); return HalfToFloat(h); }
-      case DataType::kBF16: { uint16_t h; std::memcpy(&h, t.data + 2 * i, 2); return Bf16ToFloat(h); }
-      case DataType::kF64: { double d; std::memcpy(&d, t.data + 8 * i, 8); return float(d); }
-      default: ADD_FAILURE() << "Get: unsupported dtype"; return 0;
-    }
-  }
-  void Poison() { std::fill(bytes.begin(), bytes.end(), uint8_t(0xff)); }  // NaN in every float type
-};
+using Buffer = testing::TypedBuffer;
 
 // Random values in [-scale, -scale/10] u [scale/10, scale]: random signs, never zero.
 Buffer Random(DataType dtype, std::vector<int64_t> dims, uint32_t seed, float scale = 1.0f) {

@@ -24,37 +24,18 @@ namespace {
 using testing::AttrList;
 using testing::Numel;
 
-// A tensor of any float storage type over its own bytes.
-struct Bytes {
-  Tensor t;
-  std::vector<uint8_t> data;
+using Bytes = testing::TypedBuffer;
 
-  Bytes(DataType dtype, std::vector<int64_t> dims) {
-    t.dtype = dtype;
-    t.dims = std::move(dims);
-    t.numel = Numel(t.dims);
-    t.bytes = size_t(t.numel) * (dtype == DataType::kF64 ? 8 : dtype == DataType::kF32 ? 4 : 2);
-    data.assign(t.bytes, 0);
-    t.data = data.data();
-  }
-  void Set(int64_t i, float v) {
-    if (t.dtype == DataType::kF32) std::memcpy(&data[size_t(i) * 4], &v, 4);
-    else {
-      uint16_t h = t.dtype == DataType::kF16 ? FloatToHalf(v) : FloatToBf16(v);
-      std::memcpy(&data[size_t(i) * 2], &h, 2);
-    }
-  }
-  size_t Element() const { return t.dtype == DataType::kF32 ? 4 : 2; }
-};
+size_t Element(const Bytes& b) { return DataTypeSize(b.t.dtype); }
 
 // dst[n, h, w, c] = src[n, c, h, w] (bytes of one element each).
 void ToChannelsLast(const Bytes& src, Bytes& dst) {
   const auto& d = src.t.dims;
-  size_t e = src.Element();
+  size_t e = Element(src);
   for (int64_t n = 0; n < d[0]; ++n)
     for (int64_t c = 0; c < d[1]; ++c)
       for (int64_t i = 0; i < d[2] * d[3]; ++i)
-        std::memcpy(&dst.data[size_t((n * d[2] * d[3] + i) * d[1] + c) * e], &src.data[size_t((n * d[1] + c) * d[2] * d[3] + i) * e], e);
+        std::memcpy(&dst.bytes[size_t((n * d[2] * d[3] + i) * d[1] + c) * e], &src.bytes[size_t((n * d[1] + c) * d[2] * d[3] + i) * e], e);
 }
 
 Status Run(KernelFactory factory, Bytes& x, Bytes& y, Attributes attrs, int threads) {
@@ -127,10 +108,10 @@ void Check(const PoolCase& c, DataType dtype) {
   for (int threads : {1, 2}) {
     st = Run(r.FindNhwc(c.op), xl, got, a, threads);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    size_t e = got.Element();
+    size_t e = Element(got);
     int bad = 0;
     for (int64_t i = 0; i < got.t.numel && bad < 5; ++i)
-      if (std::memcmp(&got.data[size_t(i) * e], &want.data[size_t(i) * e], e) != 0) {
+      if (std::memcmp(&got.bytes[size_t(i) * e], &want.bytes[size_t(i) * e], e) != 0) {
         ADD_FAILURE() << threads << " threads: element " << i << " differs from the reference kernel's";
         ++bad;
       }
