@@ -61,31 +61,7 @@ Buffer Random(DataType dtype, std::vector<int64_t> dims, uint32_t seed, float sc
 
 const KernelRegistry& Registry() { return KernelRegistry::Cpu(); }
 
-// Runs one kernel twice (scratch and outputs poisoned before each run); returns Init's status
-// or Run's. `inputs` may contain nullptr (omitted optional input).
-Status RunKernel(KernelFactory factory, const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, Attributes attrs,
-                 int threads) {
-  KernelArgs args;
-  for (Buffer* b : inputs) args.inputs.push_back(b ? &b->t : nullptr);
-  for (Buffer* b : outputs) args.outputs.push_back(b ? &b->t : nullptr);
-  args.attrs = attrs;
-  args.node = "test";
-  CpuContext ctx;
-  ctx.threads = threads;
-  std::unique_ptr<Kernel> kernel = factory();
-  PRECIS_RETURN_IF_ERROR(kernel->Init(args, ctx));
-  std::vector<uint8_t> scratch(kernel->ScratchBytes() + 64, 0xff);
-  auto addr = reinterpret_cast<uintptr_t>(scratch.data());
-  ctx.scratch = reinterpret_cast<uint8_t*>((addr + 63) / 64 * 64);  // 64-byte aligned, as the session's
-  for (int run = 0; run < 2; ++run) {
-    std::fill(scratch.begin(), scratch.end(), uint8_t(0xff));
-    for (Buffer* b : outputs)
-      if (b && std::find(inputs.begin(), inputs.end(), b) == inputs.end()) b->Poison();
-    PRECIS_RETURN_IF_ERROR(kernel->Run(args, ctx));
-    if (run == 0 && !outputs.empty() && std::find(inputs.begin(), inputs.end(), outputs[0]) != inputs.end()) break;  // in place: once
-  }
-  return Status::Ok();
-}
+using testing::RunKernel;
 
 // Runs the fast kernel of `name`, which must take the step, with `threads`.
 void RunFast(const std::string& name, const std::vector<Buffer*>& inputs, const std::vector<Buffer*>& outputs, AttrList& attrs,

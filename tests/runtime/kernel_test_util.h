@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -118,5 +119,31 @@ struct TypedBuffer {
   }
   void Poison() { std::fill(bytes.begin(), bytes.end(), uint8_t(0xff)); }  // NaN in every float type
 };
+
+// Runs one kernel twice (scratch and outputs poisoned before each run); returns Init's status
+// or Run's. `inputs` may contain nullptr (omitted optional input).
+inline Status RunKernel(KernelFactory factory, const std::vector<TypedBuffer*>& inputs, const std::vector<TypedBuffer*>& outputs, Attributes attrs,
+                 int threads) {
+  KernelArgs args;
+  for (TypedBuffer* b : inputs) args.inputs.push_back(b ? &b->t : nullptr);
+  for (TypedBuffer* b : outputs) args.outputs.push_back(b ? &b->t : nullptr);
+  args.attrs = attrs;
+  args.node = "test";
+  CpuContext ctx;
+  ctx.threads = threads;
+  std::unique_ptr<Kernel> kernel = factory();
+  PRECIS_RETURN_IF_ERROR(kernel->Init(args, ctx));
+  std::vector<uint8_t> scratch(kernel->ScratchBytes() + 64, 0xff);
+  auto addr = reinterpret_cast<uintptr_t>(scratch.data());
+  ctx.scratch = reinterpret_cast<uint8_t*>((addr + 63) / 64 * 64);  // 64-byte aligned, as the session's
+  for (int run = 0; run < 2; ++run) {
+    std::fill(scratch.begin(), scratch.end(), uint8_t(0xff));
+    for (TypedBuffer* b : outputs)
+      if (b && std::find(inputs.begin(), inputs.end(), b) == inputs.end()) b->Poison();
+    PRECIS_RETURN_IF_ERROR(kernel->Run(args, ctx));
+    if (run == 0 && !outputs.empty() && std::find(inputs.begin(), inputs.end(), outputs[0]) != inputs.end()) break;  // in place: once
+  }
+  return Status::Ok();
+}
 
 }  // namespace precis::rt::testing

@@ -38,21 +38,9 @@ void ToChannelsLast(const Bytes& src, Bytes& dst) {
         std::memcpy(&dst.bytes[size_t((n * d[2] * d[3] + i) * d[1] + c) * e], &src.bytes[size_t((n * d[1] + c) * d[2] * d[3] + i) * e], e);
 }
 
+// Outputs start as NaN (TypedBuffer::Poison), scratch as 0xff.
 Status Run(KernelFactory factory, Bytes& x, Bytes& y, Attributes attrs, int threads) {
-  KernelArgs args;
-  args.inputs = {&x.t};
-  args.outputs = {&y.t};
-  args.attrs = attrs;
-  args.node = "test";
-  CpuContext ctx;
-  ctx.threads = threads;
-  std::unique_ptr<Kernel> k = factory();
-  PRECIS_RETURN_IF_ERROR(k->Init(args, ctx));
-  std::vector<uint8_t> scratch(k->ScratchBytes() + 64, 0xff);
-  auto addr = reinterpret_cast<uintptr_t>(scratch.data());
-  ctx.scratch = reinterpret_cast<uint8_t*>((addr + 63) / 64 * 64);
-  for (int64_t i = 0; i < y.t.numel; ++i) y.Set(i, std::numeric_limits<float>::quiet_NaN());
-  return k->Run(args, ctx);
+  return testing::RunKernel(factory, {&x}, {&y}, attrs, threads);
 }
 
 struct PoolCase {
