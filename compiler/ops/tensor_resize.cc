@@ -56,7 +56,6 @@ Status CheckResizeModes(InferContext& ctx) {
   if (!known) return ctx.Error("unknown coordinate_transformation_mode '" + coord + "'");
   std::string nearest = ctx.String("nearest_mode", "round_prefer_floor");
   if (!OneOf(nearest, {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})) return ctx.Error("unknown nearest_mode '" + nearest + "'");
-  if (ctx.Int("antialias", 0) != 0) return ctx.Unsupported("antialias is not supported");
   std::string policy = ctx.String("keep_aspect_ratio_policy", "stretch");
   if (!OneOf(policy, {"stretch", "not_larger", "not_smaller"})) return ctx.Error("unknown keep_aspect_ratio_policy '" + policy + "'");
   // The roi moves the sampling positions only (output dims come from scales or sizes), so it may

@@ -19,6 +19,7 @@ struct ResizeOptions {
   Rounding rounding = Rounding::kRoundPreferFloor;
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  bool antialias = false;  // linear and cubic: the filter stretched by 1 / scale when downsampling
   double extrapolation = 0;
   std::vector<double> scales;  // per dim
   std::vector<double> roi;     // per dim: starts then ends (tf_crop_and_resize)
@@ -118,7 +119,7 @@ Status ReadResizeOptions(const KernelArgs& args, const Tensor& in, ResizeOptions
   else if (rounding == "ceil") opt.rounding = Rounding::kCeil;
   else if (rounding == "simple") opt.rounding = Rounding::kSimple;  // kernel form of Resize 10
   else return args.Error("unknown nearest_mode '" + rounding + "'");
-  if (args.attrs.Int("antialias", 0) != 0) return args.Error("antialias is not supported");
+  opt.antialias = args.attrs.Int("antialias", 0) != 0 && opt.mode != Mode::kNearest;  // nearest has no filter to stretch
   opt.cubic_a = args.attrs.Float("cubic_coeff_a", -0.75f);
   opt.exclude_outside = args.attrs.Int("exclude_outside", 0) != 0;
   opt.extrapolation = args.attrs.Float("extrapolation_value", 0.f);
@@ -183,17 +184,54 @@ void CubicWeights(double r, double a, double w[4]) {
   w[3] = ((a * (2 - r) - 5 * a) * (2 - r) + 8 * a) * (2 - r) - 4 * a;
 }
 
+// The antialiasing filter of the ONNX reference (linear: a triangle, cubic: Keys' kernel, both
+// stretched by 1 / scale when scale < 1), normalized to sum 1: n (even) weights for the inputs
+// up - n/2 ... up + n/2 - 1, where up - 1 < x <= up and ratio = x - (up - 1).
+int64_t AntialiasTaps(Mode mode, double scale) {
+  double s = std::min(scale, 1.0);
+  int64_t start = int64_t(std::floor((mode == Mode::kLinear ? -1.0 : -2.0) / s)) + 1;
+  return 2 - 2 * start;
+}
+
+void AntialiasWeights(Mode mode, double ratio, double scale, double a, std::vector<double>& w) {
+  double s = std::min(scale, 1.0), sum = 0;
+  int64_t n = int64_t(w.size()), start = 1 - n / 2;
+  for (int64_t t = 0; t < n; ++t) {
+    double x = std::fabs(s * (double(start + t) - ratio));
+    double v = 0;
+    if (mode == Mode::kLinear) {
+      v = std::clamp(1 - x, 0.0, 1.0);
+    } else if (x <= 1) {
+      v = ((a + 2) * x - (a + 3)) * x * x + 1;
+    } else if (x < 2) {
+      v = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+    }
+    w[size_t(t)] = v;
+    sum += v;
+  }
+  for (double& v : w) v /= sum;
+}
+
 Status DimTaps(const KernelArgs& args, const ResizeOptions& opt, const Tensor& in, const Tensor& out, size_t d, Taps* r) {
   int64_t in_n = in.dims[d], out_n = out.dims[d];
   size_t rank = in.dims.size();
   if (in_n == 0 && out_n > 0) return args.Error("cannot resize an empty dim to a nonempty one");
   bool trivial_roi = opt.roi.empty() || (std::fabs(opt.roi[d]) < 1e-9 && std::fabs(opt.roi[rank + d] - 1) < 1e-9);
   bool identity = std::fabs(opt.scales[d] - 1) < 1e-9 && out_n == in_n && trivial_roi;
-  int64_t k = identity || opt.mode == Mode::kNearest ? 1 : opt.mode == Mode::kLinear ? 2 : 4;
   if (!(opt.scales[d] > 0) && !identity) return args.Error("scales must be positive");
+  int64_t k = identity || opt.mode == Mode::kNearest ? 1 : opt.mode == Mode::kLinear ? 2 : 4;
+  bool antialias = opt.antialias && !identity && opt.scales[d] < 1;
+  if (antialias) {
+    // A filter wider than the input, plus the 4 taps clamping would give anyway, cannot add
+    // anything: refusing it bounds the taps a corrupt plan's tiny scale could ask for.
+    double width = double(AntialiasTaps(opt.mode, opt.scales[d]));
+    if (!(width <= 2 * double(in_n) + 8)) return args.Error("antialias filter of " + std::to_string(width) + " taps for a dim of " + std::to_string(in_n));
+    k = int64_t(width);
+  }
   r->per_dim[d] = k;
   r->tap_begin[d] = int64_t(r->taps.size());
   r->outside_begin[d] = int64_t(r->outside.size());
+  std::vector<double> w(static_cast<size_t>(k));  // this output's weights (4 for cubic, as CubicWeights writes)
   for (int64_t y = 0; y < out_n; ++y) {
     bool outside = false;
     if (identity) {
@@ -206,7 +244,8 @@ Status DimTaps(const KernelArgs& args, const ResizeOptions& opt, const Tensor& i
     // nothing, with exclude_outside) either way: clamping keeps the index arithmetic below in
     // range for the absurd scales or roi of a corrupt plan. NaN has no index at all.
     if (std::isnan(x)) return args.Error("scales and roi map output index " + std::to_string(y) + " of dim " + std::to_string(d) + " to NaN");
-    x = std::clamp(x, -4.0, double(in_n) + 4);
+    double reach = double(std::max<int64_t>(k, 4));
+    x = std::clamp(x, -reach, double(in_n) + reach);
     r->outside.push_back(outside ? 1 : 0);
     double up = std::ceil(x), ratio = x - (up - 1);  // in (0, 1]: prefer the left neighbour
     auto clamp = [in_n](int64_t i) { return std::clamp<int64_t>(i, 0, in_n - 1); };
@@ -214,28 +253,28 @@ Status DimTaps(const KernelArgs& args, const ResizeOptions& opt, const Tensor& i
       r->taps.push_back({clamp(NearestIndex(opt.rounding, x, opt.scales[d] < 1)), 1.0});
       continue;
     }
-    int64_t first = int64_t(up) - (k == 2 ? 1 : 2);
-    double w[4];
-    if (k == 2) {
+    int64_t first = int64_t(up) - k / 2;
+    if (antialias) {
+      AntialiasWeights(opt.mode, ratio, opt.scales[d], opt.cubic_a, w);
+    } else if (k == 2) {
       w[0] = 1 - ratio;
       w[1] = ratio;
     } else {
-      CubicWeights(ratio, opt.cubic_a, w);
+      CubicWeights(ratio, opt.cubic_a, w.data());
     }
     if (opt.exclude_outside) {
       double sum = 0;
       for (int64_t t = 0; t < k; ++t) {
-        if (first + t < 0 || first + t >= in_n) w[t] = 0;
-        sum += w[t];
+        if (first + t < 0 || first + t >= in_n) w[size_t(t)] = 0;
+        sum += w[size_t(t)];
       }
       if (sum != 0)
-        for (int64_t t = 0; t < k; ++t) w[t] /= sum;
+        for (int64_t t = 0; t < k; ++t) w[size_t(t)] /= sum;
     }
-    for (int64_t t = 0; t < k; ++t) r->taps.push_back({clamp(first + t), w[t]});
+    for (int64_t t = 0; t < k; ++t) r->taps.push_back({clamp(first + t), w[size_t(t)]});
   }
   return Status::Ok();
 }
-
 
 }  // namespace
 

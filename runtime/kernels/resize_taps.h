@@ -2,7 +2,9 @@
 // kernels (runtime/cuda/kernels/tensor_resize.cu): reads the attributes and the constant
 // scales/sizes/roi inputs, and computes per dim and output coordinate the input indices read and
 // their weights ("taps", following the ONNX reference: edge-clamped neighbours,
-// exclude_outside renormalization, tf_crop_and_resize extrapolation). Both backends sum the
+// exclude_outside renormalization, tf_crop_and_resize extrapolation, and antialias: linear and
+// cubic filters stretched by 1 / scale when downsampling, so a dim reads 2 / scale or 4 / scale
+// inputs per output). Both backends sum the
 // tensor product of the taps of each output element, in the same order, in double.
 #pragma once
 

@@ -31,7 +31,9 @@ of the wrong static dim is refused naming the plan's shape; the decoder at seq 6
 reading past them; a Reshape whose target is a graph input (values that decide a shape) compiles
 to one plan that matches onnxruntime at four targets ([9, 4], [0, -1], [-1, 2], [36, 1]) and
 refuses [5, -1] at run time; a tf_crop_and_resize Resize whose roi is a graph input matches
-onnxruntime within 1e-5 at two rois (one reaching outside the image: extrapolation).
+onnxruntime within 1e-5 at two rois (one reaching outside the image: extrapolation); Resize with
+antialias (linear, cubic; downsampling by 4, 2.5, and upsampling in the other dim) within 1e-5 of
+ONNX's reference implementation in float64.
 """
 import os
 import subprocess
@@ -159,6 +161,15 @@ def crop_resize_model(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+def antialias_model(path, mode, scales):
+    n, vi = helper.make_node, helper.make_tensor_value_info
+    sc = helper.make_tensor("scales", TensorProto.FLOAT, [4], scales)
+    node = n("Resize", ["x", "", "scales"], ["y"], mode=mode, antialias=1)
+    graph = helper.make_graph([node], "antialias", [vi("x", TensorProto.FLOAT, [1, 2, 20, 23])], [vi("y", TensorProto.FLOAT, None)],
+                              initializer=[sc])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+
+
 def main():
     precis, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -278,6 +289,24 @@ def main():
         got = np.load(os.path.join(out, "y.npy")) if r.returncode == 0 else None
         err = float(np.max(np.abs(got - want))) if got is not None and got.shape == want.shape else None
         check(err is not None and err <= 1e-5, f"Resize tf_crop_and_resize, roi {roi} given at run time: max error {err} against onnxruntime {r.stderr.strip()[-200:]}")
+    # Resize with antialias (downsampling by 4 and by 2.5: 8 and 6 linear taps, 16 and 10 cubic
+    # ones per dim) against ONNX's reference implementation in float64.
+    from onnx.reference import ReferenceEvaluator
+    x = np.random.default_rng(5).standard_normal((1, 2, 20, 23)).astype(np.float32)
+    np.save(xf, x)
+    for mode in ("linear", "cubic"):
+        for scales in ([1, 1, 0.25, 0.4], [1, 1, 0.4, 1.5]):
+            path, plan = os.path.join(work, "antialias.onnx"), os.path.join(work, "antialias.plan")
+            antialias_model(path, mode, scales)
+            r = subprocess.run([precis, "compile", path, "-o", plan], capture_output=True, text=True)
+            out = os.path.join(work, "antialias_out")
+            if r.returncode == 0:
+                r = subprocess.run([precis, "run", plan, "--input", f"x={xf}", "--output-dir", out], capture_output=True, text=True)
+            want = ReferenceEvaluator(onnx.load(path)).run(None, {"x": x.astype(np.float64)})[0]
+            got = np.load(os.path.join(out, "y.npy")) if r.returncode == 0 else None
+            err = float(np.max(np.abs(got - want))) if got is not None and got.shape == want.shape else None
+            check(err is not None and err <= 1e-5, f"Resize {mode} antialias, scales {scales}: max error {err} against ONNX's reference in float64 "
+                  f"{r.stderr.strip()[-200:]}")
     print(f"{len(failures)} failures")
     return 1 if failures else 0
 
