@@ -214,12 +214,13 @@ bool MovesNoData(const std::vector<ir::Dim>& dims, const int (&perm)[4]) {
 
 // The shape operand of a Reshape from `from` to `to` (rank 4, the same elements): static dims
 // as they are, a symbolic dim 0 (the batch, which both permutations keep first) as 0, which
-// Reshape copies from the input; nullopt when another dim is symbolic.
+// Reshape copies from the input; nullopt when another dim is symbolic, or when a static 0 would
+// be read as "copy the input's dim" and that dim is not 0.
 std::optional<std::vector<int64_t>> ReshapeDims(const std::vector<ir::Dim>& from, const std::vector<ir::Dim>& to) {
   std::vector<int64_t> dims;
   for (size_t i = 0; i < to.size(); ++i) {
-    if (to[i].is_static()) dims.push_back(to[i].value());
-    else if (i == 0 && to[0] == from[0]) dims.push_back(0);
+    if (to[i].is_static() && (to[i].value() != 0 || from[i] == to[i])) dims.push_back(to[i].value());
+    else if (i == 0 && to[0].is_symbolic() && to[0] == from[0]) dims.push_back(0);
     else return std::nullopt;
   }
   return dims;
