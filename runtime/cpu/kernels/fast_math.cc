@@ -81,6 +81,17 @@ PRECIS_CLONES float RowMax(const float* x, int64_t n, bool* any_nan) {
   return best;
 }
 
+PRECIS_CLONES void MaxPoolInto(float* acc, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i], b = acc[i];
+    acc[i] = (v > b || (b != b && v == v)) ? v : b;
+  }
+}
+
+PRECIS_CLONES void AddInto(float* acc, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+}
+
 PRECIS_CLONES double ExpShiftSum(const float* x, float m, float* e, int64_t n) {
   constexpr int kLanes = 8;
   double acc[kLanes] = {};

@@ -56,5 +56,9 @@ void GeluTanhArray(const float* x, float* y, int64_t n);
 // x holds a NaN (max ignores NaN).
 double ExpShiftSum(const float* x, float m, float* e, int64_t n);
 float RowMax(const float* x, int64_t n, bool* any_nan);
+// Pools over channel rows (fast_nhwc_pool.cc): acc[i] = x[i] when x[i] > acc[i], or when acc[i]
+// is NaN and x[i] is not (the reference MaxPool's rule); acc[i] += x[i].
+void MaxPoolInto(float* acc, const float* x, int64_t n);
+void AddInto(float* acc, const float* x, int64_t n);
 
 }  // namespace precis::rt::fast

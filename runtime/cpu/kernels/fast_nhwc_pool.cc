@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "runtime/cpu/kernels/fast_math.h"
 #include "runtime/cpu/kernels/fast_util.h"
 #include "runtime/kernels/nn_window.h"
 
@@ -75,6 +76,9 @@ class NhwcPoolKernel : public Kernel {
               const T* xp = xn + ((rh.start + kh * dh) * IW + rw.start + kw * dw) * C;
               if (first) {  // 0 + v as the reference's sum starts (-0 gives +0)
                 for (int64_t c = 0; c < C; ++c) acc[c] = kMode == Mode::kMax ? float(Load(xp[c])) : 0.0f + float(Load(xp[c]));
+              } else if constexpr (std::is_same_v<T, float>) {  // the AVX2 clones of fast_math.cc
+                if constexpr (kMode == Mode::kMax) MaxPoolInto(acc, xp, C);
+                else AddInto(acc, xp, C);
               } else if constexpr (kMode == Mode::kMax) {
                 for (int64_t c = 0; c < C; ++c) {
                   float v = Load(xp[c]), b = acc[c];
