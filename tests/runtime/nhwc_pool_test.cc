@@ -1,5 +1,5 @@
-// The channels-last pools (fast_nhwc_pool.cc, the kernels of layout = "NHWC" pool steps) against
-// the reference NCHW kernels (nn_pool.cc) on the same data permuted: MaxPool and AveragePool with
+// The channels-last pools (fast_nhwc_pool.cc, the kernels of layout = "NHWC" pool steps) and
+// BatchNormalization (nn_norm.cc) against the reference NCHW kernels on the same data permuted: MaxPool and AveragePool with
 // strides, asymmetric pads, dilations, ceil_mode, count_include_pad, windows that reach only
 // padding; GlobalAveragePool and GlobalMaxPool; batch 1 and 3, channels 1, 3, 17 and 300 (past
 // one 256-channel block); f32, f16 and bf16; 1 and 2 threads. The kernels promise the reference's
@@ -140,6 +140,38 @@ TEST(ChannelsLastPools, GlobalPoolsMatchReference) {
           Check({op, {n, ch, 1, 1}}, t);
           Check({op, {n, ch, 3, 5}}, t);
         }
+}
+
+// Inference BatchNormalization: y = x * a[c] + b[c], the same coefficients and arithmetic as the
+// NCHW kernel, so the same bits; parameters constant (folded at Init) or computed (at Run).
+TEST(ChannelsLastPools, BatchNormalizationMatchesReference) {
+  const KernelRegistry& r = KernelRegistry::Cpu();
+  ASSERT_TRUE(r.FindNhwc("BatchNormalization"));
+  for (DataType t : kTypes)
+    for (bool constant : {true, false})
+      for (std::vector<int64_t> dims : {std::vector<int64_t>{1, 17, 5, 7}, std::vector<int64_t>{3, 300, 2, 3}, std::vector<int64_t>{2, 1, 4, 4}}) {
+        SCOPED_TRACE(std::string(DataTypeName(t)) + (constant ? " constant" : " computed") + " C " + std::to_string(dims[1]));
+        std::mt19937 rng(static_cast<uint32_t>(dims[1]));
+        std::uniform_real_distribution<float> u(-3.0f, 3.0f), pos(0.1f, 2.0f);
+        Bytes x(t, dims), y(t, dims);
+        for (int64_t i = 0; i < x.t.numel; ++i) x.Set(i, i % 37 == 0 ? std::numeric_limits<float>::quiet_NaN() : u(rng));
+        std::vector<Bytes> params;
+        for (int k = 0; k < 4; ++k) {
+          params.emplace_back(t, std::vector<int64_t>{dims[1]});
+          for (int64_t c = 0; c < dims[1]; ++c) params.back().Set(c, k == 3 ? pos(rng) : u(rng));
+          params.back().t.is_constant = constant;
+        }
+        AttrList attrs;
+        attrs.Float("epsilon", 1e-3f).String("layout", "NHWC");
+        Attributes a = attrs.Finish();
+        ASSERT_TRUE(testing::RunKernel(r.Find("BatchNormalization"), {&x, &params[0], &params[1], &params[2], &params[3]}, {&y}, a, 1).ok());
+        Bytes xl(t, {dims[0], dims[2], dims[3], dims[1]}), want(t, {dims[0], dims[2], dims[3], dims[1]}), got(t, {dims[0], dims[2], dims[3], dims[1]});
+        ToChannelsLast(x, xl);
+        ToChannelsLast(y, want);
+        Status st = testing::RunKernel(r.FindNhwc("BatchNormalization"), {&xl, &params[0], &params[1], &params[2], &params[3]}, {&got}, a, 2);
+        ASSERT_TRUE(st.ok()) << st.ToString();
+        EXPECT_EQ(std::memcmp(got.bytes.data(), want.bytes.data(), got.t.bytes), 0) << "differs from the reference kernel's bits";
+      }
 }
 
 TEST(ChannelsLastPools, Declines) {

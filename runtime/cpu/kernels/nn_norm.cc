@@ -59,25 +59,32 @@ Status CheckVector(const KernelArgs& args, size_t i, int64_t n, const char* what
   return Status::Ok();
 }
 
-// y = x * a[c] + b[c] with a = scale / sqrt(var + eps), b = B - mean * a.
+// y = x * a[c] + b[c] with a = scale / sqrt(var + eps), b = B - mean * a. The channels-last
+// form (`nhwc`: X [N, H, W, C], a step of a CPU plan's convolution region) computes the same
+// values over rows of C channels, so both forms give identical bits.
 class BatchNormKernel : public Kernel {
  public:
+  explicit BatchNormKernel(bool nhwc = false) : nhwc_(nhwc) {}
+
   Status Init(const KernelArgs& args, const CpuContext&) override {
     PRECIS_RETURN_IF_ERROR(CheckFloatTensors(args, 5));
     const Tensor& x = *args.in(0);
     if (x.rank() < 2) return args.Error("X must have rank >= 2");
+    if (nhwc_ && x.rank() != 4) return Unimplemented("channels-last BatchNormalization: 4-D X");
     for (size_t i = 1; i < args.outputs.size(); ++i)
       if (args.out(i)) return args.Error("training outputs are not supported");
-    C_ = x.dims[1];
+    C_ = nhwc_ ? x.dims[3] : x.dims[1];
     const char* names[] = {"", "scale", "B", "mean", "var"};
     for (size_t i = 1; i < 5; ++i) PRECIS_RETURN_IF_ERROR(CheckVector(args, i, C_, names[i]));
     inner_ = 1;  // the spatial size (an empty batch has one too: no division by N)
-    for (size_t d = 2; d < x.dims.size(); ++d) inner_ *= x.dims[d];
+    for (size_t d = nhwc_ ? 1 : 2; d < x.dims.size() - (nhwc_ ? 1 : 0); ++d) inner_ *= x.dims[d];
     N_ = x.dims[0];
     eps_ = args.attrs.Float("epsilon", 1e-5f);
     for (auto& p : params_) p.resize(size_t(C_));
     a_.resize(size_t(C_));
     b_.resize(size_t(C_));
+    af_.resize(size_t(C_));
+    bf_.resize(size_t(C_));
     constant_ = args.in(1)->is_constant && args.in(2)->is_constant && args.in(3)->is_constant && args.in(4)->is_constant;
     if (constant_) Fold(args);
     return Status::Ok();
@@ -90,6 +97,16 @@ class BatchNormKernel : public Kernel {
       using A = Acc<T>;
       const T* px = args.in(0)->As<T>();
       T* py = args.out(0)->As<T>();
+      if (nhwc_) {
+        const A* a = Coefficients<A>(a_, af_);
+        const A* b = Coefficients<A>(b_, bf_);
+        for (int64_t r = 0; r < N_ * inner_; ++r) {
+          const T* xr = px + r * C_;
+          T* yr = py + r * C_;
+          for (int64_t c = 0; c < C_; ++c) yr[c] = Store<T>(A(Load(xr[c])) * a[c] + b[c]);
+        }
+        return;
+      }
       for (int64_t n = 0; n < N_; ++n)
         for (int64_t c = 0; c < C_; ++c) {
           A a = A(a_[size_t(c)]), b = A(b_[size_t(c)]);
@@ -101,19 +118,32 @@ class BatchNormKernel : public Kernel {
   }
 
  private:
+  // The coefficients in the accumulation type: float copies of the double ones (as A(a_[c])).
+  template <typename A>
+  static const A* Coefficients(const std::vector<double>& wide, const std::vector<float>& narrow) {
+    if constexpr (std::is_same_v<A, double>) return wide.data();
+    else return narrow.data();
+  }
+
   void Fold(const KernelArgs& args) {
     for (size_t i = 0; i < 4; ++i) ReadFloatParams(*args.in(i + 1), params_[i]);
     for (size_t c = 0; c < size_t(C_); ++c) {
       a_[c] = params_[0][c] / std::sqrt(params_[3][c] + double(eps_));
       b_[c] = params_[1][c] - params_[2][c] * a_[c];
+      af_[c] = float(a_[c]);
+      bf_[c] = float(b_[c]);
     }
   }
 
+  bool nhwc_ = false;
   int64_t N_ = 0, C_ = 0, inner_ = 0;
   float eps_ = 1e-5f;
   bool constant_ = false;
   std::vector<double> params_[4], a_, b_;  // params: scale, B, mean, var
+  std::vector<float> af_, bf_;
 };
+
+std::unique_ptr<Kernel> MakeNhwcBatchNorm() { return std::make_unique<BatchNormKernel>(true); }
 
 // InstanceNormalization (one slice per (n, c)) and GroupNormalization (one slice per (n, group),
 // contiguous channels). With "per_group_params" (GroupNormalization before version 21) scale and bias
@@ -268,6 +298,7 @@ class LayerNormKernel : public Kernel {
 
 void RegisterNormKernels(KernelRegistry& r) {
   r.Register("BatchNormalization", Make<BatchNormKernel>);
+  r.RegisterNhwc("BatchNormalization", MakeNhwcBatchNorm);
   r.Register("InstanceNormalization", Make<InstanceNormKernel>);
   r.Register("GroupNormalization", Make<GroupNormKernel>);
   r.Register("LayerNormalization", Make<LayerNormKernel>);
