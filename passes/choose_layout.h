@@ -36,7 +36,7 @@ namespace precis::passes {
 
 struct LayoutStats {
   int nhwc_convs = 0;   // convolutions that run NHWC
-  int nchw_convs = 0;   // 16-bit convolutions left NCHW (their evidence says why)
+  int nchw_convs = 0;   // convolutions considered and left NCHW (GPU: 16-bit ones; their evidence says why)
   int region_ops = 0;   // elementwise ops, Concats, pools and BatchNormalizations inside NHWC regions
   int transposes = 0;   // transposes inserted at region edges
   int reshapes = 0;     // region edges where the permutation moves no data ([N, C, 1, 1]): Reshapes

@@ -37,8 +37,8 @@ struct PassStats {
   int folded_batchnorms = 0;  // fold-batchnorm: nodes folded into convolutions
   int patterns = 0;           // patterns: decomposed operations recognized
   PrecisionStats precision;   // precision
-  EpilogueStats epilogues;    // fuse-epilogues
-  LayoutStats layout;         // layout
+  EpilogueStats epilogues;    // fuse-epilogues, fuse-epilogues-cpu
+  LayoutStats layout;         // layout, layout-cpu
 };
 
 struct PassContext {

@@ -81,8 +81,8 @@ struct CompileResult {
   int expanded_nodes = 0;  // Attention, RMSNormalization... replaced by their parts
   int folded_batchnorms = 0;  // BatchNormalization, Mul and Add nodes folded into convolutions
   passes::PrecisionStats precision;
-  passes::EpilogueStats epilogues;  // GPU plans
-  passes::LayoutStats layout;       // GPU plans in FP16/BF16
+  passes::EpilogueStats epilogues;  // fuse-epilogues (GPU plans) or fuse-epilogues-cpu
+  passes::LayoutStats layout;       // layout (GPU plans in FP16/BF16) or layout-cpu
   emit::Report report;
   std::vector<emit::LowRegion> low_regions;  // mixed precision: the regions that run in 16 bits
   std::vector<std::pair<std::string, double>> phase_ms;  // wall time of each pass and phase, in order
