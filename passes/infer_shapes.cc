@@ -11,6 +11,7 @@
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
 #include "compiler/ops/shape_values.h"
+#include "passes/sequences.h"
 
 namespace precis::passes {
 namespace {
@@ -40,6 +41,10 @@ class Inferrer {
       PRECIS_ASSIGN_OR_RETURN(bool removed, Visit(g, *node));
       if (!removed) ++i;
     }
+    if (unknown_.empty() && first_error_.ok()) {
+      Status finished = FinishSequences(model_);
+      if (!finished.ok()) return finished;
+    }
     if (!unknown_.empty()) {
       std::string msg = "unsupported operators: ";
       bool first = true;
@@ -63,6 +68,20 @@ class Inferrer {
 
   // Returns whether the node was folded away.
   StatusOr<bool> Visit(ir::Graph& g, ir::Node& node) {
+    if (IsSequenceOperator(node) && (!unknown_.empty() || !first_error_.ok())) return false;  // no types after an error
+    if (unknown_.empty() && first_error_.ok()) {
+      bool handled = false;
+      bool node_was_loop = node.op_type() == "Loop";  // the node is gone once resolved
+      auto removed = ResolveSequenceNode(g, node, OpsetOf(node.domain()), &handled);
+      if (!removed.ok()) {
+        first_error_ = removed.status();
+        return false;
+      }
+      if (handled) {
+        if (*removed) ++(node_was_loop ? stats_.unrolled_loops : stats_.sequence_ops);
+        return *removed;
+      }
+    }
     if (ops::ExpandFn expand = ops::FindExpander(node.domain(), node.op_type(), OpsetOf(node.domain()))) {
       if (!unknown_.empty() || !first_error_.ok()) return false;
       ops::Expander e(g, node, OpsetOf(node.domain()));
@@ -92,8 +111,24 @@ class Inferrer {
                                    (def->max_opset == INT_MAX ? std::string("latest") : std::to_string(def->max_opset)) + ")");
       return false;
     }
+    {
+      auto inlined = InlineConstantIf(g, node, opset);
+      if (!inlined.ok()) {
+        first_error_ = inlined.status();
+        return false;
+      }
+      if (*inlined) return true;  // inference resumes with the branch's nodes
+    }
     PRECIS_RETURN_IF_ERROR(VisitBodies(node, opset));
     if (!unknown_.empty() || !first_error_.ok()) return false;
+    {
+      auto flattened = FlattenIfContainers(g, node);
+      if (!flattened.ok()) {
+        first_error_ = flattened.status();
+        return false;
+      }
+      if (*flattened) return true;  // inference resumes with the If that gives the elements
+    }
     ops::InferContext ctx(node, opset);
     Status s = def->infer(ctx);
     if (!s.ok()) {

@@ -17,6 +17,8 @@ struct InferOptions {
 struct InferStats {
   int folded_nodes = 0;
   int expanded_nodes = 0;  // operators replaced by their expansion (ops/expand.h)
+  int sequence_ops = 0;    // sequence and optional operators resolved (passes/sequences.h)
+  int unrolled_loops = 0;  // Loops carrying a sequence, unrolled
 };
 
 StatusOr<InferStats> InferShapesAndFold(ir::Model& model, const InferOptions& options = {});

@@ -17,6 +17,7 @@
 #include "passes/fuse_epilogues.h"
 #include "passes/infer_shapes.h"
 #include "passes/precision.h"
+#include "passes/specialize_inputs.h"
 
 namespace precis::passes {
 
@@ -27,12 +28,15 @@ struct PassOptions {
   ir::DType fold_low = ir::DType::kUndefined;          // fold-batchnorm: the 16-bit format of the plan, if any
   std::map<std::string, std::vector<int64_t>> shapes;  // specialize-inputs: dims per input name
   std::map<std::string, ir::Tensor> input_values;      // specialize-inputs: inputs made constants
+  ContainerShapes containers;                          // specialize-inputs: sequence and optional inputs
 };
 
 // What the passes did, summed over every run of each (the compile result reports these).
 struct PassStats {
   int folded_nodes = 0;       // infer: nodes replaced by constants
   int expanded_nodes = 0;     // infer: operators replaced by their parts (ops/expand.h)
+  int sequence_ops = 0;       // infer: sequence and optional operators resolved (sequences.h)
+  int unrolled_loops = 0;     // infer: Loops carrying a sequence, unrolled
   int inlined_ifs = 0;        // inline-if
   int folded_batchnorms = 0;  // fold-batchnorm: nodes folded into convolutions
   int patterns = 0;           // patterns: decomposed operations recognized

@@ -80,7 +80,9 @@ StatusOr<bool> RunInfer(ir::Model& m, PassContext& c) {
   PRECIS_ASSIGN_OR_RETURN(InferStats s, InferShapesAndFold(m, c.options.infer));
   c.stats.folded_nodes += s.folded_nodes;
   c.stats.expanded_nodes += s.expanded_nodes;
-  return s.folded_nodes > 0 || s.expanded_nodes > 0 || Take(m) != before;
+  c.stats.sequence_ops += s.sequence_ops;
+  c.stats.unrolled_loops += s.unrolled_loops;
+  return s.folded_nodes > 0 || s.expanded_nodes > 0 || s.sequence_ops > 0 || s.unrolled_loops > 0 || Take(m) != before;
 }
 
 StatusOr<bool> RunPatterns(ir::Model& m, PassContext& c) {
@@ -97,7 +99,7 @@ StatusOr<bool> RunPrecision(ir::Model& m, PassContext& c) {
 
 StatusOr<bool> RunSpecializeInputs(ir::Model& m, PassContext& c) {
   Snapshot before = Take(m);
-  PRECIS_RETURN_IF_ERROR(SpecializeInputs(m, c.options.shapes, c.options.input_values));
+  PRECIS_RETURN_IF_ERROR(SpecializeInputs(m, c.options.shapes, c.options.input_values, c.options.containers));
   return Take(m) != before;
 }
 

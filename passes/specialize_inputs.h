@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,19 @@
 
 namespace precis::passes {
 
+// Sequence and optional inputs (`--shape NAME=[2x3,4]`, `--shape NAME=none`). Precis fixes a
+// sequence's length at compile time: a sequence input becomes one plan input per element, named
+// NAME[0], NAME[1]... (passes/sequences.h). An optional input is present unless it is in `absent`;
+// a present optional tensor is an ordinary input (its shape in `shapes`).
+struct ContainerShapes {
+  std::map<std::string, std::vector<std::vector<int64_t>>> sequences;  // each element's dims
+  std::set<std::string> absent;
+};
+
 Status SpecializeInputs(ir::Model& model, const std::map<std::string, std::vector<int64_t>>& shapes,
-                        std::map<std::string, ir::Tensor> values = {});
+                        std::map<std::string, ir::Tensor> values = {}, const ContainerShapes& containers = {});
+
+// The name of element `i` of sequence `name` as a plan input or output: "name[i]".
+std::string ElementName(const std::string& name, size_t i);
 
 }  // namespace precis::passes

@@ -156,6 +156,7 @@ Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& r
   passes::PassContext context;
   PRECIS_ASSIGN_OR_RETURN(context.options.shapes, InputShapes(model, options));
   context.options.input_values = options.input_values;
+  context.options.containers = options.containers;
   context.options.infer.fold_constants = options.fold_constants;
   if (options.precision == "fp16") context.options.fold_low = ir::DType::kF16;
   if (options.precision == "bf16") context.options.fold_low = ir::DType::kBF16;
@@ -167,6 +168,8 @@ Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& r
   NameUnnamedNodes(*model.graph);
   result.folded_nodes = context.stats.folded_nodes;
   result.expanded_nodes = context.stats.expanded_nodes;
+  result.sequence_ops = context.stats.sequence_ops;
+  result.unrolled_loops = context.stats.unrolled_loops;
   result.folded_batchnorms = context.stats.folded_batchnorms;
   return Status::Ok();
 }

@@ -42,6 +42,9 @@ Status FuseAndGenerate(const ir::Model& model, const std::vector<ir::Graph*>& gr
 
 struct CompileOptions {
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape NAME=1x3x224x224
+  // --shape NAME=[2x3,4] (a sequence input's element shapes), --shape NAME=none (an absent
+  // optional input): passes/specialize_inputs.h.
+  passes::ContainerShapes containers;
   // --shape SYMBOL=LO..HI: bounds of a symbolic dim the plan keeps (a dynamic plan).
   std::map<std::string, std::pair<int64_t, int64_t>> dim_bounds;
   // Inputs compiled in as constants: a plan specialized to these values (they stop being inputs).
@@ -79,6 +82,8 @@ struct CompileResult {
   size_t nodes_after = 0;
   int folded_nodes = 0;
   int expanded_nodes = 0;  // Attention, RMSNormalization... replaced by their parts
+  int sequence_ops = 0;    // sequence and optional operators resolved when compiling
+  int unrolled_loops = 0;  // Loops carrying a sequence, unrolled
   int folded_batchnorms = 0;  // BatchNormalization, Mul and Add nodes folded into convolutions
   passes::PrecisionStats precision;
   passes::EpilogueStats epilogues;  // fuse-epilogues (GPU plans) or fuse-epilogues-cpu

@@ -179,6 +179,41 @@ void Graph::RemoveNode(Node* node) {
   for (size_t i = index; i < nodes_.size(); ++i) nodes_[i]->index_ = int(i);
 }
 
+void Graph::DetachNode(Node* node) {
+  PRECIS_CHECK(node->owner_ == this) << "node of another graph";
+  for (Value* out : node->outputs_)
+    if (out) {
+      out->producer_ = nullptr;
+      out->output_index_ = -1;
+    }
+  node->outputs_.clear();
+  RemoveNode(node);
+}
+
+std::vector<Value*> Graph::ReplaceInput(Value* input, const std::vector<std::pair<std::string, Type>>& replacements) {
+  auto at = std::find(inputs_.begin(), inputs_.end(), input);
+  PRECIS_CHECK(input->owner_ == this && input->kind_ == Value::Kind::kInput && at != inputs_.end()) << input->name_;
+  size_t pos = size_t(at - inputs_.begin());
+  inputs_.erase(at);
+  input->kind_ = Value::Kind::kNodeOutput;
+  input->data_.reset();
+  std::vector<Value*> added;
+  for (const auto& [name, type] : replacements) {
+    Value* v = CreateValue(name, Value::Kind::kInput);
+    v->type_ = type;
+    added.push_back(v);
+  }
+  inputs_.insert(inputs_.begin() + long(pos), added.begin(), added.end());
+  return added;
+}
+
+void Graph::Rename(Value* value, const std::string& name) {
+  PRECIS_CHECK(value->owner_ == this && !name.empty() && !by_name_.count(name)) << "cannot rename '" << value->name_ << "' to '" << name << "'";
+  if (!value->name_.empty()) by_name_.erase(value->name_);
+  value->name_ = name;
+  by_name_[name] = value;
+}
+
 void Graph::SetNodeInput(Node* node, int index, Value* value) {
   PRECIS_CHECK(node->owner_ == this && index >= 0 && size_t(index) < node->inputs_.size()) << "bad node input";
   if (Value* old = node->inputs_[size_t(index)]) {

@@ -77,12 +77,18 @@ class Value {
   // arithmetic on it); nullptr otherwise. Derived data: shape inference sets it.
   const std::vector<DimExpr>* known_values() const { return known_values_.get(); }
   void set_known_values(std::vector<DimExpr> v) { known_values_ = std::make_shared<const std::vector<DimExpr>>(std::move(v)); }
+  // A sequence or optional that the compiler resolved (passes/sequences.h): its elements in order
+  // (an optional: none or one); nullptr when not resolved. Such a value has no producer (its
+  // node was detached) until its uses are resolved too.
+  const std::vector<Value*>* elements() const { return elements_.get(); }
+  void set_elements(std::vector<Value*> v) { elements_ = std::make_shared<const std::vector<Value*>>(std::move(v)); }
 
  private:
   friend class Graph;
   std::string name_;
   Type type_;
   std::shared_ptr<const std::vector<DimExpr>> known_values_;
+  std::shared_ptr<const std::vector<Value*>> elements_;
   Kind kind_ = Kind::kNodeOutput;
   Node* producer_ = nullptr;
   int output_index_ = -1;
@@ -156,6 +162,15 @@ class Graph {
   // Removes a node whose outputs have no uses and are not graph outputs (or are nullptr);
   // its input uses are dropped. Indices of later nodes shift down.
   void RemoveNode(Node* node);
+  // Removes a node whose outputs stay, without a producer and with their uses (a sequence
+  // resolved at compile time: passes/sequences.h). Each must get a producer or lose its uses
+  // (RemoveOrphanValue) before the graph is used.
+  void DetachNode(Node* node);
+  // Replaces graph input `input` by new inputs at its position (none: the input goes away);
+  // `input` stays as a value without a producer, with its uses.
+  std::vector<Value*> ReplaceInput(Value* input, const std::vector<std::pair<std::string, Type>>& replacements);
+  // Gives a value another name (unique in this graph).
+  void Rename(Value* value, const std::string& name);
   // Makes input `index` of `node` (a node of this graph) read `value`; uses are updated.
   void SetNodeInput(Node* node, int index, Value* value);
   // Makes `node` produce `value` (a fresh value from NewValue) as output `index`; the old output

@@ -69,6 +69,10 @@ class Verifier {
     ValueSet defined;
     for (const Value* v : g.inputs()) PRECIS_RETURN_IF_ERROR(Input(g, v, defined));
     for (const Value* v : g.constants()) PRECIS_RETURN_IF_ERROR(Constant(g, v, defined));
+    // A sequence or optional resolved at compile time (passes/sequences.h) is defined by its
+    // elements until shape inference resolves what reads it.
+    for (const auto& v : g.values())
+      if (v->kind() == Value::Kind::kNodeOutput && !v->producer() && v->elements()) defined.insert(v.get());
     NameSet names;
     for (const auto& v : g.values())
       if (!v->name().empty()) names.insert(v->name());
@@ -80,7 +84,7 @@ class Verifier {
         return Fail("output '" + v->name() + "' is not defined in this graph or an enclosing one");
     }
     for (const auto& v : g.values())
-      if (v->kind() == Value::Kind::kNodeOutput && v->producer() == nullptr)
+      if (v->kind() == Value::Kind::kNodeOutput && v->producer() == nullptr && !v->elements())
         return Fail("value '" + v->name() + "' has no producer");
     return Status::Ok();
   }

@@ -8,6 +8,10 @@
 // atol 1e-6 times the output's largest magnitude. A case whose output shape depends on the value of an integer input (Reshape's shape
 // given as a graph input, say) compiles to a dynamic plan that binds those values at run time;
 // only CUDA bundles (--export) compile such inputs in as constants ("(specialized)" within pass).
+// Sequence and optional test values (SequenceProto, OptionalProto) are read as the model declares
+// them; a sequence input is compiled with its test elements' shapes, as tensor inputs are with
+// theirs, and fed as NAME[0], NAME[1]... (docs/sequences.md); the plan's outputs must be exactly
+// the expected ones (a sequence's elements, nothing for an absent optional).
 //
 // Mixed-precision mode (--precision fp16|bf16) compiles every case with that policy (model inputs
 // and outputs keep their dtypes) and compares with looser, scaled tolerances: |got - want| <=
@@ -39,6 +43,7 @@
 #include "compiler/ir/text.h"
 #include "compiler/onnx/importer.h"
 #include "compiler/driver/compile.h"
+#include "passes/specialize_inputs.h"
 #include "precis/session.h"
 #include "runtime/base/half.h"
 #include "tools/precis/tensor_io.h"
@@ -156,16 +161,27 @@ std::string FileSafe(std::string s) {
   return s;
 }
 
-Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs,
-               const std::vector<tools::HostTensor>& outputs, bool specialize) {
+// A test value flattened to what the plan takes or gives: a tensor by its own name, a sequence's
+// elements as NAME[0], NAME[1]... (passes/sequences.h); an absent optional as nothing.
+void Flatten(const std::string& name, const tools::HostValue& v, std::vector<std::pair<std::string, tools::HostTensor>>& out) {
+  if (!v.present) return;
+  if (!v.sequence) {
+    out.push_back({name, v.tensors.at(0)});
+    return;
+  }
+  for (size_t k = 0; k < v.tensors.size(); ++k) out.push_back({passes::ElementName(name, k), v.tensors[k]});
+}
+
+Result Attempt(const fs::path& dir, const std::vector<tools::HostValue>& input_values,
+               const std::vector<tools::HostValue>& output_values, bool specialize) {
   auto model = onnx::ImportModelFile((dir / "model.onnx").string());
   if (!model.ok())
     return {model.status().code() == StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kError, model.status().ToString()};
-  std::vector<std::string> input_names;
-  for (const auto* v : (*model)->graph->inputs()) input_names.push_back(v->name());
+  std::vector<std::string> model_inputs;
+  for (const auto* v : (*model)->graph->inputs()) model_inputs.push_back(v->name());
   const auto& graph_inputs = (*model)->graph->inputs();
-  if (graph_inputs.size() != inputs.size())
-    return {Outcome::kError, "test has " + std::to_string(inputs.size()) + " inputs, model " + std::to_string(graph_inputs.size())};
+  if (graph_inputs.size() != input_values.size())
+    return {Outcome::kError, "test has " + std::to_string(input_values.size()) + " inputs, model " + std::to_string(graph_inputs.size())};
   driver::CompileOptions options;
   options.precision = g_precision;
   if (!g_export.empty()) options.target = "cuda";
@@ -174,10 +190,28 @@ Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs
   // Single-operator models: with the interface kept FP32 most operators would stay FP32 (their
   // only consumer is the FP32 model output), so mixed mode lowers the interface too.
   options.precision_options.keep_io_types = false;
+  // Sequence inputs: the plan fixes their lengths and element shapes, as it fixes the test's
+  // tensor shapes; absent optionals are compiled as absent.
+  std::vector<std::string> input_names;
+  std::vector<tools::HostTensor> inputs;
+  for (size_t i = 0; i < graph_inputs.size(); ++i) {
+    const tools::HostValue& v = input_values[i];
+    if (!v.present) options.containers.absent.insert(model_inputs[i]);
+    else if (v.sequence) {
+      auto& shapes = options.containers.sequences[model_inputs[i]];
+      for (const auto& t : v.tensors) shapes.push_back(t.dims);
+    }
+    std::vector<std::pair<std::string, tools::HostTensor>> flat;
+    Flatten(model_inputs[i], v, flat);
+    for (auto& [name, t] : flat) input_names.push_back(name), inputs.push_back(std::move(t));
+  }
   std::vector<bool> frozen(inputs.size(), false);
   for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Value* declared_value = (*model)->graph->FindLocal(input_names[i]);
+    bool element = !declared_value || !declared_value->type().is_tensor();
+    if (element) continue;  // a sequence's element or an optional's value: shapes set above
     // A few ONNX 1.12 cases store inputs whose rank contradicts the model's own declaration.
-    const ir::Type& declared = graph_inputs[i]->type();
+    const ir::Type& declared = declared_value->type();
     if (declared.is_tensor() && declared.shape().has_rank() && declared.shape().rank() != int64_t(inputs[i].dims.size()))
       return {Outcome::kBadCase, "test input '" + input_names[i] + "' has rank " + std::to_string(inputs[i].dims.size()) +
                                      " but the model declares " + ir::PrintType(declared)};
@@ -189,14 +223,38 @@ Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs
       options.input_values[input_names[i]] = ir::Tensor(d, inputs[i].dims, ir::Buffer::Own(std::vector<uint8_t>(inputs[i].data)));
     }
   }
+  for (size_t i = 0; i < graph_inputs.size(); ++i)  // a present optional tensor: its test shape
+    if (graph_inputs[i]->type().kind() == ir::Type::Kind::kOptional && input_values[i].present && !input_values[i].sequence)
+      options.shapes[model_inputs[i]] = input_values[i].tensors.at(0).dims;
   std::vector<std::string> output_names;
-  for (const auto* v : (*model)->graph->outputs()) output_names.push_back(v->name());
+  std::vector<tools::HostTensor> outputs;
+  {
+    const auto& graph_outputs = (*model)->graph->outputs();
+    if (graph_outputs.size() != output_values.size()) return {Outcome::kError, "output count differs from the test data"};
+    for (size_t i = 0; i < graph_outputs.size(); ++i) {
+      std::vector<std::pair<std::string, tools::HostTensor>> flat;
+      Flatten(graph_outputs[i]->name(), output_values[i], flat);
+      for (auto& [name, t] : flat) output_names.push_back(name), outputs.push_back(std::move(t));
+    }
+  }
   auto compiled = driver::Compile(**model, options);
   if (!compiled.ok())
     return {compiled.status().code() == StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kError, compiled.status().ToString()};
   auto session = Session::FromBuffer(compiled->plan.bytes.data(), compiled->plan.bytes.size());
   if (!session.ok())
     return {session.status().code() == StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kError, session.status().ToString()};
+  {
+    // The plan gives exactly the expected values: every element of a sequence, nothing for an
+    // absent optional.
+    std::set<std::string> want(output_names.begin(), output_names.end()), got;
+    for (const auto& info : (*session)->outputs()) got.insert(info.name);
+    if (want != got) {
+      std::string w, g;
+      for (const auto& n : want) w += (w.empty() ? "" : ", ") + n;
+      for (const auto& n : got) g += (g.empty() ? "" : ", ") + n;
+      return {Outcome::kMismatch, "the plan's outputs are {" + g + "}, the test's {" + w + "}"};
+    }
+  }
   std::vector<std::pair<std::string, std::vector<uint8_t>>> set_inputs;  // for --export
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (frozen[i]) continue;
@@ -229,7 +287,6 @@ Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs
   }
   Status s = (*session)->Run();
   if (!s.ok()) return {Outcome::kError, "run: " + s.ToString()};
-  if (outputs.size() != output_names.size()) return {Outcome::kError, "output count differs from the test data"};
   for (size_t i = 0; i < outputs.size(); ++i) {
     auto got = (*session)->Output(output_names[i]);
     if (!got.ok()) return {Outcome::kError, got.status().ToString()};
@@ -281,18 +338,31 @@ Result Attempt(const fs::path& dir, const std::vector<tools::HostTensor>& inputs
 Result RunCase(const fs::path& dir, bool* specialized) {
   *specialized = false;
   fs::path data = dir / "test_data_set_0";
-  std::vector<tools::HostTensor> inputs, outputs;
+  // The model's declared types say how to read each .pb (tensor, sequence or optional).
+  auto model = onnx::ImportModelFile((dir / "model.onnx").string());
+  if (!model.ok())
+    return {model.status().code() == StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kError, model.status().ToString()};
+  auto kind = [](const ir::Type& t) {
+    switch (t.kind()) {
+      case ir::Type::Kind::kSequence: return tools::HostValue::Kind::kSequence;
+      case ir::Type::Kind::kOptional: return tools::HostValue::Kind::kOptional;
+      default: return tools::HostValue::Kind::kTensor;
+    }
+  };
+  std::vector<tools::HostValue> inputs, outputs;
   for (int i = 0;; ++i) {
     fs::path p = data / ("input_" + std::to_string(i) + ".pb");
     if (!fs::exists(p)) break;
-    auto t = tools::ReadTensorProto(p.string());
+    const auto& declared = (*model)->graph->inputs();
+    auto t = tools::ReadValueProto(p.string(), size_t(i) < declared.size() ? kind(declared[size_t(i)]->type()) : tools::HostValue::Kind::kTensor);
     if (!t.ok()) return {Outcome::kUnsupported, "input " + std::to_string(i) + ": " + t.status().message()};
     inputs.push_back(std::move(*t));
   }
   for (int i = 0;; ++i) {
     fs::path p = data / ("output_" + std::to_string(i) + ".pb");
     if (!fs::exists(p)) break;
-    auto t = tools::ReadTensorProto(p.string());
+    const auto& declared = (*model)->graph->outputs();
+    auto t = tools::ReadValueProto(p.string(), size_t(i) < declared.size() ? kind(declared[size_t(i)]->type()) : tools::HostValue::Kind::kTensor);
     if (!t.ok()) return {Outcome::kUnsupported, "output " + std::to_string(i) + ": " + t.status().message()};
     outputs.push_back(std::move(*t));
   }

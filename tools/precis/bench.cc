@@ -87,7 +87,7 @@ int BenchCommand(const std::vector<std::string>& args) {
       compile_options.batch = batch_option;
     } else if (a == "--no-graphs") session_options.cuda_graphs = false;
     else if (a == "--shape" && (v = value())) {
-      Status s = ParseShapeOption(*v, compile_options.shapes, &compile_options.dim_bounds);
+      Status s = ParseShapeOption(*v, compile_options.shapes, &compile_options.dim_bounds, &compile_options.containers);
       if (!s.ok()) return UsageError("bench", s.message(), kBenchUsage);
     } else if (a == "--reference") session_options.reference_kernels = true;
     else if (a == "--fp32-weights") session_options.cpu_fp32_weights = true;

@@ -26,7 +26,9 @@ constexpr const char* kCompileUsage =
     "                      [--verify-passes] (verify the IR after every pass; also PRECIS_VERIFY_PASSES=1)\n"
     "       precis compile MODEL.onnx --train ... (a training plan: precis compile --train --help)\n"
     "Without --shape, symbolic input dims (batch, seq) stay symbolic: a dynamic plan that runs at any input shape\n"
-    "(docs/dynamic-shapes.md); --shape SYMBOL=LO..HI bounds one (the arena is planned once when all are bounded).\n";
+    "(docs/dynamic-shapes.md); --shape SYMBOL=LO..HI bounds one (the arena is planned once when all are bounded).\n"
+    "A sequence input takes its element shapes, --shape NAME=[2x3,2x3] (plan inputs NAME[0], NAME[1]); an optional\n"
+    "input is present unless --shape NAME=none (docs/sequences.md).\n";
 
 }  // namespace
 
@@ -61,7 +63,7 @@ int CompileCommand(const std::vector<std::string>& args) {
     } else if (a == "--shape") {
       const std::string* v = value();
       if (!v) return UsageError("compile", "--shape needs NAME=DIMS", kCompileUsage);
-      Status s = ParseShapeOption(*v, options.shapes, &options.dim_bounds);
+      Status s = ParseShapeOption(*v, options.shapes, &options.dim_bounds, &options.containers);
       if (!s.ok()) return UsageError("compile", s.message(), kCompileUsage);
     } else if (a == "--precision") {
       const std::string* v = value();
@@ -166,6 +168,9 @@ int CompileCommand(const std::vector<std::string>& args) {
     std::printf("  nodes      %zu imported%s, %d folded into constants, %d folded into Conv or BatchNormalization (BatchNormalization, per-channel Mul/Add), %zu remain\n",
                 result->nodes_before, expanded.c_str(), result->folded_nodes, result->folded_batchnorms, result->nodes_after);
     std::printf("  steps      %zu\n", p.steps);
+    if (result->sequence_ops || result->unrolled_loops)
+      std::printf("  sequences  %d sequence and optional operators resolved when compiling, %d loop%s unrolled\n", result->sequence_ops,
+                  result->unrolled_loops, result->unrolled_loops == 1 ? "" : "s");
     if (!p.symbols.empty()) {
       std::string names;
       for (const auto& n : p.symbols) names += (names.empty() ? "" : ", ") + n;

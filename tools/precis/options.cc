@@ -8,7 +8,7 @@
 namespace precis::tools {
 
 Status ParseShapeOption(const std::string& text, std::map<std::string, std::vector<int64_t>>& shapes,
-                        std::map<std::string, std::pair<int64_t, int64_t>>* bounds) {
+                        std::map<std::string, std::pair<int64_t, int64_t>>* bounds, passes::ContainerShapes* containers) {
   auto eq = text.rfind('=');
   if (eq == std::string::npos || eq == 0) return InvalidArgument("--shape expects NAME=DIMS, e.g. input=1x3x224x224");
   std::string name = text.substr(0, eq), dims = text.substr(eq + 1);
@@ -21,12 +21,12 @@ Status ParseShapeOption(const std::string& text, std::map<std::string, std::vect
     if (!bounds->emplace(name, std::make_pair(std::stoll(lo), std::stoll(hi))).second) return InvalidArgument("--shape given twice for '" + name + "'");
     return Status::Ok();
   }
-  std::vector<int64_t> out;
-  if (!dims.empty() && dims != "scalar") {
+  auto parse = [&](const std::string& d, std::vector<int64_t>& out) -> Status {
+    if (d.empty() || d == "scalar") return Status::Ok();
     size_t pos = 0;
-    while (pos <= dims.size()) {
-      size_t x = dims.find('x', pos);
-      std::string item = dims.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+    while (pos <= d.size()) {
+      size_t x = d.find('x', pos);
+      std::string item = d.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
       char* end = nullptr;
       long long v = std::strtoll(item.c_str(), &end, 10);
       if (item.empty() || *end != '\0' || v < 0) return InvalidArgument("--shape " + text + ": '" + item + "' is not a dimension");
@@ -34,8 +34,32 @@ Status ParseShapeOption(const std::string& text, std::map<std::string, std::vect
       if (x == std::string::npos) break;
       pos = x + 1;
     }
+    return Status::Ok();
+  };
+  bool taken = shapes.count(name) || (containers && (containers->sequences.count(name) || containers->absent.count(name)));
+  if (taken) return InvalidArgument("--shape given twice for '" + name + "'");
+  if (containers && dims == "none") {
+    containers->absent.insert(name);
+    return Status::Ok();
   }
-  if (!shapes.emplace(name, out).second) return InvalidArgument("--shape given twice for '" + name + "'");
+  if (containers && !dims.empty() && dims.front() == '[') {
+    if (dims.back() != ']') return InvalidArgument("--shape " + text + ": a sequence's element shapes are written [2x3,4]");
+    std::vector<std::vector<int64_t>> elements;
+    std::string inner = dims.substr(1, dims.size() - 2);
+    for (size_t pos = 0; !inner.empty() && pos <= inner.size();) {
+      size_t comma = inner.find(',', pos);
+      std::vector<int64_t> d;
+      PRECIS_RETURN_IF_ERROR(parse(inner.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos), d));
+      elements.push_back(std::move(d));
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    containers->sequences[name] = std::move(elements);
+    return Status::Ok();
+  }
+  std::vector<int64_t> out;
+  PRECIS_RETURN_IF_ERROR(parse(dims, out));
+  shapes.emplace(name, out);
   return Status::Ok();
 }
 

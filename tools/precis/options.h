@@ -14,8 +14,11 @@ namespace precis::tools {
 
 // Parses "NAME=1x3x224x224" (a scalar is "NAME=" or "NAME=scalar") into `shapes`, or
 // "SYMBOL=LO..HI" (bounds of a symbolic dim the plan keeps) into `bounds` (refused where null).
+// With `containers`: "NAME=[2x3,4]" gives a sequence input's element shapes ("NAME=[]" an empty
+// sequence) and "NAME=none" an absent optional input.
 Status ParseShapeOption(const std::string& text, std::map<std::string, std::vector<int64_t>>& shapes,
-                        std::map<std::string, std::pair<int64_t, int64_t>>* bounds = nullptr);
+                        std::map<std::string, std::pair<int64_t, int64_t>>* bounds = nullptr,
+                        passes::ContainerShapes* containers = nullptr);
 // Prints "precis COMMAND: message" and the usage; returns 2.
 int UsageError(const char* command, const std::string& message, const char* usage);
 // Prints "precis COMMAND: status" on one line; returns 1.

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
 #include "compiler/ir/dtype.h"
@@ -128,6 +129,49 @@ StatusOr<HostTensor> ReadTensorProto(const std::string& path) {
   PRECIS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
   std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
   return ParseTensorProto(bytes, path, dir.empty() ? "." : dir);
+}
+
+StatusOr<HostValue> ReadValueProto(const std::string& path, HostValue::Kind kind) {
+  if (kind == HostValue::Kind::kTensor) {
+    PRECIS_ASSIGN_OR_RETURN(HostTensor t, ReadTensorProto(path));
+    HostValue v;
+    v.tensors.push_back(std::move(t));
+    return v;
+  }
+  PRECIS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+  if (dir.empty()) dir = ".";
+  auto sequence = [&](const ::onnx::SequenceProto& s, HostValue& v) -> Status {
+    if (s.elem_type() != ::onnx::SequenceProto::TENSOR && s.tensor_values_size() == 0 && s.elem_type() != ::onnx::SequenceProto::UNDEFINED)
+      return Unimplemented("'" + path + "' is a sequence of sequences, maps or optionals");
+    v.sequence = true;
+    for (const ::onnx::TensorProto& t : s.tensor_values()) {
+      PRECIS_ASSIGN_OR_RETURN(HostTensor h, ParseTensorProto(t.SerializeAsString(), path, dir));
+      v.tensors.push_back(std::move(h));
+    }
+    return Status::Ok();
+  };
+  HostValue v;
+  if (kind == HostValue::Kind::kSequence) {
+    ::onnx::SequenceProto s;
+    if (!s.ParseFromString(bytes)) return InvalidArgument("'" + path + "' is not a SequenceProto");
+    PRECIS_RETURN_IF_ERROR(sequence(s, v));
+    return v;
+  }
+  ::onnx::OptionalProto o;
+  if (!o.ParseFromString(bytes)) return InvalidArgument("'" + path + "' is not an OptionalProto");
+  if (o.has_tensor_value()) {
+    PRECIS_ASSIGN_OR_RETURN(HostTensor h, ParseTensorProto(o.tensor_value().SerializeAsString(), path, dir));
+    v.tensors.push_back(std::move(h));
+  } else if (o.has_sequence_value()) {
+    PRECIS_RETURN_IF_ERROR(sequence(o.sequence_value(), v));
+  } else if (o.elem_type() == ::onnx::OptionalProto::UNDEFINED || o.elem_type() == ::onnx::OptionalProto::TENSOR ||
+             o.elem_type() == ::onnx::OptionalProto::SEQUENCE) {
+    v.present = false;
+  } else {
+    return Unimplemented("'" + path + "' is an optional of a map or an optional");
+  }
+  return v;
 }
 
 StatusOr<HostTensor> ParseTensorProto(const std::string& bytes, const std::string& path, const std::string& base_dir) {

@@ -29,6 +29,16 @@ StatusOr<std::map<std::string, HostTensor>> ReadNpz(const std::string& path);
 StatusOr<std::map<std::string, HostTensor>> ParseNpz(const std::string& bytes, const std::string& path);
 Status WriteNpy(const std::string& path, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes);
 StatusOr<HostTensor> ReadTensorProto(const std::string& path);
+
+// A value of an ONNX backend test (.pb): a tensor, a sequence of tensors (SequenceProto) or an
+// optional (OptionalProto) of either, as the model declares the value.
+struct HostValue {
+  enum class Kind { kTensor, kSequence, kOptional };
+  bool present = true;    // an optional with a value
+  bool sequence = false;  // the value (an optional's element) is a sequence
+  std::vector<HostTensor> tensors;  // one for a tensor, the elements of a sequence
+};
+StatusOr<HostValue> ReadValueProto(const std::string& path, HostValue::Kind kind);
 // A serialized TensorProto; external data is read relative to `base_dir` (never escaping it),
 // and refused when `base_dir` is empty.
 StatusOr<HostTensor> ParseTensorProto(const std::string& bytes, const std::string& path, const std::string& base_dir);

@@ -1,0 +1,43 @@
+// Sequences and optionals resolved at compile time. Precis plans hold tensors only: a sequence
+// whose length and elements the compiler can follow (SequenceConstruct, SequenceInsert/Erase at
+// known positions, SplitToSequence along a static dim, sequence inputs of a given length) is
+// kept as the list of its element values (ir::Value::elements), and the operators that read it
+// become tensor operators: SequenceAt an Identity of the element, ConcatFromSequence a Concat,
+// SequenceLength a constant, SequenceMap one copy of its body per element. An optional is a list
+// of none or one. If nodes whose branches give sequences of one length get one output per
+// element. Graph outputs that are sequences become one output per element, NAME[0], NAME[1]...;
+// an absent optional output is no output.
+//
+// Refused, naming the node: positions computed at run time, a sequence carried through a Loop or
+// Scan (its length may change each iteration), branches whose sequences differ in length.
+//
+// Shape inference (passes/infer_shapes.cc) calls these as it reaches each node, so element types
+// are known when a sequence is read.
+#pragma once
+
+#include "compiler/ir/graph.h"
+
+namespace precis::passes {
+
+// Whether the node is a sequence or optional operator (SequenceAt, Optional...).
+bool IsSequenceOperator(const ir::Node& node);
+
+// For a node that makes or reads a sequence or optional. Returns whether the node was removed or
+// replaced (inference resumes at its old position); *handled tells whether the node was one.
+StatusOr<bool> ResolveSequenceNode(ir::Graph& g, ir::Node& node, int64_t opset, bool* handled);
+
+// An If whose branches (already inferred) give sequences or optionals: replaced by an If with one
+// output per element. Returns whether it was replaced.
+StatusOr<bool> FlattenIfContainers(ir::Graph& g, ir::Node& node);
+
+// An If whose condition inference found constant (OptionalHasElement of a resolved optional,
+// shape checks that fold) is replaced by the branch taken, before its branches are inferred: the
+// other one may not be valid for this input (OptionalGetElement of an absent optional). Branches
+// with nested subgraphs stay (the inline-if pass handles conditions constant before inference).
+StatusOr<bool> InlineConstantIf(ir::Graph& g, ir::Node& node, int64_t opset);
+
+// After inference: the main graph's sequence and optional outputs become their elements, and
+// resolved values nothing reads any more are dropped (in every graph).
+Status FinishSequences(ir::Model& model);
+
+}  // namespace precis::passes

@@ -1,0 +1,270 @@
+"""Sequences and optionals resolved at compile time (passes/sequences.h), against onnxruntime.
+
+usage: sequences_test.py PRECIS WORKDIR
+
+Models:
+  - scripted: a torch.jit.script module exported by Debian's python3-torch (/usr/bin/python3): a
+    Python loop over x.size(0) appending relu(linear(x[i])) * 2 to a list and torch.stack-ing it
+    (Loop carrying a sequence: SequenceEmpty, SequenceInsert, ConcatFromSequence new_axis=1),
+    and torch.split + torch.cat (SplitToSequence, SequenceAt). FP32 within 1e-5 of onnxruntime,
+    FP16/BF16 within relative L2 1e-2 / 4e-2. The loop is unrolled, so the plan has no Loop step.
+    Exported with a dynamic first axis, it is refused without --shape (the trip count is known
+    only at run time) and runs with --shape x=6x8.
+  - positions: a sequence input of three 2x3 tensors (--shape seq=[2x3,2x3,2x3]) and a position
+    given as an input: SequenceInsert, SequenceErase and SequenceAt at every position ONNX allows
+    (negative ones too), each result sequence a plan output seq_out[0], seq_out[1]... against
+    onnxruntime exactly; positions outside the sequence are refused when the plan runs.
+  - split: SplitToSequence with split lengths given as an input (three pieces), reversed with
+    SequenceAt and concatenated, at two splits, against onnxruntime exactly.
+  - branches: an If with a run-time condition whose branches give two-element sequences
+    (SequenceConstruct) read by ConcatFromSequence, at both conditions, against onnxruntime.
+  - optional: OptionalHasElement / OptionalGetElement of an optional tensor input, compiled with
+    the input present and absent (--shape opt=none), against numpy (the values are exact).
+Also checked: a sequence input without --shape is a compile error that says how to give it.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+TORCH_EXPORT = r"""
+import sys, torch
+torch.manual_seed(0)
+path, dynamic = sys.argv[1], sys.argv[2] == "dynamic"
+
+class Scripted(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+    def forward(self, x):
+        outs = []
+        for i in range(x.size(0)):
+            outs.append(torch.relu(self.lin(x[i])) * 2.0)
+        parts = torch.split(x, [3, 5], dim=1)
+        return torch.stack(outs), torch.cat([parts[1], parts[0]], dim=1)
+
+kw = {"dynamic_axes": {"x": {0: "n"}}} if dynamic else {}
+torch.onnx.export(torch.jit.script(Scripted()), (torch.randn(4, 8),), path, opset_version=17, input_names=["x"],
+                  output_names=["y", "z"], **kw)
+"""
+
+n_, vi = helper.make_node, helper.make_tensor_value_info
+
+
+def seq_vi(name, elem, shape):
+    return helper.make_tensor_sequence_value_info(name, elem, shape)
+
+
+def positions_model(path, op):
+    inputs = [seq_vi("seq", TensorProto.FLOAT, [2, 3]), vi("pos", TensorProto.INT64, [])]
+    if op == "SequenceInsert":
+        inputs.insert(1, vi("t", TensorProto.FLOAT, [2, 3]))
+        nodes = [n_("SequenceInsert", ["seq", "t", "pos"], ["seq_out"])]
+        outputs = [seq_vi("seq_out", TensorProto.FLOAT, [2, 3])]
+    elif op == "SequenceErase":
+        nodes = [n_("SequenceErase", ["seq", "pos"], ["seq_out"])]
+        outputs = [seq_vi("seq_out", TensorProto.FLOAT, [2, 3])]
+    else:
+        nodes = [n_("SequenceAt", ["seq", "pos"], ["at"]), n_("SequenceLength", ["seq"], ["length"])]
+        outputs = [vi("at", TensorProto.FLOAT, [2, 3]), vi("length", TensorProto.INT64, [])]
+    graph = helper.make_graph(nodes, op, inputs, outputs)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def split_model(path):
+    nodes = [n_("SplitToSequence", ["x", "split"], ["s"], axis=1),
+             n_("SequenceAt", ["s", "two"], ["a"]), n_("SequenceAt", ["s", "one"], ["b"]), n_("SequenceAt", ["s", "zero"], ["c"]),
+             n_("Concat", ["a", "b", "c"], ["y"], axis=1), n_("Mul", ["y", "y"], ["y2"])]
+    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("zero", 0), ("one", 1), ("two", 2))]
+    graph = helper.make_graph(nodes, "split", [vi("x", TensorProto.FLOAT, [2, 9]), vi("split", TensorProto.INT64, [3])],
+                              [vi("y2", TensorProto.FLOAT, [2, 9])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def branches_model(path):
+    def branch(name, op):
+        nodes = [n_(op, ["x", "x"], [name + "_a"]), n_("Neg", ["x"], [name + "_b"]),
+                 n_("SequenceConstruct", [name + "_a", name + "_b"], [name + "_seq"])]
+        return helper.make_graph(nodes, name, [], [seq_vi(name + "_seq", TensorProto.FLOAT, [3, 4])])
+    nodes = [n_("If", ["cond"], ["s"], then_branch=branch("then", "Add"), else_branch=branch("else", "Mul")),
+             n_("ConcatFromSequence", ["s"], ["y"], axis=0, new_axis=1)]
+    graph = helper.make_graph(nodes, "branches", [vi("cond", TensorProto.BOOL, []), vi("x", TensorProto.FLOAT, [3, 4])],
+                              [vi("y", TensorProto.FLOAT, [2, 3, 4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def optional_model(path):
+    opt = helper.make_value_info("opt", helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [4])))
+    then_g = helper.make_graph([n_("OptionalGetElement", ["opt"], ["v"]), n_("Add", ["v", "x"], ["then_y"])], "then", [],
+                               [vi("then_y", TensorProto.FLOAT, [4])])
+    else_g = helper.make_graph([n_("Identity", ["x"], ["else_y"])], "else", [], [vi("else_y", TensorProto.FLOAT, [4])])
+    nodes = [n_("OptionalHasElement", ["opt"], ["has"]), n_("If", ["has"], ["y"], then_branch=then_g, else_branch=else_g)]
+    graph = helper.make_graph(nodes, "optional", [opt, vi("x", TensorProto.FLOAT, [4])], [vi("y", TensorProto.FLOAT, [4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+
+
+def main():
+    precis, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    failures = []
+
+    def check(ok, what):
+        print(f"{'ok:  ' if ok else 'FAIL:'} {what}")
+        if not ok:
+            failures.append(what)
+
+    def compile_plan(model, plan, *args):
+        return subprocess.run([precis, "compile", model, "-o", plan, *args], capture_output=True, text=True)
+
+    def run_plan(plan, feeds, tag):
+        out = os.path.join(work, tag + "_out")
+        args = [precis, "run", plan, "--output-dir", out]
+        for name, value in feeds.items():
+            f = os.path.join(work, f"{tag}_{name.replace('[', '_').replace(']', '')}.npy")
+            np.save(f, value)
+            args += ["--input", f"{name}={f}"]
+        r = subprocess.run(args, capture_output=True, text=True)
+        return r, out
+
+    def load(out, name):
+        path = os.path.join(out, name + ".npy")
+        return np.load(path) if os.path.exists(path) else None
+
+    # Scripted loop and split from torch.
+    script = os.path.join(work, "torch_export.py")
+    with open(script, "w") as f:
+        f.write(TORCH_EXPORT)
+    for kind in ("static", "dynamic"):
+        path = os.path.join(work, f"scripted_{kind}.onnx")
+        r = subprocess.run(["/usr/bin/python3", script, path, kind], capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError(f"exporting the scripted model with Debian's python3-torch failed: {r.stderr[-2000:]}")
+    path = os.path.join(work, "scripted_static.onnx")
+    ops = {n.op_type for n in onnx.load(path).graph.node}
+    check({"Loop", "SequenceEmpty", "SplitToSequence", "ConcatFromSequence"} <= ops, f"the torch export uses sequences ({sorted(ops)})")
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(1).standard_normal((4, 8)).astype(np.float32)
+    want = sess.run(None, {"x": x})
+    for precision, bound in (("fp32", None), ("fp16", 1e-2), ("bf16", 4e-2)):
+        plan = os.path.join(work, f"scripted_{precision}.plan")
+        r = compile_plan(path, plan, "--precision", precision)
+        if r.returncode:
+            check(False, f"scripted {precision}: compile: {r.stderr.strip()[-500:]}")
+            continue
+        check("1 loop unrolled" in r.stdout, f"scripted {precision}: the compile summary says the loop was unrolled")
+        rr, out = run_plan(plan, {"x": x}, f"scripted_{precision}")
+        for name, w in zip(("y", "z"), want):
+            got = load(out, name)
+            if rr.returncode or got is None or got.shape != w.shape:
+                check(False, f"scripted {precision}: output {name}: {rr.stderr.strip()[-300:]} shape {None if got is None else got.shape}")
+                continue
+            got = got.astype(np.float64)
+            if bound is None:
+                check(np.allclose(got, w, rtol=1e-5, atol=1e-5), f"scripted fp32: {name} within 1e-5 of onnxruntime (max err {np.abs(got - w).max():.2e})")
+            else:
+                rel = np.linalg.norm(got - w) / np.linalg.norm(w)
+                check(rel <= bound, f"scripted {precision}: {name} relative L2 {rel:.2e} <= {bound}")
+    dyn = os.path.join(work, "scripted_dynamic.onnx")
+    r = compile_plan(dyn, os.path.join(work, "scripted_dyn.plan"))
+    check(r.returncode != 0 and "trip count" in r.stderr, f"a loop over a run-time count carrying a sequence is refused: {r.stderr.strip()[-300:]}")
+    r = compile_plan(dyn, os.path.join(work, "scripted_dyn6.plan"), "--shape", "x=6x8")
+    x6 = np.random.default_rng(2).standard_normal((6, 8)).astype(np.float32)
+    w6 = ort.InferenceSession(dyn, providers=["CPUExecutionProvider"]).run(None, {"x": x6})
+    rr, out = run_plan(os.path.join(work, "scripted_dyn6.plan"), {"x": x6}, "scripted_dyn6")
+    got = load(out, "y")
+    check(r.returncode == 0 and rr.returncode == 0 and got is not None and got.shape == w6[0].shape and np.allclose(got, w6[0], rtol=1e-5, atol=1e-5),
+          f"the dynamic export with --shape x=6x8 matches onnxruntime {r.stderr.strip()[-300:]} {rr.stderr.strip()[-300:]}")
+
+    # Positions given at run time over a sequence input.
+    rng = np.random.default_rng(3)
+    seq = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(3)]
+    t = rng.standard_normal((2, 3)).astype(np.float32)
+    for op, valid, invalid in (("SequenceInsert", range(-3, 4), (4, -4)), ("SequenceErase", range(-3, 3), (3, -4)),
+                               ("SequenceAt", range(-3, 3), (3, -4))):
+        path, plan = os.path.join(work, op + ".onnx"), os.path.join(work, op + ".plan")
+        positions_model(path, op)
+        r = compile_plan(path, plan, "--shape", "seq=[2x3,2x3,2x3]")
+        if r.returncode:
+            check(False, f"{op}: compile: {r.stderr.strip()[-500:]}")
+            continue
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        feeds = {f"seq[{k}]": v for k, v in enumerate(seq)}
+        if op == "SequenceInsert":
+            feeds["t"] = t
+        ok = True
+        for p in valid:
+            feeds["pos"] = np.array(p, np.int64)
+            ort_feeds = {"seq": seq, "pos": feeds["pos"], **({"t": t} if op == "SequenceInsert" else {})}
+            want = sess.run(None, ort_feeds)
+            rr, out = run_plan(plan, feeds, f"{op}_{p}")
+            if op == "SequenceAt":
+                got = [load(out, "at"), load(out, "length")]
+                ok &= rr.returncode == 0 and np.array_equal(got[0], want[0]) and int(got[1]) == int(want[1])
+            else:
+                got = [load(out, f"seq_out[{k}]") for k in range(len(want[0]))]
+                extra = load(out, f"seq_out[{len(want[0])}]")
+                ok &= rr.returncode == 0 and extra is None and all(g is not None and np.array_equal(g, w) for g, w in zip(got, want[0]))
+            if not ok:
+                check(False, f"{op} at position {p}: {rr.stderr.strip()[-300:]}")
+                break
+        check(ok, f"{op} at every valid run-time position {list(valid)} equals onnxruntime")
+        for p in invalid:
+            feeds["pos"] = np.array(p, np.int64)
+            rr, _ = run_plan(plan, feeds, f"{op}_bad_{p}")
+            check(rr.returncode != 0 and "out of range" in rr.stderr.lower() + rr.stdout.lower(),
+                  f"{op} at position {p} (outside the sequence) is refused at run time: {rr.stderr.strip()[-200:]}")
+    r = compile_plan(os.path.join(work, "SequenceAt.onnx"), os.path.join(work, "noshape.plan"))
+    check(r.returncode != 0 and "--shape seq=[" in r.stderr, f"a sequence input without --shape is refused with how to give it: {r.stderr.strip()[-300:]}")
+
+    # Split lengths given at run time.
+    path, plan = os.path.join(work, "split.onnx"), os.path.join(work, "split.plan")
+    split_model(path)
+    r = compile_plan(path, plan)
+    check(r.returncode == 0, f"split: compiles {r.stderr.strip()[-300:]}")
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    xs = rng.standard_normal((2, 9)).astype(np.float32)
+    for split in ([2, 3, 4], [5, 0, 4]):
+        sp = np.array(split, np.int64)
+        want = sess.run(None, {"x": xs, "split": sp})[0]
+        rr, out = run_plan(plan, {"x": xs, "split": sp}, f"split_{split[0]}")
+        got = load(out, "y2")
+        check(rr.returncode == 0 and got is not None and np.array_equal(got, want), f"split {split} at run time equals onnxruntime {rr.stderr.strip()[-300:]}")
+
+    # Branches that give sequences.
+    path, plan = os.path.join(work, "branches.onnx"), os.path.join(work, "branches.plan")
+    branches_model(path)
+    r = compile_plan(path, plan)
+    check(r.returncode == 0, f"branches: compiles {r.stderr.strip()[-300:]}")
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    xb = rng.standard_normal((3, 4)).astype(np.float32)
+    for c in (True, False):
+        want = sess.run(None, {"cond": np.array(c), "x": xb})[0]
+        rr, out = run_plan(plan, {"cond": np.array(c), "x": xb}, f"branches_{c}")
+        got = load(out, "y")
+        check(rr.returncode == 0 and got is not None and np.array_equal(got, want), f"If giving sequences, condition {c}, equals onnxruntime {rr.stderr.strip()[-300:]}")
+
+    # Optional input, present and absent.
+    path = os.path.join(work, "optional.onnx")
+    optional_model(path)
+    xo, vo = rng.standard_normal(4).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    r = compile_plan(path, os.path.join(work, "optional_present.plan"))
+    rr, out = run_plan(os.path.join(work, "optional_present.plan"), {"opt": vo, "x": xo}, "optional_present")
+    got = load(out, "y")
+    check(r.returncode == 0 and rr.returncode == 0 and got is not None and np.array_equal(got, vo + xo), f"optional present: y = opt + x {r.stderr.strip()[-300:]}")
+    r = compile_plan(path, os.path.join(work, "optional_absent.plan"), "--shape", "opt=none")
+    rr, out = run_plan(os.path.join(work, "optional_absent.plan"), {"x": xo}, "optional_absent")
+    got = load(out, "y")
+    check(r.returncode == 0 and rr.returncode == 0 and got is not None and np.array_equal(got, xo), f"optional absent: y = x {r.stderr.strip()[-300:]}")
+
+    if failures:
+        print(f"\n{len(failures)} failures")
+        sys.exit(1)
+    print("\nall sequence checks passed")
+
+
+if __name__ == "__main__":
+    main()
