@@ -279,26 +279,31 @@ Status InferIdentity(InferContext& ctx) {
 }
 
 // Dropout at inference: output = input, mask all true. Training mode (opset 12+ input 2) is
-// refused unless it is a constant false, or a constant true with a constant ratio of 0 (the
-// identity); before opset 7 the is_test attribute must be set (its default, 0, meant training).
+// refused when it is a constant true with a constant ratio other than 0; a training_mode or ratio
+// computed at run time is checked when the step runs (a run in training mode with a ratio other
+// than 0 fails: runtime/kernels/dropout_mode.h). Before opset 7 the is_test attribute must be set
+// (its default, 0, meant training).
 Status InferDropout(InferContext& ctx) {
   PRECIS_RETURN_IF_ERROR(CheckInput(ctx, 0, TypeClass::kNumeric));
   if (ctx.opset() < 7 && ctx.Int("is_test", 0) == 0)
     return ctx.Unsupported("is_test is 0 (training mode, opset < 7); only inference Dropout is supported");
   if (ctx.opset() >= 12 && ctx.has_input(2)) {
-    const ir::Tensor* t = ctx.input_constant(2);
-    if (!t) return ctx.Unsupported("training_mode is computed at run time; only inference (false) is supported");
-    PRECIS_ASSIGN_OR_RETURN(auto v, ctx.ConstantInts(2));
     bool training = false;
-    for (int64_t x : v) training |= x != 0;
+    if (ctx.input_constant(2)) {
+      PRECIS_ASSIGN_OR_RETURN(auto v, ctx.ConstantInts(2));
+      for (int64_t x : v) training |= x != 0;
+    }
     // torchvision's attention blocks export Dropout with training_mode true and ratio 0: the
     // identity. With a ratio > 0 an inference plan would have to drop values.
     if (training) {
       double ratio = 0.5;  // the default when input 1 is omitted
       if (ctx.has_input(1)) {
-        if (!ctx.input_constant(1)) return ctx.Unsupported("training_mode is true and the ratio is computed at run time; an inference plan cannot drop values");
-        PRECIS_ASSIGN_OR_RETURN(auto r, ctx.ConstantFloats(1));
-        ratio = r.empty() ? 0.5 : r[0];
+        if (ctx.input_constant(1)) {
+          PRECIS_ASSIGN_OR_RETURN(auto r, ctx.ConstantFloats(1));
+          ratio = r.empty() ? 0.5 : r[0];
+        } else {
+          ratio = 0;  // computed at run time: checked then
+        }
       }
       if (ratio != 0) {
         char text[32];

@@ -64,6 +64,8 @@ struct KernelArgs {
   Tensor* in(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
   Tensor* out(size_t i) const { return i < outputs.size() ? outputs[i] : nullptr; }
   Status Error(const std::string& message) const { return InvalidArgument(node + ": " + message); }
+  // A run that asks for something the plan's kernels do not do (Unimplemented).
+  Status Unsupported(const std::string& message) const { return Unimplemented(node + ": " + message); }
 };
 
 }  // namespace precis::rt

@@ -6,6 +6,10 @@ torchvision's attention blocks export Dropout(x, ratio=0, training_mode=true): t
 identity, and the plan must compile and give onnxruntime's result (the input, and an all-true
 mask) exactly. With a ratio above 0 in training mode an inference plan would have to drop values:
 compiling must fail with a message naming the node and the ratio (exit 1, no crash).
+With training_mode and the ratio given as inputs (ONNX's test_training_dropout cases), the plan
+compiles and checks them when it runs: training_mode false, or true with ratio 0, gives the
+input and an all-true mask exactly; training_mode true with ratio 0.3 fails the run naming the
+node and the ratio.
 """
 import os
 import subprocess
@@ -63,6 +67,33 @@ def main():
     print(f"{'ok:  ' if ok else 'FAIL:'} ratio 0.1, training_mode true: refused (exit {r.returncode}): {message}")
     if not ok:
         failures.append("ratio 0.1 in training mode was not refused with a message naming the node and the ratio")
+
+    # training_mode and ratio as graph inputs.
+    nodes = [helper.make_node("Dropout", ["x", "r", "t"], ["y", "mask"], name="runtime_drop")]
+    graph = helper.make_graph(nodes, "dropout_inputs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8]),
+                                                        helper.make_tensor_value_info("r", TensorProto.FLOAT, []),
+                                                        helper.make_tensor_value_info("t", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8]), helper.make_tensor_value_info("mask", TensorProto.BOOL, [2, 8])])
+    path, plan = os.path.join(work, "inputs.onnx"), os.path.join(work, "inputs.plan")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    r = subprocess.run([precis, "compile", path, "-o", plan, "--quiet"], capture_output=True, text=True)
+    if r.returncode:
+        failures.append(f"training_mode and ratio as inputs do not compile: {r.stderr.strip()}")
+    else:
+        for ratio, training, identity in ((0.5, False, True), (0.0, True, True), (0.3, True, False)):
+            rf, tf, out = os.path.join(work, "r.npy"), os.path.join(work, "t.npy"), os.path.join(work, f"inputs_out_{ratio}_{training}")
+            np.save(rf, np.array(ratio, np.float32))
+            np.save(tf, np.array(training))
+            r = subprocess.run([precis, "run", plan, "--input", "x=" + os.path.join(work, "x.npy"), "--input", f"r={rf}", "--input", f"t={tf}",
+                                "--output-dir", out], capture_output=True, text=True)
+            if identity:
+                ok = r.returncode == 0 and np.array_equal(np.load(os.path.join(out, "y.npy")), x) and np.load(os.path.join(out, "mask.npy")).all()
+            else:
+                ok = r.returncode != 0 and "runtime_drop" in r.stderr and "ratio 0.3" in r.stderr
+            print(f"{'ok:  ' if ok else 'FAIL:'} inputs ratio {ratio}, training_mode {training}: "
+                  f"{'identity' if identity else 'refused when it runs'} {r.stderr.strip()[-200:]}")
+            if not ok:
+                failures.append(f"inputs ratio {ratio}, training_mode {training}")
     return 1 if failures else 0
 
 

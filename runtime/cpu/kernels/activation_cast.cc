@@ -185,7 +185,8 @@ class ClipKernel : public Kernel {
 };
 
 // Identity, and Dropout at inference (output = input; the optional mask all true, or all 1 of
-// the input's type before opset 10; training mode only with ratio 0, dropout_mode.h). Both may
+// the input's type before opset 10; training mode only with ratio 0, checked when the step runs
+// where either is computed at run time: dropout_mode.h). Both may
 // run in place.
 template <bool kDropout>
 class PassThroughKernel : public Kernel {
@@ -195,8 +196,10 @@ class PassThroughKernel : public Kernel {
     if (!x || !y) return args.Error("needs an input and an output");
     if (x->dtype != y->dtype || x->bytes != y->bytes) return args.Error("output type differs from the input's");
     if constexpr (kDropout) {
-      if (std::string why; !DropoutIsIdentity(args, &why)) return args.Error(why);
-      check_training_ = args.in(2) && !args.in(2)->is_constant;
+      std::string why;
+      DropoutPlan plan = PlanDropout(args, &why);
+      if (plan == DropoutPlan::kRefused) return args.Error(why);
+      check_training_ = plan != DropoutPlan::kIdentity;
       if (const Tensor* m = args.out(1); m && !DispatchAny(m->dtype, [](auto) {}))
         return args.Error(std::string("unsupported mask dtype ") + DataTypeName(m->dtype));
     }
@@ -207,8 +210,7 @@ class PassThroughKernel : public Kernel {
     Tensor& y = *args.out(0);
     if (x.data != y.data && y.bytes > 0) std::memcpy(y.data, x.data, y.bytes);
     if constexpr (kDropout) {
-      if (const Tensor* t = args.in(2); check_training_ && t->numel > 0 && t->data[0] != 0)
-        return args.Error("training mode (set at run time) is not supported in an inference plan");
+      if (std::string why; check_training_ && !DropoutRunIsIdentity(args, &why)) return args.Unsupported(why);
       if (Tensor* m = args.out(1)) {
         DispatchAny(m->dtype, [&](auto tag) {
           using T = decltype(tag);

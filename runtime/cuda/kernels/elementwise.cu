@@ -140,6 +140,21 @@ struct TrainingModeCheckFn {
   }
 };
 
+// Raises kBadValue when Dropout's training_mode is true and its ratio (both on the device, the
+// ratio of `ratio_bytes` bytes: FP16/BF16, FP32 or FP64) is not 0: zero is every bit but the sign clear.
+struct TrainingRatioCheckFn {
+  const uint8_t* flag;
+  const uint8_t* ratio;
+  int ratio_bytes;
+  int* error;
+  PRECIS_EW_HD void operator()(int64_t) const {
+    if (flag[0] == 0) return;
+    bool zero = true;
+    for (int b = 0; b < ratio_bytes; ++b) zero &= (b == ratio_bytes - 1 ? (ratio[b] & 0x7f) : ratio[b]) == 0;
+    if (!zero) RaiseErrorHD(error, kBadValue);
+  }
+};
+
 // The bytes of the value 1 in dtype t (Dropout's mask: true, or 1 of its type before opset 10).
 uint64_t OnePattern(DataType t) {
   uint64_t bits = 0;
@@ -172,13 +187,20 @@ class PassThroughKernel : public Kernel {
       if (x->dtype != y->dtype || x->bytes != y->bytes) return args.Error("output type differs from the input's");
     }
     if constexpr (kKind == PassKind::kDropout) {
-      if (std::string why; !DropoutIsIdentity(args, &why)) return args.Error(why);
+      std::string why;
+      DropoutPlan plan = PlanDropout(args, &why);
+      if (plan == DropoutPlan::kRefused) return args.Error(why);
+      if (plan == DropoutPlan::kCheckValues) {
+        DataType r = args.in(1)->dtype;
+        if (args.in(1)->numel != 1 || (r != DataType::kF32 && r != DataType::kF64 && r != DataType::kF16 && r != DataType::kBF16))
+          return args.Error("the ratio must be one float value");
+      }
       if (const Tensor* m = args.out(1)) {
         if (!DispatchStorage(m->dtype, [](auto) {})) return args.Error(std::string("unsupported mask dtype ") + DataTypeName(m->dtype));
         one_ = OnePattern(m->dtype);
       }
-      const Tensor* t = args.in(2);
-      check_training_ = t && !t->is_constant && t->numel > 0;
+      check_training_ = plan == DropoutPlan::kCheckMode;
+      check_ratio_ = plan == DropoutPlan::kCheckValues;
     }
     return Status::Ok();
   }
@@ -188,6 +210,8 @@ class PassThroughKernel : public Kernel {
     PRECIS_CUDA_CHECK(args, CopyBytes(y.data, x.data, y.bytes, ctx.stream));
     if constexpr (kKind == PassKind::kDropout) {
       if (check_training_) PRECIS_CUDA_CHECK(args, Launch(1, ctx.stream, TrainingModeCheckFn{args.in(2)->data, ctx.error}));
+      if (check_ratio_)
+        PRECIS_CUDA_CHECK(args, Launch(1, ctx.stream, TrainingRatioCheckFn{args.in(2)->data, args.in(1)->data, int(DataTypeSize(args.in(1)->dtype)), ctx.error}));
       if (Tensor* m = args.out(1)) {
         cudaError_t e = cudaSuccess;
         DispatchBySize(DataTypeSize(m->dtype), [&](auto tag) {
@@ -204,7 +228,7 @@ class PassThroughKernel : public Kernel {
 
  private:
   uint64_t one_ = 1;
-  bool check_training_ = false;
+  bool check_training_ = false, check_ratio_ = false;
 };
 
 // The copy of a predicated Identity step (a state update skipped on a non-finite gradient): every

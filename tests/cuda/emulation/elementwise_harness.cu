@@ -608,15 +608,17 @@ void PassTests() {
       Check("Dropout", at2, {&x}, {{t, {3, 7}}, {m, {3, 7}}}, L(t, m, {3, 7}, " dropout"));
     }
     Buf ratio = Alloc(DataType::kF32, {}), train = Alloc(DataType::kBool, {});
-    float r = 0.3f;
-    std::memcpy(ratio.data, &r, 4);
-    for (int tm = 0; tm < 2; ++tm)
-      for (int constant = 0; constant < 2; ++constant) {
-        train.data[0] = uint8_t(tm);
-        train.constant = constant;
-        AttrList at3;
-        Check("Dropout", at3, {&x, &ratio, &train}, {{t, {3, 7}}, {DataType::kBool, {3, 7}}}, L(t, t, {3, 7}, (" dropout train=" + std::to_string(tm) + " const=" + std::to_string(constant)).c_str()));
-      }
+    // A ratio given at run time: training mode fails the run unless the ratio is 0 (-0 too).
+    for (float r : {0.3f, 0.0f, -0.0f})
+      for (int tm = 0; tm < 2; ++tm)
+        for (int constant = 0; constant < 2; ++constant) {
+          std::memcpy(ratio.data, &r, 4);
+          train.data[0] = uint8_t(tm);
+          train.constant = constant;
+          AttrList at3;
+          Check("Dropout", at3, {&x, &ratio, &train}, {{t, {3, 7}}, {DataType::kBool, {3, 7}}},
+                L(t, t, {3, 7}, (" dropout ratio=" + std::to_string(r) + " train=" + std::to_string(tm) + " const=" + std::to_string(constant)).c_str()));
+        }
     AttrList at4;
     Check("Identity", at4, {&x}, {{t, {3, 7}}}, L(t, t, {3, 7}, " identity inplace"), false, true);
   }
