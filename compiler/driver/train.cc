@@ -87,6 +87,7 @@ class TrainingAssembler {
   StatusOr<TrainPlan> Run() {
     PRECIS_RETURN_IF_ERROR(CheckOptions());
     PRECIS_RETURN_IF_ERROR(passes::SpecializeInputs(model_, o_.shapes));
+    PRECIS_RETURN_IF_ERROR(CheckStaticInputs());
     PRECIS_RETURN_IF_ERROR(ChooseWeights());
     PRECIS_RETURN_IF_ERROR(BuildEvaluationGraph());
     PRECIS_ASSIGN_OR_RETURN(TrainingForm form, ToTrainingForm(g_, opset_, kDropoutSeed, kDropoutCounter));
@@ -132,6 +133,22 @@ class TrainingAssembler {
   }
 
  private:
+  // Training plans have static shapes (state and gradients are sized when compiling): a
+  // symbolic or unknown input dim is an error that says how to fix it.
+  Status CheckStaticInputs() const {
+    for (const ir::Value* v : g_.inputs()) {
+      const ir::Type& t = v->type();
+      if (t.is_tensor() && t.shape().is_static()) continue;
+      std::string example;
+      if (t.is_tensor() && t.shape().has_rank())
+        for (const ir::Dim& d : t.shape().dims()) example += (example.empty() ? "" : "x") + (d.is_static() ? std::to_string(d.value()) : std::string("32"));
+      return InvalidArgument("input '" + v->name() + "' has type " + ir::PrintType(t) +
+                             ": training plans need static shapes; give them with --shape " + v->name() + "=" +
+                             (example.empty() ? std::string("DIMS") : example) + " (symbolic dims in training plans are not supported yet)");
+    }
+    return Status::Ok();
+  }
+
   Status CheckOptions() {
     if (o_.loss != "cross-entropy" && o_.loss != "mse" && o_.loss != "output")
       return InvalidArgument("unknown loss '" + o_.loss + "' (cross-entropy, mse or output)");

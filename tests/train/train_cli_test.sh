@@ -2,8 +2,8 @@
 # precis compile --train and precis train end to end on the MLP of torch_reference.py: the
 # per-step losses of 2 epochs without shuffling match torch.optim.AdamW on the same batches
 # (rel 1e-3 per step: FP32 on both sides, summation orders differ, 20 steps of drift), the metrics
-# log has one line per step and per evaluation, a checkpoint is written, and bad input gives a
-# clear error with exit status 1.
+# log has one line per step and per evaluation, a checkpoint is written, and bad input (bad data
+# files, a model with symbolic dims and no --shape) gives a clear error with exit status 1.
 # usage: train_cli_test.sh PRECIS REF_DIR PYTHON
 set -u
 PRECIS=$1 REF=$2 PY=$3
@@ -54,6 +54,10 @@ PYEOF
 expect_error 1 "has no array 'x'" -- "$PRECIS" train "$WORK/mlp.train.plan" --data "$WORK/nox.npz"
 expect_error 1 "is f64, the plan wants f32" -- "$PRECIS" train "$WORK/mlp.train.plan" --data "$WORK/badtype.npz"
 expect_error 1 "has shape 12x7" -- "$PRECIS" train "$WORK/mlp.train.plan" --data "$WORK/badshape.npz"
+# A model with a symbolic batch dim (the bundled example): a training plan needs static shapes,
+# and the error says how to give them (it once aborted in the gradient builder).
+EXAMPLE=$(dirname "$0")/../../examples/tiny_convnet.onnx
+expect_error 1 "give them with --shape image=32x3x32x32" -- "$PRECIS" compile "$EXAMPLE" --train --loss cross-entropy --label label -o "$WORK/x.plan"
 "$PY" - "$WORK" <<'PYEOF'
 import sys
 import numpy as np
