@@ -119,4 +119,8 @@ PRECIS_CLONES double ExpShiftSum(const float* x, float m, float* e, int64_t n) {
   return sum;
 }
 
+PRECIS_CLONES void ScaleByDouble(const float* e, double inv, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = float(double(e[i]) * inv);
+}
+
 }  // namespace precis::rt::fast

@@ -55,6 +55,9 @@ void GeluTanhArray(const float* x, float* y, int64_t n);
 // returns sum(e) accumulated in double. max(x) is returned by RowMax, with *any_nan set when
 // x holds a NaN (max ignores NaN).
 double ExpShiftSum(const float* x, float m, float* e, int64_t n);
+// Softmax's normalization: y[i] = float(double(e[i]) * inv), as the scalar loop computes it (y may
+// equal e).
+void ScaleByDouble(const float* e, double inv, float* y, int64_t n);
 float RowMax(const float* x, int64_t n, bool* any_nan);
 // Pools over channel rows (fast_nhwc_pool.cc): acc[i] = x[i] when x[i] > acc[i], or when acc[i]
 // is NaN and x[i] is not (the reference MaxPool's rule); acc[i] += x[i].

@@ -82,7 +82,11 @@ class FastSoftmaxKernel : public Kernel {
       for (int64_t k = 0; k < n_; ++k) y[k] = Store<T>(float(double(Load(x[k])) - c));
     } else {
       double inv = 1.0 / sum;
-      for (int64_t k = 0; k < n_; ++k) y[k] = Store<T>(float(double(e[k]) * inv));
+      if constexpr (std::is_same_v<T, float>) {
+        ScaleByDouble(e, inv, y, n_);  // vectorized (the AVX2 clone): this loop was a third of the time
+      } else {
+        for (int64_t k = 0; k < n_; ++k) y[k] = Store<T>(float(double(e[k]) * inv));
+      }
     }
   }
 
