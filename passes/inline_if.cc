@@ -49,12 +49,7 @@ std::vector<ir::Value*> Splice(ir::Graph& g, const ir::Node& if_node, const ir::
       outs.push_back(copy);
     }
     std::vector<ir::Attribute> attrs;
-    for (const ir::Attribute& a : n->attributes()) {
-      ir::Attribute c;
-      c.name = a.name, c.kind = a.kind, c.f = a.f, c.i = a.i, c.s = a.s, c.t = a.t, c.type = a.type;
-      c.floats = a.floats, c.ints = a.ints, c.strings = a.strings, c.tensors = a.tensors, c.types = a.types;
-      attrs.push_back(std::move(c));
-    }
+    for (const ir::Attribute& a : n->attributes()) attrs.push_back(ir::CloneAttribute(a, mapped));
     added.push_back(g.AddNode(n->domain(), n->op_type(), n->name().empty() ? "" : prefix + n->name(), std::move(ins), std::move(outs),
                               std::move(attrs)));
   }

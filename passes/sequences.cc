@@ -227,13 +227,9 @@ StatusOr<bool> ConcatFromSequence(ir::Graph& g, ir::Node& node, int64_t opset) {
   return true;
 }
 
-// Copies `body`'s constants and nodes to the end of `g`; `map` takes body values to their copies
-// (the caller maps the body's inputs). Names start with `prefix`.
-Status SpliceBody(ir::Graph& g, const ir::Node& node, const ir::Graph& body, const std::string& prefix,
-                  std::unordered_map<const ir::Value*, ir::Value*>& map) {
-  for (const auto& n : body.nodes())
-    for (const auto& attr : n->attributes())
-      if (!attr.graphs.empty()) return Refuse(node, "its body has nested subgraphs");
+// Copies `body`'s constants and nodes (with their own subgraphs) to the end of `g`; `map` takes
+// body values to their copies (the caller maps the body's inputs). Names start with `prefix`.
+Status SpliceBody(ir::Graph& g, const ir::Graph& body, const std::string& prefix, std::unordered_map<const ir::Value*, ir::Value*>& map) {
   for (const ir::Value* c : body.constants()) map[c] = g.AddConstant(match::FreshName(g, prefix + c->name()), *c->data());
   auto mapped = [&](ir::Value* v) -> ir::Value* {
     if (!v) return nullptr;
@@ -249,12 +245,7 @@ Status SpliceBody(ir::Graph& g, const ir::Node& node, const ir::Graph& body, con
       outs.push_back(copy);
     }
     std::vector<ir::Attribute> attrs;
-    for (const ir::Attribute& x : bn->attributes()) {
-      ir::Attribute c;
-      c.name = x.name, c.kind = x.kind, c.f = x.f, c.i = x.i, c.s = x.s, c.t = x.t, c.type = x.type;
-      c.floats = x.floats, c.ints = x.ints, c.strings = x.strings, c.tensors = x.tensors, c.types = x.types;
-      attrs.push_back(std::move(c));
-    }
+    for (const ir::Attribute& x : bn->attributes()) attrs.push_back(ir::CloneAttribute(x, mapped));
     g.AddNode(bn->domain(), bn->op_type(), match::FreshName(g, prefix + (bn->name().empty() ? bn->op_type() : bn->name())), std::move(ins),
               std::move(outs), std::move(attrs));
   }
@@ -298,7 +289,7 @@ StatusOr<bool> SequenceMap(ir::Graph& g, ir::Node& node, int64_t opset) {
   for (size_t i = 0; i < n; ++i) {
     std::unordered_map<const ir::Value*, ir::Value*> map;
     for (size_t k = 0; k < body.inputs().size(); ++k) map[body.inputs()[k]] = seqs[k] ? (*seqs[k])[i] : node.inputs()[k];
-    PRECIS_RETURN_IF_ERROR(SpliceBody(g, node, body, prefix + std::to_string(i) + "/", map));
+    PRECIS_RETURN_IF_ERROR(SpliceBody(g, body, prefix + std::to_string(i) + "/", map));
     for (size_t j = 0; j < body.outputs().size(); ++j) results[j].push_back(Mapped(map, body.outputs()[j]));
   }
   e.KeepNode();
@@ -359,7 +350,7 @@ StatusOr<bool> UnrollLoop(ir::Graph& g, ir::Node& node, int64_t opset) {
     map[body.inputs()[0]] = ScalarConstant(g, prefix + "iteration", ir::DType::kI64, k);
     map[body.inputs()[1]] = truth;
     for (size_t j = 0; j < carried; ++j) map[body.inputs()[j + 2]] = state[j];
-    PRECIS_RETURN_IF_ERROR(SpliceBody(g, node, body, prefix + std::to_string(k) + "/", map));
+    PRECIS_RETURN_IF_ERROR(SpliceBody(g, body, prefix + std::to_string(k) + "/", map));
     for (size_t j = 0; j < carried; ++j) state[j] = Mapped(map, body.outputs()[j + 1]);
     for (size_t j = 0; j < scans; ++j) scanned[j].push_back(Mapped(map, body.outputs()[carried + 1 + j]));
   }
@@ -494,12 +485,9 @@ StatusOr<bool> InlineConstantIf(ir::Graph& g, ir::Node& node, int64_t opset) {
   if (!a || a->graphs.size() != 1) return false;
   const ir::Graph& branch = *a->graphs[0];
   if (branch.outputs().size() != node.outputs().size() || !branch.inputs().empty()) return false;
-  for (const auto& n : branch.nodes())
-    for (const auto& attr : n->attributes())
-      if (!attr.graphs.empty()) return false;
   ops::Expander e(g, node, opset);
   std::unordered_map<const ir::Value*, ir::Value*> map;
-  PRECIS_RETURN_IF_ERROR(SpliceBody(g, node, branch, (node.name().empty() ? std::string("If") : node.name()) + "/", map));
+  PRECIS_RETURN_IF_ERROR(SpliceBody(g, branch, (node.name().empty() ? std::string("If") : node.name()) + "/", map));
   std::vector<ir::Value*> results;
   for (ir::Value* v : branch.outputs()) results.push_back(Mapped(map, v));
   e.Replace(results);

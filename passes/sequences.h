@@ -32,8 +32,8 @@ StatusOr<bool> FlattenIfContainers(ir::Graph& g, ir::Node& node);
 
 // An If whose condition inference found constant (OptionalHasElement of a resolved optional,
 // shape checks that fold) is replaced by the branch taken, before its branches are inferred: the
-// other one may not be valid for this input (OptionalGetElement of an absent optional). Branches
-// with nested subgraphs stay (the inline-if pass handles conditions constant before inference).
+// other one may not be valid for this input (OptionalGetElement of an absent optional), and a
+// Loop unrolled by iteration number decides its `if i == 0:` branches so.
 StatusOr<bool> InlineConstantIf(ir::Graph& g, ir::Node& node, int64_t opset);
 
 // After inference: the main graph's sequence and optional outputs become their elements, and

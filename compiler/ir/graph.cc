@@ -270,4 +270,42 @@ Value* Graph::Lookup(const std::string& name) const {
   return nullptr;
 }
 
+Attribute CloneAttribute(const Attribute& a, const OuterMap& outer) {
+  Attribute c;
+  c.name = a.name, c.kind = a.kind, c.f = a.f, c.i = a.i, c.s = a.s, c.t = a.t, c.type = a.type;
+  c.floats = a.floats, c.ints = a.ints, c.strings = a.strings, c.tensors = a.tensors, c.types = a.types;
+  for (const auto& g : a.graphs) c.graphs.push_back(CloneGraph(*g, outer));
+  return c;
+}
+
+std::unique_ptr<Graph> CloneGraph(const Graph& g, const OuterMap& outer) {
+  auto out = std::make_unique<Graph>(g.name());
+  std::unordered_map<const Value*, Value*> map;
+  for (const Value* v : g.inputs()) map[v] = v->data() ? out->AddInputWithDefault(v->name(), v->type(), *v->data()) : out->AddInput(v->name(), v->type());
+  for (const Value* v : g.constants()) map[v] = out->AddConstant(v->name(), *v->data());
+  auto mapped = [&](Value* v) -> Value* {
+    if (!v) return nullptr;
+    auto it = map.find(v);
+    return it != map.end() ? it->second : outer(v);
+  };
+  for (const auto& n : g.nodes()) {
+    std::vector<Value*> ins, outs;
+    for (Value* in : n->inputs()) ins.push_back(mapped(in));
+    for (Value* o : n->outputs()) {
+      Value* c = nullptr;
+      if (o) {
+        c = out->NewValue(o->name());
+        c->set_type(o->type());
+        map[o] = c;
+      }
+      outs.push_back(c);
+    }
+    std::vector<Attribute> attrs;
+    for (const Attribute& a : n->attributes()) attrs.push_back(CloneAttribute(a, mapped));
+    out->AddNode(n->domain(), n->op_type(), n->name(), std::move(ins), std::move(outs), std::move(attrs));
+  }
+  for (Value* v : g.outputs()) out->AddOutput(mapped(v));
+  return out;
+}
+
 }  // namespace precis::ir

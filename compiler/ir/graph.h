@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -210,6 +211,15 @@ struct Model {
   std::map<std::string, int64_t> opsets;  // domain ("" for ai.onnx) -> version
   std::unique_ptr<Graph> graph = std::make_unique<Graph>();
 };
+
+// Maps a value a copied graph uses from an enclosing graph to the value the copy uses instead.
+using OuterMap = std::function<Value*(Value*)>;
+
+// A copy of `a`; its subgraphs (If/Loop/Scan bodies) are copied with CloneGraph.
+Attribute CloneAttribute(const Attribute& a, const OuterMap& outer);
+// A copy of `g` as a new graph (inputs, constants, nodes with their subgraphs, outputs, same
+// names and types); a value it uses from an enclosing graph becomes outer(value).
+std::unique_ptr<Graph> CloneGraph(const Graph& g, const OuterMap& outer);
 
 // Calls fn(graph) for `graph` and every subgraph below it, parents first.
 template <typename Fn>

@@ -333,5 +333,51 @@ TEST(VerifierTest, ModelNeedsIrVersionThree) {
   ExpectRejected(Verify(m), {"ir_version 2"});
 }
 
+// CloneGraph (compiler/ir/graph.h) copies a body with its nested subgraphs: values of the copied
+// graph map to their copies at every depth, values from outside go through the outer map, and the
+// copy spliced into another graph verifies.
+TEST(CloneGraphTest, CopiesNestedSubgraphsAndMapsOuterValues) {
+  Model m;
+  m.ir_version = 8;
+  Graph& g = *m.graph;
+  g.set_name("main");
+  Value* x = g.AddInput("x", F32Type({2}));
+  Value* x2 = g.AddInput("x2", F32Type({2}));
+  Value* cond = g.AddInput("cond", Type::Tensor(DType::kBool, Shape::FromStatic({})));
+  // The body: n = Neg(x); an If whose then-branch reads n (one level up) and x (two levels up).
+  Graph body("body");
+  Value* n = Unary(body, "Neg", x, "n");
+  auto then_g = std::make_unique<Graph>("then");
+  Value* s = then_g->NewValue("s");
+  then_g->AddNode("", "Add", "", {n, x}, {s}, {});
+  then_g->AddOutput(s);
+  auto else_g = std::make_unique<Graph>("else");
+  else_g->AddOutput(n);
+  Value* r = body.NewValue("r");
+  body.AddNode("", "If", "if", {cond}, {r}, Branches(std::move(then_g), std::move(else_g)));
+  body.AddOutput(r);
+  // Copy it under a Scope node of main, with x replaced by x2.
+  std::unique_ptr<Graph> copy = CloneGraph(body, [&](Value* v) { return v == x ? x2 : v; });
+  ASSERT_EQ(copy->nodes().size(), 2u);
+  const Node& neg = *copy->nodes()[0];
+  EXPECT_EQ(neg.inputs()[0], x2);
+  const Node& if_node = *copy->nodes()[1];
+  const Graph& then_copy = *if_node.FindAttribute("then_branch")->graphs[0];
+  ASSERT_EQ(then_copy.nodes().size(), 1u);
+  EXPECT_EQ(then_copy.nodes()[0]->inputs()[0], neg.outputs()[0]) << "a value of the copied graph maps to its copy in a nested graph";
+  EXPECT_EQ(then_copy.nodes()[0]->inputs()[1], x2) << "an outer value maps through the outer map in a nested graph";
+  EXPECT_EQ(if_node.FindAttribute("else_branch")->graphs[0]->outputs()[0], neg.outputs()[0]);
+  EXPECT_EQ(copy->outputs()[0], if_node.outputs()[0]);
+  bool x_used = false;
+  for (const Use& u : x->uses()) x_used |= u.node->owner() != &body && u.node->owner() != body.nodes()[1]->FindAttribute("then_branch")->graphs[0].get();
+  EXPECT_FALSE(x_used) << "the copy does not read x";
+  std::vector<Attribute> attrs;
+  attrs.push_back(GraphAttr("body", std::move(copy)));
+  Value* y = g.NewValue("y");
+  g.AddNode("", "Scope", "scope", {}, {y}, std::move(attrs));
+  g.AddOutput(y);
+  ExpectOk(Verify(m));
+}
+
 }  // namespace
 }  // namespace precis::ir

@@ -10,6 +10,8 @@ Models:
     FP16/BF16 within relative L2 1e-2 / 4e-2. The loop is unrolled, so the plan has no Loop step.
     Exported with a dynamic first axis, it is refused without --shape (the trip count is known
     only at run time) and runs with --shape x=6x8.
+  - scripted_if: a scripted running sum over a list (`if i > 0: h = h + outs[i - 1]`): an If inside
+    the Loop body, copied per iteration and decided once unrolled; within 1e-5 of onnxruntime.
   - positions: a sequence input of three 2x3 tensors (--shape seq=[2x3,2x3,2x3]) and a position
     given as an input: SequenceInsert, SequenceErase and SequenceAt at every position ONNX allows
     (negative ones too), each result sequence a plan output seq_out[0], seq_out[1]... against
@@ -47,9 +49,26 @@ class Scripted(torch.nn.Module):
         parts = torch.split(x, [3, 5], dim=1)
         return torch.stack(outs), torch.cat([parts[1], parts[0]], dim=1)
 
-kw = {"dynamic_axes": {"x": {0: "n"}}} if dynamic else {}
-torch.onnx.export(torch.jit.script(Scripted()), (torch.randn(4, 8),), path, opset_version=17, input_names=["x"],
-                  output_names=["y", "z"], **kw)
+class ScriptedIf(torch.nn.Module):
+    # A running sum over a list: the body's `if i > 0:` reads the element appended last.
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+    def forward(self, x):
+        outs = []
+        for i in range(x.size(0)):
+            h = torch.tanh(self.lin(x[i]))
+            if i > 0:
+                h = h + outs[i - 1]
+            outs.append(h)
+        return torch.stack(outs)
+
+if sys.argv[2] == "if":
+    torch.onnx.export(torch.jit.script(ScriptedIf()), (torch.randn(5, 8),), path, opset_version=17, input_names=["x"], output_names=["y"])
+else:
+    kw = {"dynamic_axes": {"x": {0: "n"}}} if dynamic else {}
+    torch.onnx.export(torch.jit.script(Scripted()), (torch.randn(4, 8),), path, opset_version=17, input_names=["x"],
+                      output_names=["y", "z"], **kw)
 """
 
 n_, vi = helper.make_node, helper.make_tensor_value_info
@@ -138,7 +157,7 @@ def main():
     script = os.path.join(work, "torch_export.py")
     with open(script, "w") as f:
         f.write(TORCH_EXPORT)
-    for kind in ("static", "dynamic"):
+    for kind in ("static", "dynamic", "if"):
         path = os.path.join(work, f"scripted_{kind}.onnx")
         r = subprocess.run(["/usr/bin/python3", script, path, kind], capture_output=True, text=True)
         if r.returncode:
@@ -178,6 +197,19 @@ def main():
     got = load(out, "y")
     check(r.returncode == 0 and rr.returncode == 0 and got is not None and got.shape == w6[0].shape and np.allclose(got, w6[0], rtol=1e-5, atol=1e-5),
           f"the dynamic export with --shape x=6x8 matches onnxruntime {r.stderr.strip()[-300:]} {rr.stderr.strip()[-300:]}")
+
+    # A loop whose body has an If reading the list (nested subgraphs copied per iteration; each
+    # copy's condition, i > 0, is known once unrolled, so the branch taken is inlined).
+    path, plan = os.path.join(work, "scripted_if.onnx"), os.path.join(work, "scripted_if.plan")
+    ops = {n.op_type for n in onnx.load(path).graph.node[-2].attribute[0].g.node} if onnx.load(path).graph.node[-2].op_type == "Loop" else set()
+    check("If" in ops and "SequenceInsert" in ops, f"the scripted-if export has an If in its Loop body ({sorted(ops)})")
+    r = compile_plan(path, plan)
+    x5 = np.random.default_rng(4).standard_normal((5, 8)).astype(np.float32)
+    w5 = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x5})[0]
+    rr, out = run_plan(plan, {"x": x5}, "scripted_if")
+    got = load(out, "y")
+    check(r.returncode == 0 and rr.returncode == 0 and got is not None and got.shape == w5.shape and np.allclose(got, w5, rtol=1e-5, atol=1e-5),
+          f"a loop with `if i > 0: h = h + outs[i - 1]` matches onnxruntime {r.stderr.strip()[-300:]} {rr.stderr.strip()[-300:]}")
 
     # Positions given at run time over a sequence input.
     rng = np.random.default_rng(3)
