@@ -441,6 +441,7 @@ StatusOr<bool> ResolveSequenceNode(ir::Graph& g, ir::Node& node, int64_t opset, 
   }
   if (op == "OptionalHasElement") {
     ir::Value* v = node.inputs().empty() ? nullptr : node.inputs()[0];
+    if (v && IsContainer(v) && !v->elements()) return Elements(node, 0).status();  // an optional computed at run time
     bool has = v && (!v->elements() || !v->elements()->empty() || v->type().kind() == ir::Type::Kind::kSequence);
     ops::Expander e(g, node, opset);
     e.Replace({ScalarConstant(g, node.name() + "_has_element", ir::DType::kBool, has)});
@@ -449,6 +450,7 @@ StatusOr<bool> ResolveSequenceNode(ir::Graph& g, ir::Node& node, int64_t opset, 
   if (op == "OptionalGetElement" || op == "Identity") {
     ir::Value* v = node.inputs().empty() ? nullptr : node.inputs()[0];
     if (!v) return InvalidArgument(node.Describe() + ": input 0 is missing");
+    if (IsContainer(v) && !v->elements()) return Elements(node, 0).status();  // computed at run time
     bool optional = v->elements() && v->type().kind() == ir::Type::Kind::kOptional;
     if (op == "Identity" || !optional) {  // a sequence passed on, or a tensor (an optional's element, as opset 18 allows)
       if (!v->elements()) {
