@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <unordered_map>
 
 #include "runtime/base/check.h"
 
@@ -137,6 +139,122 @@ StatusOr<bool> ExpandLegacyBroadcast(Expander& e) {
   return true;
 }
 
+// Scan before opset 9 has a batch axis: states are [B, ...], scan inputs [B, T, ...], and the body
+// sees one batch entry. Each entry becomes a Loop of T iterations whose body gathers the time step
+// (from the end where `directions` says so) and then runs a copy of the Scan body; the entries'
+// results are stacked. B and T must be static; per-entry sequence_lens are not supported.
+StatusOr<bool> ExpandScan8(Expander& e) {
+  ir::Node& node = e.node();
+  ir::Graph& g = *node.owner();
+  const ir::Attribute* attr = node.FindAttribute("body");
+  if (!attr || attr->graphs.size() != 1) return e.Error("needs a body graph");
+  const ir::Graph& body = *attr->graphs[0];
+  int64_t m = e.Int("num_scan_inputs", -1);
+  if (node.inputs().empty() || m < 1 || size_t(m) + 1 > node.inputs().size()) return e.Error("num_scan_inputs must be between 1 and the inputs after sequence_lens");
+  if (e.in(0)) return e.Unsupported("sequence_lens (per-entry lengths) is not supported for Scan at opset 8");
+  size_t n = node.inputs().size() - 1 - size_t(m), k = node.outputs().size() < n ? 0 : node.outputs().size() - n;
+  if (node.outputs().size() < n || body.inputs().size() != n + size_t(m) || body.outputs().size() != n + k)
+    return e.Error("the body must take the " + std::to_string(n) + " states and " + std::to_string(m) + " scan slices and give the states and the scan outputs");
+  std::vector<int64_t> directions(size_t(m), 0);
+  if (const ir::Attribute* d = node.FindAttribute("directions")) {
+    if (d->ints.size() != size_t(m)) return e.Error("directions has " + std::to_string(d->ints.size()) + " values for " + std::to_string(m) + " scan inputs");
+    directions = d->ints;
+  }
+  int64_t batch = -1, steps = -1;
+  for (size_t j = 0; j < size_t(m); ++j) {
+    PRECIS_ASSIGN_OR_RETURN(auto dims, e.InputDims(1 + n + j));
+    if (dims.size() < 2 || !dims[0].is_static() || !dims[1].is_static()) return e.Unsupported("scan input " + std::to_string(j) + " needs a static batch and time axis");
+    if ((batch >= 0 && dims[0].value() != batch) || (steps >= 0 && dims[1].value() != steps)) return e.Error("scan inputs differ in batch or time length");
+    batch = dims[0].value(), steps = dims[1].value();
+  }
+  std::string base = (node.name().empty() ? std::string("Scan") : node.name()) + "/";
+  auto i64 = [](int64_t v) {
+    std::vector<uint8_t> bytes(8);
+    std::memcpy(bytes.data(), &v, 8);
+    return ir::Tensor(ir::DType::kI64, {}, ir::Buffer::Own(std::move(bytes)));
+  };
+  std::vector<std::vector<ir::Value*>> per_entry(n + k);
+  for (int64_t b = 0; b < batch; ++b) {
+    ir::Value* index = g.AddConstant(e.Fresh(base + "entry"), i64(b));
+    std::vector<ir::Value*> loop_inputs = {g.AddConstant(e.Fresh(base + "steps"), i64(steps)), nullptr};
+    for (size_t i = 0; i < n; ++i) loop_inputs.push_back(e.Op("Gather", {e.in(1 + i), index}, {GradAttr::Int("axis", 0)}));
+    std::vector<ir::Value*> sequences;
+    for (size_t j = 0; j < size_t(m); ++j) sequences.push_back(e.Op("Gather", {e.in(1 + n + j), index}, {GradAttr::Int("axis", 0)}));
+    // The Loop body: (iteration, condition, states...) -> (condition, states..., scan slices...).
+    std::string at = base + std::to_string(b) + "/";
+    auto lb = std::make_unique<ir::Graph>(at + "body");
+    ir::Value* iteration = lb->AddInput(at + "iteration", ir::Type::Tensor(ir::DType::kI64, ir::Shape::FromStatic({})));
+    ir::Value* cond = lb->AddInput(at + "cond", ir::Type::Tensor(ir::DType::kBool, ir::Shape::FromStatic({})));
+    std::unordered_map<const ir::Value*, ir::Value*> map;
+    for (size_t i = 0; i < n; ++i) map[body.inputs()[i]] = lb->AddInput(at + body.inputs()[i]->name(), body.inputs()[i]->type());
+    auto value = [&](const std::string& name) { return lb->NewValue(at + name); };
+    ir::Value* last = lb->AddConstant(at + "last", i64(steps - 1));
+    ir::Value* reversed = nullptr;
+    for (size_t j = 0; j < size_t(m); ++j) {
+      ir::Value* step = iteration;
+      if (directions[j]) {
+        if (!reversed) {
+          reversed = value("reversed");
+          lb->AddNode("", "Sub", at + "Sub", {last, iteration}, {reversed}, {});
+        }
+        step = reversed;
+      }
+      ir::Value* slice = value("slice" + std::to_string(j));
+      std::vector<ir::Attribute> axis(1);
+      axis[0].name = "axis", axis[0].kind = ir::Attribute::Kind::kInt, axis[0].i = 0;
+      lb->AddNode("", "Gather", at + "Gather" + std::to_string(j), {sequences[j], step}, {slice}, std::move(axis));
+      map[body.inputs()[n + j]] = slice;
+    }
+    auto mapped = [&](ir::Value* v) -> ir::Value* {
+      if (!v) return nullptr;
+      auto it = map.find(v);
+      return it == map.end() ? v : it->second;
+    };
+    for (const ir::Value* c : body.constants()) map[c] = lb->AddConstant(at + c->name(), *c->data());
+    for (const auto& bn : body.nodes()) {
+      std::vector<ir::Value*> ins, outs;
+      for (ir::Value* v : bn->inputs()) ins.push_back(mapped(v));
+      for (ir::Value* v : bn->outputs()) {
+        ir::Value* copy = v ? value(v->name()) : nullptr;
+        if (v) map[v] = copy;
+        outs.push_back(copy);
+      }
+      std::vector<ir::Attribute> attrs;
+      for (const ir::Attribute& x : bn->attributes()) attrs.push_back(ir::CloneAttribute(x, mapped));
+      lb->AddNode(bn->domain(), bn->op_type(), at + (bn->name().empty() ? bn->op_type() : bn->name()), std::move(ins), std::move(outs), std::move(attrs));
+    }
+    ir::Value* cond_out = value("cond_out");
+    lb->AddNode("", "Identity", at + "Identity", {cond}, {cond_out}, {});
+    lb->AddOutput(cond_out);
+    for (ir::Value* v : body.outputs()) {
+      // Loop body outputs are values the body produces: an Identity where the Scan body passes
+      // one of its inputs (or an outer value) through.
+      ir::Value* out = mapped(v);
+      if (out->owner() != lb.get() || out->kind() != ir::Value::Kind::kNodeOutput) {
+        ir::Value* copy = value(v->name() + "/out");
+        lb->AddNode("", "Identity", at + v->name() + "/Identity", {out}, {copy}, {});
+        out = copy;
+      }
+      lb->AddOutput(out);
+    }
+    std::vector<ir::Value*> loop_outputs;
+    for (size_t i = 0; i < n + k; ++i) loop_outputs.push_back(g.NewValue(e.Fresh(base + "entry" + std::to_string(b))));
+    std::vector<ir::Attribute> attrs(1);
+    attrs[0].name = "body", attrs[0].kind = ir::Attribute::Kind::kGraph;
+    attrs[0].graphs.push_back(std::move(lb));
+    g.AddNode("", "Loop", base + "Loop" + std::to_string(b), loop_inputs, loop_outputs, std::move(attrs));
+    for (size_t i = 0; i < n + k; ++i) per_entry[i].push_back(loop_outputs[i]);
+  }
+  std::vector<ir::Value*> results;
+  for (auto& entries : per_entry) {
+    std::vector<ir::Value*> parts;
+    for (ir::Value* v : entries) parts.push_back(e.Op("Unsqueeze", {v}, {GradAttr::Ints("axes", {0})}));
+    results.push_back(parts.size() == 1 ? parts[0] : e.Op("Concat", parts, {GradAttr::Int("axis", 0)}));
+  }
+  e.Replace(results);
+  return true;
+}
+
 struct ExpandDef {
   const char* domain;
   const char* op_type;
@@ -160,6 +278,7 @@ const ExpandDef kExpanders[] = {
     {"", "RMSNormalization", 23, INT_MAX, ExpandRmsNormalization},
     {"", "RotaryEmbedding", 23, INT_MAX, ExpandRotaryEmbedding},
     {"", "Swish", 24, INT_MAX, ExpandSwish},
+    {"", "Scan", 8, 8, ExpandScan8},
     {"", "BatchNormalization", 14, INT_MAX, ExpandBatchNormTraining},
 };
 

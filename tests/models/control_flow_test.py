@@ -14,6 +14,8 @@ Cases (random weights, fixed seed):
     carried inputs must not be overwritten before they are read) and an accumulator.
   - scan_axes: Scan with two scan inputs (axis 0 forward, axis 1 reversed) and two scan outputs
     (axis 0, and axis 1 reversed).
+  - scan_opset8: Scan at opset 8 (batch axis 3, time 5, the second scan input reversed, two states
+    and a scan output); the compiler runs each batch entry as a Loop of 5 iterations.
   - nested: an If inside a Loop body choosing by the iteration's parity, reading a weight two
     levels up.
   - torch_if, torch_loop: TorchScript modules exported by Debian's python3-torch (torch.jit.script,
@@ -114,6 +116,20 @@ def scan_axes(path, rng):
     save(path, nodes, [vi("s0", F, [2]), vi("X", F, [6, 2]), vi("Y", F, [2, 6])], [vi("s_final", F, [2]), vi("O1", F, [6, 2]), vi("O2", F, [2, 6])], [])
     return [{"s0": rng.standard_normal(2).astype(np.float32), "X": rng.standard_normal((6, 2)).astype(np.float32),
              "Y": rng.standard_normal((2, 6)).astype(np.float32)}]
+
+
+def scan_opset8(path, rng):
+    # Scan before opset 9: a batch axis (states [B, ...], scan inputs [B, T, ...]) and directions
+    # for the scan inputs (the second one reversed). Precis runs each batch entry as a Loop.
+    body = helper.make_graph([n("Mul", ["xt", "yt"], ["p"]), n("Add", ["s_in", "p"], ["s_out"]), n("Tanh", ["s_out"], ["o1"]),
+                              n("Add", ["c_in", "xt"], ["c_out"])], "body",
+                             [vi("s_in", F, [2]), vi("c_in", F, [2]), vi("xt", F, [2]), vi("yt", F, [2])],
+                             [vi("s_out", F, [2]), vi("c_out", F, [2]), vi("o1", F, [2])])
+    nodes = [n("Scan", ["", "s0", "c0", "X", "Y"], ["s_final", "c_final", "O1"], body=body, num_scan_inputs=2, directions=[0, 1])]
+    save(path, nodes, [vi("s0", F, [3, 2]), vi("c0", F, [3, 2]), vi("X", F, [3, 5, 2]), vi("Y", F, [3, 5, 2])],
+         [vi("s_final", F, [3, 2]), vi("c_final", F, [3, 2]), vi("O1", F, [3, 5, 2])], [], opset=8)
+    return [{"s0": rng.standard_normal((3, 2)).astype(np.float32), "c0": rng.standard_normal((3, 2)).astype(np.float32),
+             "X": rng.standard_normal((3, 5, 2)).astype(np.float32), "Y": rng.standard_normal((3, 5, 2)).astype(np.float32)}]
 
 
 def nested(path, rng):
@@ -252,7 +268,7 @@ def refused_loop_forever(path, rng):
 
 
 CASES = [("if_runtime", if_runtime), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_swap", loop_swap),
-         ("scan_axes", scan_axes), ("nested", nested), ("torch_if", torch_model("torch_if")), ("torch_loop", torch_model("torch_loop"))]
+         ("scan_axes", scan_axes), ("scan_opset8", scan_opset8), ("nested", nested), ("torch_if", torch_model("torch_if")), ("torch_loop", torch_model("torch_loop"))]
 REFUSED = [("refused_if_shapes", refused_if_shapes, "one static type for both"),
            ("refused_loop_length", refused_loop_length, "length known only at run time"),
            ("refused_loop_growth", refused_loop_growth, "shape changes across iterations"),
