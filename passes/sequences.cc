@@ -230,25 +230,8 @@ StatusOr<bool> ConcatFromSequence(ir::Graph& g, ir::Node& node, int64_t opset) {
 // Copies `body`'s constants and nodes (with their own subgraphs) to the end of `g`; `map` takes
 // body values to their copies (the caller maps the body's inputs). Names start with `prefix`.
 Status SpliceBody(ir::Graph& g, const ir::Graph& body, const std::string& prefix, std::unordered_map<const ir::Value*, ir::Value*>& map) {
-  for (const ir::Value* c : body.constants()) map[c] = g.AddConstant(match::FreshName(g, prefix + c->name()), *c->data());
-  auto mapped = [&](ir::Value* v) -> ir::Value* {
-    if (!v) return nullptr;
-    auto it = map.find(v);
-    return it == map.end() ? v : it->second;  // an outer-scope value
-  };
-  for (const auto& bn : body.nodes()) {
-    std::vector<ir::Value*> ins, outs;
-    for (ir::Value* v : bn->inputs()) ins.push_back(mapped(v));
-    for (ir::Value* v : bn->outputs()) {
-      ir::Value* copy = v ? g.NewValue(match::FreshName(g, prefix + v->name())) : nullptr;
-      if (v) map[v] = copy;
-      outs.push_back(copy);
-    }
-    std::vector<ir::Attribute> attrs;
-    for (const ir::Attribute& x : bn->attributes()) attrs.push_back(ir::CloneAttribute(x, mapped));
-    g.AddNode(bn->domain(), bn->op_type(), match::FreshName(g, prefix + (bn->name().empty() ? bn->op_type() : bn->name())), std::move(ins),
-              std::move(outs), std::move(attrs));
-  }
+  ir::CopyNodes(g, body, map, [](ir::Value* v) { return v; }, [&](const std::string& name) { return match::FreshName(g, prefix + name); },
+                /*untyped=*/true);
   return Status::Ok();
 }
 

@@ -278,33 +278,44 @@ Attribute CloneAttribute(const Attribute& a, const OuterMap& outer) {
   return c;
 }
 
-std::unique_ptr<Graph> CloneGraph(const Graph& g, const OuterMap& outer) {
-  auto out = std::make_unique<Graph>(g.name());
-  std::unordered_map<const Value*, Value*> map;
-  for (const Value* v : g.inputs()) map[v] = v->data() ? out->AddInputWithDefault(v->name(), v->type(), *v->data()) : out->AddInput(v->name(), v->type());
-  for (const Value* v : g.constants()) map[v] = out->AddConstant(v->name(), *v->data());
-  auto mapped = [&](Value* v) -> Value* {
+void CopyNodes(Graph& dst, const Graph& src, std::unordered_map<const Value*, Value*>& map, const OuterMap& outer,
+               const std::function<std::string(const std::string&)>& rename, bool untyped) {
+  for (const Value* c : src.constants()) map[c] = dst.AddConstant(rename(c->name()), *c->data());
+  OuterMap mapped = [&](Value* v) -> Value* {
     if (!v) return nullptr;
     auto it = map.find(v);
     return it != map.end() ? it->second : outer(v);
   };
-  for (const auto& n : g.nodes()) {
+  for (const auto& n : src.nodes()) {
     std::vector<Value*> ins, outs;
     for (Value* in : n->inputs()) ins.push_back(mapped(in));
     for (Value* o : n->outputs()) {
       Value* c = nullptr;
       if (o) {
-        c = out->NewValue(o->name());
-        c->set_type(o->type());
+        c = dst.NewValue(rename(o->name()));
+        if (!untyped) c->set_type(o->type());
         map[o] = c;
       }
       outs.push_back(c);
     }
     std::vector<Attribute> attrs;
     for (const Attribute& a : n->attributes()) attrs.push_back(CloneAttribute(a, mapped));
-    out->AddNode(n->domain(), n->op_type(), n->name(), std::move(ins), std::move(outs), std::move(attrs));
+    dst.AddNode(n->domain(), n->op_type(), rename(n->name().empty() ? n->op_type() : n->name()), std::move(ins), std::move(outs), std::move(attrs));
   }
-  for (Value* v : g.outputs()) out->AddOutput(mapped(v));
+}
+
+std::unique_ptr<Graph> CloneGraph(const Graph& g, const OuterMap& outer) {
+  auto out = std::make_unique<Graph>(g.name());
+  std::unordered_map<const Value*, Value*> map;
+  for (const Value* v : g.inputs()) map[v] = v->data() ? out->AddInputWithDefault(v->name(), v->type(), *v->data()) : out->AddInput(v->name(), v->type());
+  // Unnamed nodes stay unnamed.
+  CopyNodes(*out, g, map, outer, [](const std::string& name) { return name; });
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    if (g.nodes()[i]->name().empty()) out->nodes()[i]->set_name("");
+  for (Value* v : g.outputs()) {
+    auto it = map.find(v);
+    out->AddOutput(it != map.end() ? it->second : outer(v));
+  }
   return out;
 }
 

@@ -217,6 +217,13 @@ using OuterMap = std::function<Value*(Value*)>;
 
 // A copy of `a`; its subgraphs (If/Loop/Scan bodies) are copied with CloneGraph.
 Attribute CloneAttribute(const Attribute& a, const OuterMap& outer);
+// Copies `src`'s constants and nodes (with their subgraphs) to the end of `dst`, in order, with
+// their types unless `untyped` (for shape inference to type them). `map` takes `src`'s values to
+// their copies: the caller maps `src`'s inputs first, and a value in neither is an outer value,
+// used as outer(value). Copies are named rename(original name) (a node without a name:
+// rename(its op type)).
+void CopyNodes(Graph& dst, const Graph& src, std::unordered_map<const Value*, Value*>& map, const OuterMap& outer,
+               const std::function<std::string(const std::string&)>& rename, bool untyped = false);
 // A copy of `g` as a new graph (inputs, constants, nodes with their subgraphs, outputs, same
 // names and types); a value it uses from an enclosing graph becomes outer(value).
 std::unique_ptr<Graph> CloneGraph(const Graph& g, const OuterMap& outer);

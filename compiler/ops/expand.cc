@@ -205,24 +205,11 @@ StatusOr<bool> ExpandScan8(Expander& e) {
       lb->AddNode("", "Gather", at + "Gather" + std::to_string(j), {sequences[j], step}, {slice}, std::move(axis));
       map[body.inputs()[n + j]] = slice;
     }
-    auto mapped = [&](ir::Value* v) -> ir::Value* {
-      if (!v) return nullptr;
+    ir::CopyNodes(*lb, body, map, [](ir::Value* v) { return v; }, [&](const std::string& name) { return at + name; });
+    auto mapped = [&](ir::Value* v) {
       auto it = map.find(v);
       return it == map.end() ? v : it->second;
     };
-    for (const ir::Value* c : body.constants()) map[c] = lb->AddConstant(at + c->name(), *c->data());
-    for (const auto& bn : body.nodes()) {
-      std::vector<ir::Value*> ins, outs;
-      for (ir::Value* v : bn->inputs()) ins.push_back(mapped(v));
-      for (ir::Value* v : bn->outputs()) {
-        ir::Value* copy = v ? value(v->name()) : nullptr;
-        if (v) map[v] = copy;
-        outs.push_back(copy);
-      }
-      std::vector<ir::Attribute> attrs;
-      for (const ir::Attribute& x : bn->attributes()) attrs.push_back(ir::CloneAttribute(x, mapped));
-      lb->AddNode(bn->domain(), bn->op_type(), at + (bn->name().empty() ? bn->op_type() : bn->name()), std::move(ins), std::move(outs), std::move(attrs));
-    }
     ir::Value* cond_out = value("cond_out");
     lb->AddNode("", "Identity", at + "Identity", {cond}, {cond_out}, {});
     lb->AddOutput(cond_out);
