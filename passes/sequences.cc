@@ -357,7 +357,6 @@ StatusOr<bool> ResolveSequenceNode(ir::Graph& g, ir::Node& node, int64_t opset, 
   bool reads = std::any_of(node.inputs().begin(), node.inputs().end(), [](const ir::Value* v) { return v && v->elements(); });
   if (!node.domain().empty() || (!SequenceOps().count(op) && !reads)) return false;
   *handled = true;
-  auto out_type = [&](ir::DType fallback, const std::vector<ir::Value*>& el) { return SequenceOf(el, fallback); };
   if (op == "SequenceEmpty") {
     ir::DType dtype = ir::DType::kF32;
     if (const ir::Attribute* a = node.FindAttribute("dtype")) {
@@ -372,7 +371,7 @@ StatusOr<bool> ResolveSequenceNode(ir::Graph& g, ir::Node& node, int64_t opset, 
       if (!el.empty() && v->type().dtype() != el[0]->type().dtype()) return InvalidArgument(node.Describe() + ": its inputs differ in dtype");
       el.push_back(v);
     }
-    return Detach(g, node, el, out_type(ir::DType::kF32, el));
+    return Detach(g, node, el, SequenceOf(el, ir::DType::kF32));
   }
   if (op == "SequenceInsert" || op == "SequenceErase") {
     PRECIS_ASSIGN_OR_RETURN(auto el, Elements(node, 0));
@@ -395,7 +394,7 @@ StatusOr<bool> ResolveSequenceNode(ir::Graph& g, ir::Node& node, int64_t opset, 
       el.erase(el.begin() + pos);
     }
     ir::DType dtype = node.inputs()[0]->type().kind() == ir::Type::Kind::kSequence ? node.inputs()[0]->type().element().dtype() : ir::DType::kF32;
-    return Detach(g, node, el, out_type(dtype, el));
+    return Detach(g, node, el, SequenceOf(el, dtype));
   }
   if (op == "SequenceAt") {
     PRECIS_ASSIGN_OR_RETURN(auto el, Elements(node, 0));
