@@ -32,19 +32,7 @@ StatusOr<std::vector<ir::Attribute>> CopyAttributes(const ir::Node& n, const std
   for (const ir::Attribute& a : n.attributes()) {
     if (!a.graphs.empty()) return Unimplemented(n.Describe() + ": training plans do not support subgraphs (If/Loop/Scan) yet");
     if (drop.count(a.name)) continue;
-    ir::Attribute& c = out.emplace_back();
-    c.name = a.name;
-    c.kind = a.kind;
-    c.f = a.f;
-    c.i = a.i;
-    c.s = a.s;
-    c.t = a.t;
-    c.type = a.type;
-    c.floats = a.floats;
-    c.ints = a.ints;
-    c.strings = a.strings;
-    c.tensors = a.tensors;
-    c.types = a.types;
+    out.push_back(ir::CloneAttribute(a, [](ir::Value* v) { return v; }));  // no subgraphs: a plain copy
   }
   return out;
 }
