@@ -690,7 +690,10 @@ TEST(DnnlHalfWeights, MatMulAndGemmRunInBlocks) {
     std::vector<int64_t> a;
     DataType a_type, out;
   };
-  for (const Case& c : std::vector<Case>{{{5, K}, kH, kH}, {{2, 3, K}, kF, kF}, {{K}, kH, kF}, {{1, 4, K}, kF, kH}}) {
+  // Up to kHalfWeightsGemvRows (8) rows of A the weights are read in their 16 bits
+  // (HalfWeightsGemv); more rows run in widened blocks.
+  for (const Case& c : std::vector<Case>{{{5, K}, kH, kH}, {{2, 3, K}, kF, kF}, {{K}, kH, kF}, {{1, 4, K}, kF, kH},
+                                         {{12, K}, kH, kH}, {{3, 4, K}, kF, kF}, {{3, 3, K}, kF, kH}}) {
     std::vector<int64_t> yd(c.a.begin(), c.a.end() - 1);
     yd.push_back(N);
     TypedBuffer a = RandomTyped(c.a_type, c.a, 31), b = RandomTyped(kH, {K, N}, 32, true), y = RandomTyped(c.out, yd, 0);
@@ -726,7 +729,8 @@ TEST(DnnlHalfWeights, MatMulAndGemmRunInBlocks) {
     std::unique_ptr<Kernel> asked = KernelRegistry::Cpu().FindFast("MatMul")();
     EXPECT_EQ(asked->Init(args, ctx).code(), StatusCode::kUnimplemented);
   }
-  const int64_t M = 9;
+  // Rows of A past HalfWeightsGemv's (in blocks) and within them.
+  for (const int64_t M : {9, 3}) {
   struct GemmHalfCase {
     GemmCase g;
     DataType c_type, out;
@@ -764,6 +768,36 @@ TEST(DnnlHalfWeights, MatMulAndGemmRunInBlocks) {
     s = RunKernelOn(std::make_unique<WidenKernel>(fast()), inputs, &y.t, at);
     ASSERT_TRUE(s.ok()) << "widened: " << s.ToString();
     ExpectClose(Values(y), e, "Gemm fp16 widened", 1e-5, 1e-6, out_rel);
+  }
+  }
+}
+
+// HalfWeightsGemv over several pieces of K (4096 at a time) and of N (columns split among the
+// threads), BF16 and FP16 weights, both layouts of B, 1 and 2 threads, with and without bias.
+TEST(DnnlHalfWeights, FewRowsReadWeightsOnce) {
+  const int64_t M = 3, K = 9000, N = 70;
+  for (DataType wt : {DataType::kF16, DataType::kBF16}) {
+    if (wt == DataType::kBF16 && NativeBf16Enabled()) continue;  // native BF16 takes the weights as they are
+    for (bool trans_b : {false, true}) {
+      GemmCase g{false, trans_b, 1.0f, 1.0f, {N}};
+      TypedBuffer a = RandomTyped(DataType::kF32, {M, K}, 41),
+                  b = RandomTyped(wt, trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 42, true),
+                  cb = RandomTyped(DataType::kF32, {N}, 43, true), y = RandomTyped(DataType::kF32, {M, N}, 0);
+      AttrList attrs;
+      Attributes at = GemmAttrs(attrs, g).Finish();
+      SCOPED_TRACE(std::string(DataTypeName(wt)) + " weights, transB=" + std::to_string(trans_b));
+      for (int threads : {1, 2}) {
+        Status s = RunKernelOn(KernelRegistry::Cpu().FindFast("Gemm")(), {&a.t, &b.t, &cb.t}, &y.t, at, threads);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        ExpectClose(Values(y), GemmLoop(g, M, K, N, a.wide, b.wide, cb.wide), "Gemm 16-bit weights, few rows", 1e-5, 1e-6, 0.0);
+      }
+      // MatMul (no bias) over the same weights when B is [K, N].
+      if (!trans_b) {
+        Status s = RunKernelOn(KernelRegistry::Cpu().FindFast("MatMul")(), {&a.t, &b.t}, &y.t, Attributes{}, 2);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        ExpectClose(Values(y), MatMulLoop(a.wide, {M, K}, b.wide, {K, N}), "MatMul 16-bit weights, few rows", 1e-5, 1e-6, 0.0);
+      }
+    }
   }
 }
 

@@ -21,6 +21,16 @@ void NarrowBlock(DataType dtype, const float* src, uint8_t* dst, int64_t dst_str
 void WidenArrayParallel(DataType dtype, const uint8_t* src, float* dst, int64_t n, int threads);
 void NarrowArrayParallel(DataType dtype, const float* src, uint8_t* dst, int64_t n, int threads);
 
+// Y[m * ldy + n] = sum_k A[m * K + k] * W(k, n) (+ bias[n]) for m < M, n < N, with FP32 A, bias
+// and Y and 16-bit weights W ([K, N], or [N, K] when trans_b; FP16 or BF16) read as they are stored,
+// FP32 accumulation (fast_half_gemv.cc). For few rows of A: W is read once, in pieces widened in L1.
+// `scratch` holds HalfWeightsGemvScratchBytes(M, threads) bytes, 64-byte aligned.
+void HalfWeightsGemv(DataType wtype, const float* a, int64_t M, int64_t K, const uint8_t* w, int64_t N, bool trans_b,
+                     const float* bias, float* y, int64_t ldy, uint8_t* scratch, int threads);
+int64_t HalfWeightsGemvScratchBytes(int64_t M, int threads);
+// At most this many rows of A take HalfWeightsGemv (the MatMul/Gemm kernels of dnnl_matmul.cc).
+constexpr int64_t kHalfWeightsGemvRows = 8;
+
 // Tests: the bytes of FP32 weights per block of the MatMul/Gemm kernel for 16-bit weights (0:
 // the default, 4 MiB); returns the previous value. Steps initialized afterwards use it.
 int64_t SetWeightBlockBytesForTesting(int64_t bytes);

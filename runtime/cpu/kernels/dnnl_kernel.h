@@ -63,6 +63,7 @@ class DnnlKernel : public Kernel {
 
   static const dnnl::engine& Engine();
   bool fp32_weights_ = false;  // CpuContext::fp32_weights of the Init call
+  int threads_ = 1;            // CpuContext::threads of the Init call (at least 1)
   // Row-major descriptor of `d`; `strides` overrides the element strides.
   static md Plain(const dims& d, dt type = dt::f32);
   static md Strided(const dims& d, const dims& strides, dt type = dt::f32);

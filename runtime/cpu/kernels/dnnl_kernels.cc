@@ -144,6 +144,7 @@ Status DnnlKernel::Init(const KernelArgs& args, const CpuContext& ctx) {
   try {
     stream_ = dnnl::stream(Engine());
     fp32_weights_ = ctx.fp32_weights;
+    threads_ = std::max(ctx.threads, 1);
     return Setup(args);
   } catch (const dnnl::error& e) {
     // The descriptor was valid for ONNX but not for oneDNN (or no implementation exists): the

@@ -11,7 +11,9 @@
 // native BF16) are not copied to FP32 at load: the step runs in column blocks of B (HalfWeights
 // below), each block widened into the step's scratch and reordered into oneDNN's preferred layout
 // just before its FP32 matmul, so the plan's 16-bit weights are the only copy. A 16-bit A is
-// widened per run, a 16-bit Y written through an FP32 block and rounded once. Accumulation is FP32 as in the widened form; the sums are oneDNN's
+// widened per run, a 16-bit Y written through an FP32 block and rounded once. With few rows of A
+// (at most kHalfWeightsGemvRows: a classifier or a decoder step at batch 1) the step instead reads
+// the weights once in their 16 bits (HalfWeightsGemv, fast_half_gemv.cc), bound by memory. Accumulation is FP32 as in the widened form; the sums are oneDNN's
 // over the whole of K either way.
 #include <algorithm>
 #include <atomic>
@@ -75,6 +77,28 @@ class DnnlGemmLikeKernel : public DnnlKernel {
       AppendHost([=](const KernelArgs& r, uint8_t* scratch, int threads) {
         WidenBlock(ct, r.in(2)->data, N, reinterpret_cast<float*>(scratch + at_c), 1, N, threads);
       });
+    }
+    if (M <= kHalfWeightsGemvRows) {
+      // Few rows: W read once in its 16 bits (HalfWeightsGemv) instead of widened and reordered.
+      dnnl::memory work = Temporary(Plain({HalfWeightsGemvScratchBytes(M, threads_) / 4}));
+      dnnl::memory out = yt == DataType::kF32 ? dnnl::memory() : Temporary(Plain({M, N}));
+      const size_t at_work = TemporaryOffset(work), at_out = yt == DataType::kF32 ? 0 : TemporaryOffset(out);
+      const size_t at_a = at == DataType::kF32 ? 0 : TemporaryOffset(src);
+      const size_t at_bias = bias_wide ? TemporaryOffset(bias_wide) : 0;
+      const bool has_bias = bias != nullptr, f32_bias = bias && bias->dtype == DataType::kF32;
+      const float* const_bias = bias_.empty() ? nullptr : bias_.data();
+      const int max_threads = threads_;  // the scratch holds this many threads' pieces
+      AppendHost([=](const KernelArgs& r, uint8_t* scratch, int threads) {
+        const float* pa = at == DataType::kF32 ? r.in(0)->As<float>() : reinterpret_cast<const float*>(scratch + at_a);
+        const float* pc = !has_bias ? nullptr
+                          : const_bias ? const_bias
+                          : f32_bias  ? r.in(2)->As<float>()
+                                      : reinterpret_cast<const float*>(scratch + at_bias);
+        float* py = yt == DataType::kF32 ? r.out(0)->As<float>() : reinterpret_cast<float*>(scratch + at_out);
+        HalfWeightsGemv(wt, pa, M, K, r.in(1)->data, N, trans_b, pc, py, N, scratch + at_work, std::min(threads, max_threads));
+        if (yt != DataType::kF32) NarrowBlock(yt, py, r.out(0)->data, N, M, N, threads);
+      });
+      return Status::Ok();
     }
     // The weights of one block (the widest; a narrower last block uses the same bytes) and, for a
     // 16-bit Y, its output.

@@ -23,6 +23,13 @@ std::vector<int64_t> Spatial(const Tensor& t) { return {t.dims[1], t.dims[2]}; }
 
 enum class Mode { kMax, kAverage };
 
+// y[0, n) = Store<T>(acc[0, n)): a copy for f32, an array conversion for 16-bit T.
+template <typename T>
+void StoreRow(const float* acc, T* y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) std::copy(acc, acc + n, y);
+  else NarrowArray(acc, y, n);
+}
+
 template <Mode kMode>
 class NhwcPoolKernel : public Kernel {
  public:
@@ -43,7 +50,8 @@ class NhwcPoolKernel : public Kernel {
     return Status::Ok();
   }
 
-  size_t ScratchBytes() const override { return size_t(threads_) * RowBytes(); }
+  // Per thread: the running row (acc) and, for 16-bit data, one window row widened.
+  size_t ScratchBytes() const override { return size_t(threads_) * 2 * RowBytes(); }
 
   Status Run(const KernelArgs& args, CpuContext& ctx) override {
     DispatchFast(args.in(0)->dtype, [&](auto tag) { RunTyped<decltype(tag)>(args, ctx); });
@@ -62,9 +70,21 @@ class NhwcPoolKernel : public Kernel {
     const T* px = x.As<T>();
     T* py = y.As<T>();
     ParallelFor(N * OH, OW * C * win_.KernelSize(), std::min(ctx.threads, threads_), [&](int64_t begin, int64_t end) {
-      float* acc = reinterpret_cast<float*>(ctx.scratch + RowBytes() * size_t(omp_get_thread_num()));
-      for (int64_t row = begin; row < end; ++row) {
-        int64_t n = row / OH, oh = row % OH;
+      uint8_t* mine = ctx.scratch + 2 * RowBytes() * size_t(omp_get_thread_num());
+      float* acc = reinterpret_cast<float*>(mine);
+      float* row = reinterpret_cast<float*>(mine + RowBytes());
+      // Window row xp as floats: the data itself for f32, else widened into `row` (array
+      // conversions: the per-element Load of a 16-bit type is a scalar routine).
+      auto floats = [&](const T* xp) -> const float* {
+        if constexpr (std::is_same_v<T, float>) {
+          return xp;
+        } else {
+          WidenArray(xp, row, C);
+          return row;
+        }
+      };
+      for (int64_t r = begin; r < end; ++r) {
+        int64_t n = r / OH, oh = r % OH;
         const WindowRange& rh = ranges_[1][size_t(oh)];
         const T* xn = px + n * win_.in[1] * IW * C;
         for (int64_t ow = 0; ow < OW; ++ow) {
@@ -73,37 +93,29 @@ class NhwcPoolKernel : public Kernel {
           bool first = true;
           for (int64_t kh = rh.lo; kh < rh.hi; ++kh)
             for (int64_t kw = rw.lo; kw < rw.hi; ++kw) {
-              const T* xp = xn + ((rh.start + kh * dh) * IW + rw.start + kw * dw) * C;
+              const float* xf = floats(xn + ((rh.start + kh * dh) * IW + rw.start + kw * dw) * C);
               if (first) {  // 0 + v as the reference's sum starts (-0 gives +0)
-                for (int64_t c = 0; c < C; ++c) acc[c] = kMode == Mode::kMax ? float(Load(xp[c])) : 0.0f + float(Load(xp[c]));
-              } else if constexpr (std::is_same_v<T, float>) {  // the AVX2 clones of fast_math.cc
-                if constexpr (kMode == Mode::kMax) MaxPoolInto(acc, xp, C);
-                else AddInto(acc, xp, C);
-              } else if constexpr (kMode == Mode::kMax) {
-                for (int64_t c = 0; c < C; ++c) {
-                  float v = Load(xp[c]), b = acc[c];
-                  acc[c] = (v > b || (b != b && v == v)) ? v : b;
-                }
+                for (int64_t c = 0; c < C; ++c) acc[c] = kMode == Mode::kMax ? xf[c] : 0.0f + xf[c];
+              } else if constexpr (kMode == Mode::kMax) {  // the AVX2 clones of fast_math.cc
+                MaxPoolInto(acc, xf, C);
               } else {
-                for (int64_t c = 0; c < C; ++c) acc[c] += float(Load(xp[c]));
+                AddInto(acc, xf, C);
               }
               first = false;
             }
           if constexpr (kMode == Mode::kMax) {
-            if (first) {  // a window of padding only
-              for (int64_t c = 0; c < C; ++c) yp[c] = Store<T>(std::numeric_limits<float>::lowest());
-            } else {
-              for (int64_t c = 0; c < C; ++c) yp[c] = Store<T>(acc[c]);
-            }
+            if (first)  // a window of padding only
+              for (int64_t c = 0; c < C; ++c) acc[c] = std::numeric_limits<float>::lowest();
           } else {
             int64_t count = count_include_pad_ ? rh.padded * rw.padded : (rh.hi - rh.lo) * (rw.hi - rw.lo);
             if (count <= 0 || first) {
-              for (int64_t c = 0; c < C; ++c) yp[c] = Store<T>(0.0f);
+              for (int64_t c = 0; c < C; ++c) acc[c] = 0.0f;
             } else {
               float div = float(count);
-              for (int64_t c = 0; c < C; ++c) yp[c] = Store<T>(acc[c] / div);
+              for (int64_t c = 0; c < C; ++c) acc[c] /= div;
             }
           }
+          StoreRow(acc, yp, C);
         }
       }
     });
@@ -131,7 +143,8 @@ class NhwcGlobalPoolKernel : public Kernel {
     return Status::Ok();
   }
 
-  size_t ScratchBytes() const override { return size_t(threads_) * RowBytes(channels_); }
+  // Per thread: the running row (acc) and, for 16-bit data, one block of a row widened.
+  size_t ScratchBytes() const override { return size_t(threads_) * (RowBytes(channels_) + RowBytes(kBlockC)); }
 
   Status Run(const KernelArgs& args, CpuContext& ctx) override {
     DispatchFast(args.in(0)->dtype, [&](auto tag) { RunTyped<decltype(tag)>(args, ctx); });
@@ -139,6 +152,8 @@ class NhwcGlobalPoolKernel : public Kernel {
   }
 
  private:
+  // Channel blocks of at most 256 per task, so one image still spreads over the threads.
+  static constexpr int64_t kBlockC = 256;
   static size_t RowBytes(int64_t c) { return (size_t(c) * sizeof(float) + 63) / 64 * 64; }
 
   template <typename T>
@@ -148,36 +163,46 @@ class NhwcGlobalPoolKernel : public Kernel {
     const int64_t N = x.dims[0], HW = x.dims[1] * x.dims[2], C = x.dims[3];
     const T* px = x.As<T>();
     T* py = y.As<T>();
-    // Channel blocks of at most 256 per task, so one image still spreads over the threads.
-    const int64_t block = 256, blocks = (C + block - 1) / block;
-    ParallelFor(N * blocks, HW * std::min(C, block), std::min(ctx.threads, threads_), [&](int64_t begin, int64_t end) {
-      float* acc = reinterpret_cast<float*>(ctx.scratch + RowBytes(channels_) * size_t(omp_get_thread_num()));
+    const int64_t blocks = (C + kBlockC - 1) / kBlockC;
+    ParallelFor(N * blocks, HW * std::min(C, kBlockC), std::min(ctx.threads, threads_), [&](int64_t begin, int64_t end) {
+      uint8_t* mine = ctx.scratch + (RowBytes(channels_) + RowBytes(kBlockC)) * size_t(omp_get_thread_num());
+      float* acc = reinterpret_cast<float*>(mine);
+      float* row = reinterpret_cast<float*>(mine + RowBytes(channels_));
       for (int64_t task = begin; task < end; ++task) {
-        int64_t n = task / blocks, c0 = task % blocks * block, c1 = std::min(C, c0 + block);
-        const T* xn = px + n * HW * C;
-        T* yn = py + n * C;
-        if (HW == 0) {
-          for (int64_t c = c0; c < c1; ++c) yn[c] = Store<T>(0.0f);
-          continue;
-        }
-        for (int64_t c = c0; c < c1; ++c) acc[c] = kMode == Mode::kMax ? float(Load(xn[c])) : 0.0f + float(Load(xn[c]));
-        for (int64_t i = 1; i < HW; ++i) {
-          const T* xp = xn + i * C;
-          if constexpr (kMode == Mode::kMax) {
-            for (int64_t c = c0; c < c1; ++c) {
-              float v = Load(xp[c]), r = acc[c];
-              acc[c] = (v > r || r != r) ? v : r;
-            }
+        int64_t n = task / blocks, c0 = task % blocks * kBlockC, c1 = std::min(C, c0 + kBlockC), m = c1 - c0;
+        const T* xn = px + n * HW * C + c0;
+        float* a = acc + c0;
+        // Channels [c0, c1) of position i as floats (16-bit data widened into `row`).
+        auto floats = [&](int64_t i) -> const float* {
+          if constexpr (std::is_same_v<T, float>) {
+            return xn + i * C;
           } else {
-            for (int64_t c = c0; c < c1; ++c) acc[c] += float(Load(xp[c]));
+            WidenArray(xn + i * C, row, m);
+            return row;
+          }
+        };
+        if (HW == 0) {
+          for (int64_t c = 0; c < m; ++c) a[c] = 0.0f;
+        } else {
+          const float* x0 = floats(0);
+          for (int64_t c = 0; c < m; ++c) a[c] = kMode == Mode::kMax ? x0[c] : 0.0f + x0[c];
+          for (int64_t i = 1; i < HW; ++i) {
+            const float* xf = floats(i);
+            if constexpr (kMode == Mode::kMax) {
+              for (int64_t c = 0; c < m; ++c) {
+                float v = xf[c], r = a[c];
+                a[c] = (v > r || r != r) ? v : r;
+              }
+            } else {
+              AddInto(a, xf, m);
+            }
+          }
+          if constexpr (kMode == Mode::kAverage) {
+            float div = float(HW);
+            for (int64_t c = 0; c < m; ++c) a[c] /= div;
           }
         }
-        if constexpr (kMode == Mode::kMax) {
-          for (int64_t c = c0; c < c1; ++c) yn[c] = Store<T>(acc[c]);
-        } else {
-          float div = float(HW);
-          for (int64_t c = c0; c < c1; ++c) yn[c] = Store<T>(acc[c] / div);
-        }
+        StoreRow(a, py + n * C + c0, m);
       }
     });
   }
