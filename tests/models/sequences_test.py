@@ -251,6 +251,12 @@ def main():
                   f"{op} at position {p} (outside the sequence) is refused at run time: {rr.stderr.strip()[-200:]}")
     r = compile_plan(os.path.join(work, "SequenceAt.onnx"), os.path.join(work, "noshape.plan"))
     check(r.returncode != 0 and "--shape seq=[" in r.stderr, f"a sequence input without --shape is refused with how to give it: {r.stderr.strip()[-300:]}")
+    # `precis bench` fills integer inputs with 0..9; over a one-element sequence its first position
+    # (4, from its fixed seed) is out of range, so it says so and runs with position 0.
+    r = compile_plan(os.path.join(work, "SequenceAt.onnx"), os.path.join(work, "one.plan"), "--shape", "seq=[2x3]")
+    rb = subprocess.run([precis, "bench", os.path.join(work, "one.plan"), "--iterations", "2"], capture_output=True, text=True)
+    check(r.returncode == 0 and rb.returncode == 0 and "median" in rb.stdout and "integer inputs set to 0" in rb.stderr,
+          f"bench over a run-time position falls back to position 0: {rb.stderr.strip()[-300:]}")
 
     # Split lengths given at run time.
     path, plan = os.path.join(work, "split.onnx"), os.path.join(work, "split.plan")
