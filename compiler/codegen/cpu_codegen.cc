@@ -1,7 +1,7 @@
 // Fused elementwise programs to x86-64 objects through LLVM 16 (see cpu_codegen.h).
 #include "compiler/codegen/cpu_codegen.h"
 
-#include "runtime/kernels/approx_math.h"
+#include "compiler/codegen/llvm_program.h"
 
 #include <chrono>
 #include <numeric>
@@ -65,36 +65,6 @@ StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const std::stri
   if (!tm) return Internal("LLVM cannot make a target machine for " + cpu);
   return tm;
 }
-
-// approx_math.h's operation policy emitting LLVM IR: the transcendentals become the same IEEE
-// operations, in the same order, as the interpreter's float evaluation.
-// `f` and `i` are the float and int32 types of the code being emitted: scalars, or vectors of the
-// vector body's lanes (constants become splats).
-struct LlvmOps {
-  using V = llvm::Value*;
-  using B = llvm::Value*;
-  using I = llvm::Value*;
-  llvm::IRBuilder<>& b;
-  llvm::Type* f;
-  llvm::Type* i;
-  V c(float v) { return llvm::ConstantFP::get(f, double(v)); }
-  V add(V x, V y) { return b.CreateFAdd(x, y); }
-  V sub(V x, V y) { return b.CreateFSub(x, y); }
-  V mul(V x, V y) { return b.CreateFMul(x, y); }
-  V div(V x, V y) { return b.CreateFDiv(x, y); }
-  V neg(V x) { return b.CreateFNeg(x); }
-  B lt(V x, V y) { return b.CreateFCmpOLT(x, y); }
-  B gt(V x, V y) { return b.CreateFCmpOGT(x, y); }
-  B isnan(V x) { return b.CreateFCmpUNO(x, x); }
-  V sel(B c, V x, V y) { return b.CreateSelect(c, x, y); }
-  I bits(V x) { return b.CreateBitCast(x, i); }
-  V from_bits(I x) { return b.CreateBitCast(x, f); }
-  I ci(int32_t v) { return llvm::ConstantInt::get(i, uint64_t(uint32_t(v))); }
-  I iadd(I x, I y) { return b.CreateAdd(x, y); }
-  I isub(I x, I y) { return b.CreateSub(x, y); }
-  I ashr(I x, int k) { return b.CreateAShr(x, uint64_t(k)); }
-  I shl(I x, int k) { return b.CreateShl(x, uint64_t(k)); }
-};
 
 class Emitter {
  public:
@@ -286,21 +256,12 @@ class Emitter {
     llvm::Value* raw = b_.CreateAlignedLoad(Lanes(elem), b_.CreateGEP(elem, base, index), llvm::Align(dtype == DataType::kF32 ? 4 : 2));
     llvm::Value* v = raw;
     if (dtype == DataType::kF16) v = width_ ? FromF16(raw) : b_.CreateFPExt(raw, b_.getFloatTy());
-    else if (dtype == DataType::kBF16) v = b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(raw, Lanes(b_.getInt32Ty())), 16), Lanes(b_.getFloatTy()));
+    else if (dtype == DataType::kBF16) v = Bf16BitsToFloat(b_, raw);
     width_ = lanes;
     return splat && width_ ? b_.CreateVectorSplat(width_, v) : v;
   }
 
-  // float -> bf16 bits, round to nearest even; NaN -> quiet NaN keeping the sign and top payload.
-  llvm::Value* ToBf16(llvm::Value* v) {
-    llvm::Type* i32 = Lanes(b_.getInt32Ty());
-    llvm::Value* u = b_.CreateBitCast(v, i32);
-    llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(u, 16), llvm::ConstantInt::get(i32, 1));
-    llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(b_.CreateAdd(u, llvm::ConstantInt::get(i32, 0x7fff)), lsb), 16);
-    llvm::Value* nan = b_.CreateOr(b_.CreateLShr(u, 16), llvm::ConstantInt::get(i32, 0x40));
-    llvm::Value* is_nan = b_.CreateFCmpUNO(v, v);
-    return b_.CreateTrunc(b_.CreateSelect(is_nan, nan, rounded), Lanes(b_.getInt16Ty()));
-  }
+  llvm::Value* ToBf16(llvm::Value* v) { return FloatToBf16Bits(b_, v); }
 
   // float -> fp16 bits, round to nearest even (the F16C conversion, as fptrunc): in the vector
   // body the x86 intrinsic, so that no arithmetic is narrowed to vector `half` (EmitBody).
@@ -343,7 +304,7 @@ class Emitter {
       if (!width_) return b_.CreateFPExt(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getFloatTy());
       return FromF16(ToF16(v));
     }
-    if (dtype == DataType::kBF16) return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(ToBf16(v), Lanes(b_.getInt32Ty())), 16), Lanes(b_.getFloatTy()));
+    if (dtype == DataType::kBF16) return Bf16BitsToFloat(b_, ToBf16(v));
     return v;
   }
 
@@ -351,8 +312,6 @@ class Emitter {
                            const std::vector<llvm::Value*>& regs) {
     llvm::Value* a = in.a >= 0 && size_t(in.a) < regs.size() ? regs[size_t(in.a)] : nullptr;
     llvm::Value* b = in.b >= 0 && size_t(in.b) < regs.size() ? regs[size_t(in.b)] : nullptr;
-    llvm::Value* zero = F32(0);
-    LlvmOps ops{b_, Lanes(b_.getFloatTy()), Lanes(b_.getInt32Ty())};
     auto k = [&](int64_t index) { return F32(p.consts[size_t(index)]); };
     switch (in.op) {
       case fz::Op::kLoad: {
@@ -364,28 +323,7 @@ class Emitter {
         return Load(DataType(in.b), InputArg(f, in.a), index, !consecutive);
       }
       case fz::Op::kConst: return k(in.a);
-      case fz::Op::kAdd: return b_.CreateFAdd(a, b);
-      case fz::Op::kSub: return b_.CreateFSub(a, b);
-      case fz::Op::kMul: return b_.CreateFMul(a, b);
-      case fz::Op::kDiv: return b_.CreateFDiv(a, b);
-      case fz::Op::kMax: return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpOGT(b, a), b_.CreateFCmpUNO(b, b)), b, a);
-      case fz::Op::kMin: return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpOLT(b, a), b_.CreateFCmpUNO(b, b)), b, a);
-      case fz::Op::kNeg: return b_.CreateFNeg(a);
-      case fz::Op::kAbs: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a);
-      case fz::Op::kSqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
-      case fz::Op::kReciprocal: return b_.CreateFDiv(F32(1), a);
-      case fz::Op::kRelu: return b_.CreateSelect(b_.CreateFCmpOGT(a, zero), a, zero);
-      case fz::Op::kLeakyRelu: return b_.CreateSelect(b_.CreateFCmpOLT(a, zero), b_.CreateFMul(k(in.b), a), a);
-      case fz::Op::kClipLow: return b_.CreateSelect(b_.CreateFCmpOLT(a, k(in.b)), k(in.b), a);
-      case fz::Op::kClipHigh: return b_.CreateSelect(b_.CreateFCmpOGT(a, k(in.b)), k(in.b), a);
       case fz::Op::kRound: return Round(DataType(in.b), a);
-      case fz::Op::kExp: return rt::approx::Exp(ops, a);
-      case fz::Op::kErf: return rt::approx::Erf(ops, a);
-      case fz::Op::kTanh: return rt::approx::Tanh(ops, a);
-      case fz::Op::kSigmoid: return rt::approx::Sigmoid(ops, a);
-      case fz::Op::kGeluErf: return rt::approx::GeluErf(ops, a);
-      case fz::Op::kGeluTanh: return rt::approx::GeluTanh(ops, a);
-      case fz::Op::kPRelu: return b_.CreateSelect(b_.CreateFCmpOLT(a, zero), b_.CreateFMul(b, a), a);
       case fz::Op::kStore: {
         llvm::Value* base = OutputArg(f, in.a);
         DataType dtype = DataType(in.c);
@@ -394,8 +332,8 @@ class Emitter {
         else b_.CreateAlignedStore(b, b_.CreateGEP(b_.getFloatTy(), base, i), llvm::Align(4));
         return b;
       }
+      default: return EmitArithmetic(b_, in, a, b, k);
     }
-    return a;
   }
 
   llvm::LLVMContext& ctx_;

@@ -1,0 +1,78 @@
+// Shared LLVM IR of fused-program arithmetic (see llvm_program.h).
+#include "compiler/codegen/llvm_program.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+#include "runtime/kernels/approx_math.h"
+
+namespace precis::codegen {
+namespace {
+
+// `t`'s int32 (or int32 vector) counterpart of the same lanes.
+llvm::Type* Int32Like(llvm::IRBuilder<>& b, llvm::Type* t) {
+  if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(t)) return llvm::FixedVectorType::get(b.getInt32Ty(), v->getNumElements());
+  return b.getInt32Ty();
+}
+llvm::Type* Int16Like(llvm::IRBuilder<>& b, llvm::Type* t) {
+  if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(t)) return llvm::FixedVectorType::get(b.getInt16Ty(), v->getNumElements());
+  return b.getInt16Ty();
+}
+llvm::Type* FloatLike(llvm::IRBuilder<>& b, llvm::Type* t) {
+  if (auto* v = llvm::dyn_cast<llvm::FixedVectorType>(t)) return llvm::FixedVectorType::get(b.getFloatTy(), v->getNumElements());
+  return b.getFloatTy();
+}
+
+}  // namespace
+
+llvm::Value* FloatToBf16Bits(llvm::IRBuilder<>& b, llvm::Value* v) {
+  llvm::Type* i32 = Int32Like(b, v->getType());
+  llvm::Value* u = b.CreateBitCast(v, i32);
+  llvm::Value* lsb = b.CreateAnd(b.CreateLShr(u, 16), llvm::ConstantInt::get(i32, 1));
+  llvm::Value* rounded = b.CreateLShr(b.CreateAdd(b.CreateAdd(u, llvm::ConstantInt::get(i32, 0x7fff)), lsb), 16);
+  llvm::Value* nan = b.CreateOr(b.CreateLShr(u, 16), llvm::ConstantInt::get(i32, 0x40));
+  llvm::Value* is_nan = b.CreateFCmpUNO(v, v);
+  return b.CreateTrunc(b.CreateSelect(is_nan, nan, rounded), Int16Like(b, v->getType()));
+}
+
+llvm::Value* Bf16BitsToFloat(llvm::IRBuilder<>& b, llvm::Value* bits) {
+  llvm::Type* t = bits->getType();
+  return b.CreateBitCast(b.CreateShl(b.CreateZExt(bits, Int32Like(b, t)), 16), FloatLike(b, t));
+}
+
+llvm::Value* EmitArithmetic(llvm::IRBuilder<>& b, const rt::fused::Instr& in, llvm::Value* a, llvm::Value* bv,
+                            const std::function<llvm::Value*(int64_t)>& k) {
+  namespace fz = rt::fused;
+  llvm::Type* f = a->getType();
+  llvm::Value* zero = llvm::ConstantFP::get(f, 0.0);
+  LlvmOps ops{b, f, Int32Like(b, f)};
+  switch (in.op) {
+    case fz::Op::kAdd: return b.CreateFAdd(a, bv);
+    case fz::Op::kSub: return b.CreateFSub(a, bv);
+    case fz::Op::kMul: return b.CreateFMul(a, bv);
+    case fz::Op::kDiv: return b.CreateFDiv(a, bv);
+    case fz::Op::kMax: return b.CreateSelect(b.CreateOr(b.CreateFCmpOGT(bv, a), b.CreateFCmpUNO(bv, bv)), bv, a);
+    case fz::Op::kMin: return b.CreateSelect(b.CreateOr(b.CreateFCmpOLT(bv, a), b.CreateFCmpUNO(bv, bv)), bv, a);
+    case fz::Op::kNeg: return b.CreateFNeg(a);
+    case fz::Op::kAbs: return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a);
+    case fz::Op::kSqrt: return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
+    case fz::Op::kReciprocal: return b.CreateFDiv(llvm::ConstantFP::get(f, 1.0), a);
+    case fz::Op::kRelu: return b.CreateSelect(b.CreateFCmpOGT(a, zero), a, zero);
+    case fz::Op::kLeakyRelu: return b.CreateSelect(b.CreateFCmpOLT(a, zero), b.CreateFMul(k(in.b), a), a);
+    case fz::Op::kClipLow: return b.CreateSelect(b.CreateFCmpOLT(a, k(in.b)), k(in.b), a);
+    case fz::Op::kClipHigh: return b.CreateSelect(b.CreateFCmpOGT(a, k(in.b)), k(in.b), a);
+    case fz::Op::kExp: return rt::approx::Exp(ops, a);
+    case fz::Op::kErf: return rt::approx::Erf(ops, a);
+    case fz::Op::kTanh: return rt::approx::Tanh(ops, a);
+    case fz::Op::kSigmoid: return rt::approx::Sigmoid(ops, a);
+    case fz::Op::kGeluErf: return rt::approx::GeluErf(ops, a);
+    case fz::Op::kGeluTanh: return rt::approx::GeluTanh(ops, a);
+    case fz::Op::kPRelu: return b.CreateSelect(b.CreateFCmpOLT(a, zero), b.CreateFMul(bv, a), a);
+    case fz::Op::kLoad:
+    case fz::Op::kConst:
+    case fz::Op::kRound:
+    case fz::Op::kStore: break;
+  }
+  return a;
+}
+
+}  // namespace precis::codegen

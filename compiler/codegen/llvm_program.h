@@ -1,0 +1,56 @@
+// LLVM IR for the arithmetic of fused elementwise programs (runtime/kernels/fused_program.h),
+// shared by the x86-64 (cpu_codegen.cc) and NVPTX (nvptx_codegen.cc) emitters: the same IEEE
+// operations in the same order on both targets, on scalars or on vectors of floats.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include <llvm/IR/IRBuilder.h>
+
+#include "runtime/kernels/fused_program.h"
+
+namespace precis::codegen {
+
+// approx_math.h's operation policy emitting LLVM IR: the transcendentals become the same IEEE
+// operations, in the same order, as the interpreter's float evaluation. `f` and `i` are the float
+// and int32 types of the code being emitted: scalars, or vectors (constants become splats).
+struct LlvmOps {
+  using V = llvm::Value*;
+  using B = llvm::Value*;
+  using I = llvm::Value*;
+  llvm::IRBuilder<>& b;
+  llvm::Type* f;
+  llvm::Type* i;
+  V c(float v) { return llvm::ConstantFP::get(f, double(v)); }
+  V add(V x, V y) { return b.CreateFAdd(x, y); }
+  V sub(V x, V y) { return b.CreateFSub(x, y); }
+  V mul(V x, V y) { return b.CreateFMul(x, y); }
+  V div(V x, V y) { return b.CreateFDiv(x, y); }
+  V neg(V x) { return b.CreateFNeg(x); }
+  B lt(V x, V y) { return b.CreateFCmpOLT(x, y); }
+  B gt(V x, V y) { return b.CreateFCmpOGT(x, y); }
+  B isnan(V x) { return b.CreateFCmpUNO(x, x); }
+  V sel(B c, V x, V y) { return b.CreateSelect(c, x, y); }
+  I bits(V x) { return b.CreateBitCast(x, i); }
+  V from_bits(I x) { return b.CreateBitCast(x, f); }
+  I ci(int32_t v) { return llvm::ConstantInt::get(i, uint64_t(uint32_t(v))); }
+  I iadd(I x, I y) { return b.CreateAdd(x, y); }
+  I isub(I x, I y) { return b.CreateSub(x, y); }
+  I ashr(I x, int k) { return b.CreateAShr(x, uint64_t(k)); }
+  I shl(I x, int k) { return b.CreateShl(x, uint64_t(k)); }
+};
+
+// float (or float vector) -> BF16 bits (i16 of the same lanes), round to nearest even; NaN -> a
+// quiet NaN keeping the sign and the top of the payload (runtime/base/half.h's FloatToBf16).
+llvm::Value* FloatToBf16Bits(llvm::IRBuilder<>& b, llvm::Value* v);
+// BF16 bits (i16 or i16 vector) -> float (exact).
+llvm::Value* Bf16BitsToFloat(llvm::IRBuilder<>& b, llvm::Value* bits);
+
+// The value of an arithmetic instruction (every op but Load, Const, Round and Store) on operands
+// `a` and `b` (registers; b is null for unary ops), `k(index)` giving the program's constant
+// `index` as a value of a's type.
+llvm::Value* EmitArithmetic(llvm::IRBuilder<>& b, const rt::fused::Instr& in, llvm::Value* a, llvm::Value* bv,
+                            const std::function<llvm::Value*(int64_t)>& k);
+
+}  // namespace precis::codegen

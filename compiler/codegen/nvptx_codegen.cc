@@ -1,0 +1,306 @@
+// Fused elementwise programs to PTX (and cubin) through LLVM 16 (see nvptx_codegen.h).
+#include "compiler/codegen/nvptx_codegen.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include "compiler/codegen/llvm_program.h"
+
+extern "C" {
+void LLVMInitializeNVPTXTargetInfo();
+void LLVMInitializeNVPTXTarget();
+void LLVMInitializeNVPTXTargetMC();
+void LLVMInitializeNVPTXAsmPrinter();
+}
+
+extern char** environ;
+
+namespace precis::codegen {
+namespace {
+
+namespace fz = rt::fused;
+constexpr const char* kTriple = "nvptx64-nvidia-cuda";
+constexpr unsigned kGlobal = 1;  // NVPTX address space of global memory
+
+StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const std::string& sm) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kTriple, error);
+  if (!target) return Internal("LLVM has no NVPTX target: " + error);
+  llvm::TargetOptions options;  // no fast-math: IEEE arithmetic, no FMA contraction (add.rn/mul.rn)
+  options.AllowFPOpFusion = llvm::FPOpFusion::Strict;
+  // PTX ISA 7.8: the newest LLVM 16 writes, needed for sm_90.
+  std::unique_ptr<llvm::TargetMachine> tm(
+      target->createTargetMachine(kTriple, sm, "+ptx78", options, std::nullopt, std::nullopt, llvm::CodeGenOpt::Aggressive));
+  if (!tm) return Internal("LLVM cannot make an NVPTX target machine for " + sm);
+  return tm;
+}
+
+class Emitter {
+ public:
+  Emitter(llvm::LLVMContext& ctx, llvm::Module& mod) : ctx_(ctx), mod_(mod), b_(ctx) {}
+
+  void Emit(const fz::Program& p) {
+    llvm::Type* ptr = llvm::PointerType::get(ctx_, kGlobal);
+    llvm::Type* i64 = b_.getInt64Ty();
+    std::vector<llvm::Type*> params(size_t(p.num_inputs + p.num_outputs), ptr);
+    params.push_back(i64);
+    auto* f = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false), llvm::GlobalValue::ExternalLinkage,
+                                     p.EntryName(), mod_);
+    f->setCallingConv(llvm::CallingConv::PTX_Kernel);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    f->addFnAttr("no-trapping-math", "true");
+    // Input 0 and output 0 may be one tensor (InPlaceOk); every other pointer is its own.
+    const bool shared = p.InPlaceOk();
+    for (int a = 0; a < p.num_inputs + p.num_outputs; ++a) {
+      bool is_input = a < p.num_inputs;
+      if (shared && (a == 0 || a == p.num_inputs)) continue;
+      f->addParamAttr(unsigned(a), llvm::Attribute::NoAlias);
+      if (is_input) f->addParamAttr(unsigned(a), llvm::Attribute::ReadOnly);
+    }
+    llvm::Value* count = f->getArg(unsigned(p.num_inputs + p.num_outputs));
+
+    auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
+    auto* loop = llvm::BasicBlock::Create(ctx_, "loop", f);
+    auto* done = llvm::BasicBlock::Create(ctx_, "done", f);
+    b_.SetInsertPoint(entry);
+    auto sreg = [&](llvm::Intrinsic::ID id) { return b_.CreateZExt(b_.CreateIntrinsic(id, {}, {}), i64); };
+    llvm::Value* ntid = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
+    llvm::Value* first = b_.CreateAdd(b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), ntid),
+                                      sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "first", true, true);
+    llvm::Value* stride = b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), ntid, "stride", true, true);
+    b_.CreateCondBr(b_.CreateICmpSLT(first, count), loop, done);
+
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* i = b_.CreatePHI(i64, 2, "i");
+    i->addIncoming(first, entry);
+    std::vector<llvm::Value*> regs;
+    for (const fz::Instr& in : p.code) regs.push_back(Instruction(p, in, f, i, regs));
+    llvm::Value* next = b_.CreateAdd(i, stride, "next", true, true);
+    i->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpSLT(next, count), loop, done);
+    b_.SetInsertPoint(done);
+    b_.CreateRetVoid();
+  }
+
+ private:
+  llvm::Value* F32(float v) { return llvm::ConstantFP::get(b_.getFloatTy(), double(v)); }
+
+  // Element `index` of a 16-bit or FP32 tensor, widened to FP32.
+  llvm::Value* Load(DataType dtype, llvm::Value* base, llvm::Value* index) {
+    if (dtype == DataType::kF32) return b_.CreateAlignedLoad(b_.getFloatTy(), b_.CreateGEP(b_.getFloatTy(), base, index), llvm::Align(4));
+    llvm::Value* bits = b_.CreateAlignedLoad(b_.getInt16Ty(), b_.CreateGEP(b_.getInt16Ty(), base, index), llvm::Align(2));
+    if (dtype == DataType::kBF16) return Bf16BitsToFloat(b_, bits);
+    return b_.CreateFPExt(b_.CreateBitCast(bits, b_.getHalfTy()), b_.getFloatTy());  // cvt.f32.f16 (exact)
+  }
+  // FP32 -> the 16-bit bits of `dtype`, round to nearest even.
+  llvm::Value* Narrow(DataType dtype, llvm::Value* v) {
+    if (dtype == DataType::kBF16) return FloatToBf16Bits(b_, v);
+    return b_.CreateBitCast(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getInt16Ty());  // cvt.rn.f16.f32
+  }
+
+  llvm::Value* Instruction(const fz::Program& p, const fz::Instr& in, llvm::Function* f, llvm::Value* i,
+                           const std::vector<llvm::Value*>& regs) {
+    llvm::Value* a = in.a >= 0 && size_t(in.a) < regs.size() ? regs[size_t(in.a)] : nullptr;
+    llvm::Value* bv = in.b >= 0 && size_t(in.b) < regs.size() ? regs[size_t(in.b)] : nullptr;
+    auto k = [&](int64_t index) { return F32(p.consts[size_t(index)]); };
+    llvm::Type* i64 = b_.getInt64Ty();
+    switch (in.op) {
+      case fz::Op::kLoad: {
+        // Element i, or (i / inner) % count of a broadcast input.
+        llvm::Value* index = i;
+        if (in.c != 0) {
+          if (in.d == 1) index = llvm::ConstantInt::get(i64, 0);
+          else index = b_.CreateURem(in.c > 1 ? b_.CreateUDiv(i, llvm::ConstantInt::get(i64, uint64_t(in.c))) : i, llvm::ConstantInt::get(i64, uint64_t(in.d)));
+        }
+        return Load(DataType(in.b), f->getArg(unsigned(in.a)), index);
+      }
+      case fz::Op::kConst: return k(in.a);
+      case fz::Op::kRound: {
+        DataType dtype = DataType(in.b);
+        if (dtype == DataType::kBF16) return Bf16BitsToFloat(b_, FloatToBf16Bits(b_, a));
+        if (dtype == DataType::kF16) return b_.CreateFPExt(b_.CreateFPTrunc(a, b_.getHalfTy()), b_.getFloatTy());
+        return a;
+      }
+      case fz::Op::kStore: {
+        llvm::Value* base = f->getArg(unsigned(p.num_inputs + in.a));
+        DataType dtype = DataType(in.c);
+        if (dtype == DataType::kF32) b_.CreateAlignedStore(bv, b_.CreateGEP(b_.getFloatTy(), base, i), llvm::Align(4));
+        else b_.CreateAlignedStore(Narrow(dtype, bv), b_.CreateGEP(b_.getInt16Ty(), base, i), llvm::Align(2));
+        return bv;
+      }
+      default: return EmitArithmetic(b_, in, a, bv, k);
+    }
+  }
+
+  llvm::LLVMContext& ctx_;
+  llvm::Module& mod_;
+  llvm::IRBuilder<> b_;
+};
+
+StatusOr<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx, llvm::TargetMachine& tm, const std::vector<fz::Program>& programs) {
+  auto mod = std::make_unique<llvm::Module>("precis_fused_gpu", ctx);
+  mod->setTargetTriple(kTriple);
+  mod->setDataLayout(tm.createDataLayout());
+  Emitter emitter(ctx, *mod);
+  std::set<std::string> done;
+  for (const fz::Program& p : programs)
+    if (done.insert(p.EntryName()).second) emitter.Emit(p);
+  std::string errors;
+  llvm::raw_string_ostream es(errors);
+  if (llvm::verifyModule(*mod, &es)) return Internal("generated NVPTX LLVM IR fails verification: " + es.str());
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(*mod, mam);
+  if (llvm::verifyModule(*mod, &es)) return Internal("optimized NVPTX LLVM IR fails verification: " + es.str());
+  return mod;
+}
+
+// Runs `argv` with stdout and stderr into `output`; returns its exit status (-1: not started).
+int RunTool(const std::vector<std::string>& argv, std::string* output, const std::string& log_path) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  std::ifstream log(log_path);
+  output->assign(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// ptxas -arch=TARGET -O3 -v over the PTX, in a private temporary folder.
+Status Assemble(const std::string& ptxas, GpuModule& m) {
+  char dir_template[] = "/tmp/precis-ptxas-XXXXXX";
+  char* dir = mkdtemp(dir_template);
+  if (!dir) return Internal("cannot make a temporary folder for ptxas");
+  const std::string base(dir), ptx = base + "/fused.ptx", cubin = base + "/fused.cubin", log = base + "/ptxas.log";
+  {
+    std::ofstream out(ptx, std::ios::binary);
+    out << m.ptx;
+  }
+  std::string output;
+  int rc = RunTool({ptxas, "-arch=" + m.target, "-O3", "-v", "-o", cubin, ptx}, &output, log);
+  Status status = Status::Ok();
+  if (rc != 0) {
+    status = Internal("ptxas (" + ptxas + ") failed for " + m.target + " with status " + std::to_string(rc) + ": " + output.substr(0, 2000));
+  } else {
+    std::ifstream in(cubin, std::ios::binary);
+    m.cubin.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    m.ptxas_info = output;
+    if (m.cubin.empty()) status = Internal("ptxas wrote no cubin for " + m.target);
+  }
+  std::remove(ptx.c_str());
+  std::remove(cubin.c_str());
+  std::remove(log.c_str());
+  rmdir(dir);
+  return status;
+}
+
+}  // namespace
+
+const std::vector<std::string>& GpuTargets() {
+  static const std::vector<std::string> targets = {"sm_80", "sm_90"};
+  return targets;
+}
+
+std::string FindPtxas() {
+  const char* env = std::getenv("PRECIS_PTXAS");
+  std::string path = env && *env ? env : "/usr/local/cuda/bin/ptxas";
+  return access(path.c_str(), X_OK) == 0 ? path : "";
+}
+
+StatusOr<std::vector<GpuModule>> GenerateGpuModules(const std::vector<fz::Program>& programs, bool assemble) {
+  std::vector<GpuModule> out;
+  const std::string ptxas = assemble ? FindPtxas() : "";
+  for (const std::string& sm : GpuTargets()) {
+    auto start = std::chrono::steady_clock::now();
+    PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(sm));
+    llvm::LLVMContext ctx;
+    PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, BuildModule(ctx, *tm, programs));
+    llvm::SmallVector<char, 0> buffer;
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_AssemblyFile)) return Internal("LLVM cannot emit PTX for " + sm);
+    pm.run(*mod);
+    GpuModule m;
+    m.target = sm;
+    m.ptx.assign(buffer.begin(), buffer.end());
+    if (!ptxas.empty()) PRECIS_RETURN_IF_ERROR(Assemble(ptxas, m));
+    m.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+StatusOr<std::string> GpuModuleIr(const std::vector<fz::Program>& programs, const std::string& target) {
+  PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(target));
+  llvm::LLVMContext ctx;
+  PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, BuildModule(ctx, *tm, programs));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  mod->print(os, nullptr);
+  return os.str();
+}
+
+int64_t PtxasSpillBytes(const std::string& ptxas_info) {
+  static const std::regex spill(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  int64_t total = -1;
+  for (auto it = std::sregex_iterator(ptxas_info.begin(), ptxas_info.end(), spill); it != std::sregex_iterator(); ++it)
+    total = std::max<int64_t>(total, 0) + std::stoll((*it)[1]) + std::stoll((*it)[2]);
+  return total;
+}
+
+}  // namespace precis::codegen

@@ -1,0 +1,112 @@
+// Generated PTX for fused elementwise programs (compiler/codegen/nvptx_codegen.h), checked without
+// a GPU: every module passes LLVM's verifier (GenerateGpuModules runs it), the PTX has one
+// `.entry` per distinct program for sm_80 and sm_90, keeps IEEE single precision (add/sub/mul/div
+// with `.rn`, which ptxas may not contract into FMA; no `.ftz`, no `fma`), converts FP16 with
+// `cvt.f32.f16`/`cvt.rn.f16.f32`, uses no local memory, reads the read-only inputs through the
+// non-coherent cache, and ptxas (CUDA toolkit, where installed) assembles every module with zero
+// spill bytes. Whether the kernels compute the interpreter's bits on a GPU is for
+// tests/cuda/gpu_check.sh on a lent GPU: these checks cannot run them.
+#include <random>
+#include <regex>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "compiler/codegen/nvptx_codegen.h"
+#include "runtime/kernels/fused_program.h"
+#include "tests/codegen/random_program.h"
+
+namespace precis {
+namespace {
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+fz::Program Fp16Gelu() {
+  fz::Program p;
+  // y = gelu(x + bias[c]) in FP16, bias per channel (inner 1, count 48): a transformer MLP's
+  // epilogue (48 channels: not a power of two, so a real remainder); plus an FP32 output of the sum.
+  p.code = {{fz::Op::kLoad, 0, int64_t(DataType::kF16), 0, 0},  {fz::Op::kLoad, 1, int64_t(DataType::kF16), 1, 48},
+            {fz::Op::kAdd, 0, 1, 0, 0},                          {fz::Op::kGeluErf, 2, 0, 0, 0},
+            {fz::Op::kStore, 0, 3, int64_t(DataType::kF16), 0}, {fz::Op::kStore, 1, 2, int64_t(DataType::kF32), 0}};
+  auto decoded = fz::Decode(p.Encode(), {});
+  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
+  return *decoded;
+}
+
+TEST(NvptxCodegen, RandomProgramsGiveIeeePtxForBothTargets) {
+  std::mt19937 rng(7);
+  std::vector<fz::Program> programs;
+  std::set<std::string> entries;
+  for (int k = 0; k < 60; ++k) {
+    programs.push_back(RandomProgram(rng));
+    entries.insert(programs.back().EntryName());
+  }
+  programs.push_back(programs[0]);  // a duplicate: one kernel
+  auto modules = codegen::GenerateGpuModules(programs, /*assemble=*/false);
+  ASSERT_TRUE(modules.ok()) << modules.status().ToString();
+  ASSERT_EQ(modules->size(), 2u);
+  for (const codegen::GpuModule& m : *modules) {
+    SCOPED_TRACE(m.target);
+    const std::string& ptx = m.ptx;
+    EXPECT_NE(ptx.find(".target " + m.target), std::string::npos);
+    EXPECT_EQ(Count(ptx, ".entry "), entries.size());
+    for (const std::string& e : entries) EXPECT_NE(ptx.find(".entry " + e + "("), std::string::npos) << e;
+    // IEEE: rounding modifiers on every add/sub/mul/div, never FMA or flush-to-zero.
+    std::smatch bad;
+    EXPECT_FALSE(std::regex_search(ptx, bad, std::regex(R"(\b(add|sub|mul|div)\.f32\b)"))) << bad.str(0);
+    EXPECT_EQ(ptx.find("fma."), std::string::npos);
+    EXPECT_EQ(ptx.find(".ftz"), std::string::npos);
+    EXPECT_EQ(ptx.find("div.approx"), std::string::npos);
+    EXPECT_EQ(ptx.find("sqrt.approx"), std::string::npos);
+    EXPECT_EQ(ptx.find(".local"), std::string::npos) << "local memory";
+  }
+}
+
+TEST(NvptxCodegen, Fp16EpilogueConvertsWithRoundToNearest) {
+  auto modules = codegen::GenerateGpuModules({Fp16Gelu()}, false);
+  ASSERT_TRUE(modules.ok()) << modules.status().ToString();
+  for (const codegen::GpuModule& m : *modules) {
+    SCOPED_TRACE(m.target);
+    EXPECT_NE(m.ptx.find("cvt.f32.f16"), std::string::npos) << m.ptx;
+    EXPECT_NE(m.ptx.find("cvt.rn.f16.f32"), std::string::npos);
+    // The activation x is read-only and has no alias: the non-coherent cache. Input 0 may share
+    // output 0's bytes (in place), so it is read with a plain global load.
+    EXPECT_TRUE(std::regex_search(m.ptx, std::regex(R"(ld\.global\.nc\.[bu]16)"))) << m.ptx;
+    EXPECT_TRUE(std::regex_search(m.ptx, std::regex(R"(st\.global\.[bu]16)")));
+    EXPECT_NE(m.ptx.find("st.global.f32"), std::string::npos);
+    // The per-channel bias: element i % 48 (a remainder by a constant: multiply-high or rem).
+    EXPECT_TRUE(std::regex_search(m.ptx, std::regex(R"((rem|mul\.hi)\.u64)")));
+  }
+  auto ir = codegen::GpuModuleIr({Fp16Gelu()}, "sm_90");
+  ASSERT_TRUE(ir.ok()) << ir.status().ToString();
+  EXPECT_NE(ir->find("ptx_kernel"), std::string::npos) << *ir;
+  EXPECT_NE(ir->find("llvm.nvvm.read.ptx.sreg.tid.x"), std::string::npos);
+}
+
+TEST(NvptxCodegen, PtxasAssemblesEveryModuleWithoutSpills) {
+  const std::string ptxas = codegen::FindPtxas();
+  if (ptxas.empty()) GTEST_SKIP() << "no ptxas (CUDA toolkit) at /usr/local/cuda/bin/ptxas or $PRECIS_PTXAS: PTX not assembled";
+  std::mt19937 rng(11);
+  std::vector<fz::Program> programs = {Fp16Gelu()};
+  for (int k = 0; k < 40; ++k) programs.push_back(RandomProgram(rng));
+  auto modules = codegen::GenerateGpuModules(programs, true);
+  ASSERT_TRUE(modules.ok()) << modules.status().ToString();
+  for (const codegen::GpuModule& m : *modules) {
+    SCOPED_TRACE(m.target);
+    ASSERT_GE(m.cubin.size(), 4u);
+    EXPECT_EQ(m.cubin[0], 0x7f);  // ELF
+    EXPECT_EQ(m.cubin[1], 'E');
+    EXPECT_EQ(codegen::PtxasSpillBytes(m.ptxas_info), 0) << m.ptxas_info;
+    EXPECT_NE(m.ptxas_info.find(m.target), std::string::npos) << m.ptxas_info;
+  }
+  EXPECT_EQ(codegen::PtxasSpillBytes("ptxas info    : Used 30 registers\n"), -1);
+  EXPECT_EQ(codegen::PtxasSpillBytes("    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"), 8);
+}
+
+}  // namespace
+}  // namespace precis
