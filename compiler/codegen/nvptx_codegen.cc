@@ -258,6 +258,7 @@ const std::vector<std::string>& GpuTargets() {
 
 std::string FindPtxas() {
   const char* env = std::getenv("PRECIS_PTXAS");
+  if (env && std::string(env) == "none") return "";
   std::string path = env && *env ? env : "/usr/local/cuda/bin/ptxas";
   return access(path.c_str(), X_OK) == 0 ? path : "";
 }
@@ -278,8 +279,10 @@ StatusOr<std::vector<GpuModule>> GenerateGpuModules(const std::vector<fz::Progra
     GpuModule m;
     m.target = sm;
     m.ptx.assign(buffer.begin(), buffer.end());
+    auto generated = std::chrono::steady_clock::now();
+    m.ms = std::chrono::duration<double, std::milli>(generated - start).count();
     if (!ptxas.empty()) PRECIS_RETURN_IF_ERROR(Assemble(ptxas, m));
-    m.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    m.ptxas_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - generated).count();
     out.push_back(std::move(m));
   }
   return out;

@@ -28,14 +28,16 @@ struct GpuModule {
   std::string ptx;             // PTX text
   std::vector<uint8_t> cubin;  // ptxas's ELF for `target`; empty without ptxas
   std::string ptxas_info;      // ptxas -v output (registers, spill bytes) when assembled
-  double ms = 0;               // generation time (IR, optimization, PTX, ptxas)
+  double ms = 0;               // generation time (IR, optimization, PTX)
+  double ptxas_ms = 0;         // ptxas's time
 };
 
 // The GPU targets modules are generated for.
 const std::vector<std::string>& GpuTargets();
 
 // The ptxas modules are assembled with: $PRECIS_PTXAS, else /usr/local/cuda/bin/ptxas; empty when
-// neither exists (the modules then hold PTX only, which the CUDA driver compiles at load).
+// neither exists or PRECIS_PTXAS=none (the modules then hold PTX only, which the CUDA driver
+// compiles at load).
 std::string FindPtxas();
 
 // One module per target holding every program (identical programs once). `assemble`: run ptxas

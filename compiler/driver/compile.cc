@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "compiler/codegen/cpu_codegen.h"
+#include "compiler/codegen/nvptx_codegen.h"
 #include "compiler/ir/json_writer.h"
 #include "compiler/ir/verifier.h"
 #include "passes/pass_pipeline.h"
@@ -113,9 +114,9 @@ void AddGeneratedKernels(const GeneratedCode& result, std::string& json, std::st
 
 // Fuses elementwise chains (after the report, which describes the unfused nodes) and generates
 // their code into `emit`'s modules.
-Status GenerateCode(ir::Model& model, emit::EmitOptions& emit, CompileResult& result, PhaseTimer& timer) {
+Status GenerateCode(ir::Model& model, emit::EmitOptions& emit, CompileResult& result, PhaseTimer& timer, const std::string& target) {
   GeneratedCode code;
-  PRECIS_RETURN_IF_ERROR(FuseAndGenerate(model, {model.graph.get()}, {}, emit, code));
+  PRECIS_RETURN_IF_ERROR(FuseAndGenerate(model, {model.graph.get()}, {}, emit, code, target));
   result.fused = std::move(code.fused);
   result.modules = std::move(code.modules);
   timer.Mark("fuse elementwise and generate code");
@@ -125,7 +126,7 @@ Status GenerateCode(ir::Model& model, emit::EmitOptions& emit, CompileResult& re
 }  // namespace
 
 Status FuseAndGenerate(const ir::Model& model, const std::vector<ir::Graph*>& graphs, const std::set<std::string>& keep, emit::EmitOptions& emit,
-                       GeneratedCode& out) {
+                       GeneratedCode& out, const std::string& target) {
   std::vector<rt::fused::Program> programs;
   for (ir::Graph* g : graphs) {
     std::vector<passes::FusedGroup> fused = passes::FuseElementwise(*g, keep);
@@ -142,10 +143,25 @@ Status FuseAndGenerate(const ir::Model& model, const std::vector<ir::Graph*>& gr
   Status verified = ir::Verify(model);
   if (!verified.ok()) return verified.WithContext("internal error: the graph fails verification after elementwise fusion");
   if (programs.empty()) return Status::Ok();
-  PRECIS_ASSIGN_OR_RETURN(std::vector<codegen::CpuModule> modules, codegen::GenerateCpuModules(programs));
-  for (codegen::CpuModule& m : modules) {
-    out.modules.push_back({m.target, m.object.size(), m.ms});
-    emit.modules.push_back({"fused." + m.target, m.target, std::move(m.object)});
+  if (target == "cuda") {
+    PRECIS_ASSIGN_OR_RETURN(std::vector<codegen::GpuModule> modules, codegen::GenerateGpuModules(programs));
+    using Kind = emit::EmitOptions::Module::Kind;
+    for (codegen::GpuModule& m : modules) {
+      // PTX as the driver loads it: text with a terminating NUL.
+      std::vector<uint8_t> ptx(m.ptx.begin(), m.ptx.end());
+      ptx.push_back(0);
+      out.modules.push_back({m.target + " ptx", ptx.size(), m.ms});
+      emit.modules.push_back({"fused." + m.target + ".ptx", m.target, std::move(ptx), Kind::kPtx});
+      if (m.cubin.empty()) continue;
+      out.modules.push_back({m.target + " cubin", m.cubin.size(), m.ptxas_ms});
+      emit.modules.push_back({"fused." + m.target + ".cubin", m.target, std::move(m.cubin), Kind::kCubin});
+    }
+  } else {
+    PRECIS_ASSIGN_OR_RETURN(std::vector<codegen::CpuModule> modules, codegen::GenerateCpuModules(programs));
+    for (codegen::CpuModule& m : modules) {
+      out.modules.push_back({m.target, m.object.size(), m.ms});
+      emit.modules.push_back({"fused." + m.target, m.target, std::move(m.object)});
+    }
   }
   AddGeneratedKernels(out, emit.report_json, emit.report_text);
   return Status::Ok();
@@ -240,8 +256,8 @@ StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options)
   timer.Mark("plan memory and report");
   emit.report_json = result.report.json;
   emit.report_text = result.report.text;
-  if (options.codegen && options.target == "cpu") {
-    PRECIS_RETURN_IF_ERROR(GenerateCode(model, emit, result, timer));
+  if ((options.codegen && options.target == "cpu") || (options.gpu_codegen && options.codegen && options.target == "cuda")) {
+    PRECIS_RETURN_IF_ERROR(GenerateCode(model, emit, result, timer, options.target));
     result.report.json = emit.report_json;
     result.report.text = emit.report_text;
   }

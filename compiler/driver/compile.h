@@ -37,8 +37,9 @@ struct GeneratedCode {
 // materialized), generates their code into `emit.modules` (compiler/codegen/cpu_codegen.h), and
 // adds the "generated_kernels" section to `emit`'s report (JSON and text). Runs after the report
 // is built. Verifies `model` afterwards.
+// `target` "cpu": x86-64 objects; "cuda": PTX and cubins (compiler/codegen/nvptx_codegen.h).
 Status FuseAndGenerate(const ir::Model& model, const std::vector<ir::Graph*>& graphs, const std::set<std::string>& keep, emit::EmitOptions& emit,
-                       GeneratedCode& out);
+                       GeneratedCode& out, const std::string& target = "cpu");
 
 struct CompileOptions {
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape NAME=1x3x224x224
@@ -74,6 +75,10 @@ struct CompileOptions {
   // CPU plans: fuse elementwise chains (passes/fuse_elementwise.h) and generate their code for
   // x86-64-v3 and x86-64-v4 into the plan (compiler/codegen/cpu_codegen.h); `--no-codegen`.
   bool codegen = true;
+  // CUDA plans: the same fusion, with the kernels generated as PTX for sm_80/sm_90 and assembled to
+  // cubin where ptxas is installed (compiler/codegen/nvptx_codegen.h); `--codegen`. Off by default
+  // until a GPU run has checked the generated kernels (README).
+  bool gpu_codegen = false;
 };
 
 struct CompileResult {

@@ -671,7 +671,10 @@ StatusOr<EmittedPlan> Emitter::Write() {
     // Code is 16-byte aligned in the file (the loader copies it anyway).
     b.ForceVectorAlignment(m.code.size(), sizeof(uint8_t), 16);
     auto code = b.CreateVector(m.code);
-    modules.push_back(plan::CreateModule(b, b.CreateString(m.name), plan::ModuleKind_Elf, b.CreateString(m.target), code,
+    const plan::ModuleKind kind = m.kind == EmitOptions::Module::Kind::kPtx     ? plan::ModuleKind_Ptx
+                                  : m.kind == EmitOptions::Module::Kind::kCubin ? plan::ModuleKind_Cubin
+                                                                                 : plan::ModuleKind_Elf;
+    modules.push_back(plan::CreateModule(b, b.CreateString(m.name), kind, b.CreateString(m.target), code,
                                          HashBytes(m.code.data(), m.code.size())));
   }
   auto module_table = modules.empty() ? 0 : b.CreateVector(modules);

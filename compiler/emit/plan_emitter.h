@@ -35,10 +35,13 @@ struct EmitOptions {
   std::set<std::string> state;           // names of the values that become State tensors
   std::vector<uint8_t> source_model;     // training plans: the ONNX model file (plan.fbs)
   std::string training_config;           // training plans: options as JSON (plan.fbs)
-  // Generated code images (plan.fbs Module): ELF objects for the CPU (compiler/codegen).
+  // Generated code images (plan.fbs Module): ELF objects for the CPU, PTX text (NUL-terminated)
+  // and cubins for the GPU (compiler/codegen).
   struct Module {
+    enum class Kind { kElf, kPtx, kCubin };
     std::string name, target;
     std::vector<uint8_t> code;
+    Kind kind = Kind::kElf;
   };
   std::vector<Module> modules;
   // Bounds of symbolic dims (plan.fbs Plan.symbol_min/max); each must name a symbol of the plan.

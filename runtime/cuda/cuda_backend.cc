@@ -61,6 +61,7 @@ class CudaBackendImpl final : public Backend {
       p.kernels.clear();
     }
     tables_.clear();
+    if (code_.library) cudaLibraryUnload(code_.library);
     if (dnn_) cudnnDestroy(dnn_);
     if (lt_) cublasLtDestroy(lt_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -94,6 +95,7 @@ class CudaBackendImpl final : public Backend {
     cudaGraphExec_t graph_exec = nullptr;
   };
   Status OpenDevice();
+  Status LoadGeneratedCode();
   Status PlaceTensors();
   Status PrepareProgram(const ProgramSteps& steps, Program& out, size_t& scratch_bytes, size_t& workspace_bytes);
   Status Stage();
@@ -112,6 +114,7 @@ class CudaBackendImpl final : public Backend {
   cudnnHandle_t dnn_ = nullptr;
   DeviceBuffer arena_, state_, constants_, workspace_, scratch_;
   std::vector<std::shared_ptr<void>> tables_;
+  cuda::GeneratedCode code_;
   std::vector<Tensor> device_tensors_;
   std::vector<Program> programs_;
   std::vector<Staged> inputs_, outputs_;  // every program's, each tensor once
@@ -143,6 +146,42 @@ Status CudaBackendImpl::OpenDevice() {
   ctx_.dnn = dnn_;
   ctx_.prop = &prop_;
   ctx_.tables = &tables_;
+  return Status::Ok();
+}
+
+// The plan's generated kernels (plan.fbs Module, kinds Cubin and Ptx, target "sm_XY"): the cubin
+// built for exactly this device's SM, else the PTX of the highest SM the device runs, which the
+// driver compiles now. Nothing is loaded for a plan without GPU modules; a fused step then says
+// why when it is prepared. A module the driver refuses is an error.
+Status CudaBackendImpl::LoadGeneratedCode() {
+  ctx_.code = &code_;
+  const plan::Plan* p = plan_->view->meta;
+  const int device_sm = prop_.major * 10 + prop_.minor;
+  const plan::Module* best = nullptr;
+  int best_sm = -1;
+  std::string have;
+  if (p->modules()) {
+    for (const plan::Module* m : *p->modules()) {
+      if ((m->kind() != plan::ModuleKind_Ptx && m->kind() != plan::ModuleKind_Cubin) || !m->target() || !m->code()) continue;
+      const std::string t = m->target()->str();
+      int sm = t.size() > 3 && t.compare(0, 3, "sm_") == 0 ? std::atoi(t.c_str() + 3) : -1;
+      have += (have.empty() ? "" : ", ") + t + (m->kind() == plan::ModuleKind_Cubin ? " cubin" : " ptx");
+      if (m->kind() == plan::ModuleKind_Cubin && sm == device_sm) {
+        best = m, best_sm = 1000;  // exact machine code wins
+      } else if (m->kind() == plan::ModuleKind_Ptx && sm > 0 && sm <= device_sm && sm > best_sm && best_sm < 1000) {
+        best = m, best_sm = sm;
+      }
+    }
+  }
+  if (!best) {
+    code_.why_none = have.empty() ? "the plan has no GPU modules"
+                                  : "modules " + have + "; this GPU is sm_" + std::to_string(device_sm);
+    return Status::Ok();
+  }
+  const bool cubin = best->kind() == plan::ModuleKind_Cubin;
+  PRECIS_CUDA_OR_RETURN(cudaLibraryLoadData(&code_.library, best->code()->data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+                        "loading the plan's generated " + best->target()->str() + (cubin ? " cubin" : " PTX"));
+  code_.loaded = best->target()->str() + (cubin ? " cubin" : " ptx");
   return Status::Ok();
 }
 
@@ -271,6 +310,7 @@ Status CudaBackendImpl::Prepare(LoadedPlan& plan) {
       if (!cuda::KernelRegistry::Get().Find(p.kernels[i])) missing += (missing.empty() ? "" : ", ") + p.steps[i].node;
   if (!missing.empty()) return Unimplemented("the CUDA backend has no kernel for: " + missing);
   PRECIS_RETURN_IF_ERROR(OpenDevice());
+  PRECIS_RETURN_IF_ERROR(LoadGeneratedCode());
   PRECIS_RETURN_IF_ERROR(PlaceTensors());
   size_t scratch_bytes = 0, workspace_bytes = 0;
   programs_.resize(plan.programs.size());

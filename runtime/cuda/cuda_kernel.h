@@ -34,6 +34,15 @@ enum DeviceError : int {
 };
 const char* DeviceErrorMessage(int code);
 
+// The plan's generated kernels (fused elementwise steps, compiler/codegen/nvptx_codegen.h) as
+// loaded for this device by the backend: the cubin of the device's SM, else PTX the driver
+// compiles. `library` is null when the plan has none for this device (`why_none` says why).
+struct GeneratedCode {
+  cudaLibrary_t library = nullptr;
+  std::string loaded;    // "sm_90 cubin", "sm_80 ptx"
+  std::string why_none;  // when library is null
+};
+
 struct CudaContext {
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
@@ -46,6 +55,7 @@ struct CudaContext {
   // Device memory that lives as long as the session (index tables, packed weights). Init may
   // call it; the bytes are copied to the device synchronously at load.
   std::vector<std::shared_ptr<void>>* tables = nullptr;
+  const GeneratedCode* code = nullptr;  // the plan's generated kernels (Init only)
 };
 
 class Kernel {

@@ -17,7 +17,7 @@ inline constexpr auto kCudaKernelNames = std::to_array<std::string_view>({
     "Compress", "Concat", "ConstantOfShape", "Conv", "ConvFilterGrad", "ConvTranspose",
     "Cos", "Cosh", "CumSum", "DepthToSpace", "Div", "Dropout",
     "DropoutTraining", "Einsum", "Elu", "Equal", "Erf", "Exp",
-    "Expand", "EyeLike", "Floor", "Gather", "GatherElements", "GatherND",
+    "Expand", "EyeLike", "Floor", "FusedElementwise", "Gather", "GatherElements", "GatherND",
     "Gelu", "Gemm", "GlobalAveragePool", "GlobalLpPool", "GlobalMaxPool", "Greater",
     "GreaterOrEqual", "GroupNormalization", "HardSigmoid", "HardSwish", "Hardmax", "Identity",
     "InstanceNormalization", "IsInf", "IsNaN", "LRN", "LayerNormalization", "LeakyRelu",

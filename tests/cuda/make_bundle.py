@@ -1,7 +1,7 @@
 """Prepares GPU test bundles on a development machine (no GPU needed) for tests/cuda/gpu_check.sh.
 
 usage: make_bundle.py BUILD_DIR OUT_DIR [--ops] [--models NAME,...|all] [--precisions fp32,fp16,bf16]
-                      [--cache DIR] [--max-part-mb 60]
+                      [--codegen] [--cache DIR] [--max-part-mb 60]
 
 Writes under OUT_DIR:
   support/        FlatBuffers headers and the generated plan header: the runtime-only build on a
@@ -10,6 +10,9 @@ Writes under OUT_DIR:
                   CUDA in PREC, with its inputs and the CPU backend's outputs (conformance_runner --export).
   model-NAME-PREC/ each model test (scripts/make_model_tests.py's cache) compiled for CUDA in PREC, its
                   inputs, and the CPU backend's outputs (precis run).
+  model-NAME-PREC-codegen/ --codegen: the same compiled with `--codegen` (fused elementwise steps as
+                  generated PTX/cubin kernels); the CPU outputs come from the fused program's
+                  reference interpreter, so the GPU run checks the generated kernels against it.
   parts.txt       the folders grouped into parts of at most --max-part-mb MiB (a GPU machine takes an
                   upload of 64 MiB at a time); folders larger than that alone are listed as not
                   transferable.
@@ -86,10 +89,10 @@ def split_by_family(dest):
     print("  families: " + ", ".join(f"{k} {len(v)}" for k, v in sorted(groups.items())), flush=True)
 
 
-def export_model(precis, cache, name, precision, out):
+def export_model(precis, cache, name, precision, out, codegen=False):
     d = os.path.join(cache, name)
     meta = json.load(open(os.path.join(d, "meta.json")))
-    dest = os.path.join(out, f"model-{name}-{precision}")
+    dest = os.path.join(out, f"model-{name}-{precision}" + ("-codegen" if codegen else ""))
     shutil.rmtree(dest, ignore_errors=True)
     os.makedirs(dest)
     shapes, run_inputs, ins = [], [], []
@@ -102,7 +105,7 @@ def export_model(precis, cache, name, precision, out):
     extra = MIXED_OPTIONS.get((name, precision), ([],))[0] if precision != "fp32" else []
     plan = os.path.join(dest, "model.plan")
     r = subprocess.run([precis, "compile", os.path.join(d, "model.onnx"), "-o", plan, "--precision", precision, "--device", "cuda",
-                        "--quiet"] + shapes + extra, capture_output=True, text=True)
+                        "--quiet"] + shapes + extra + (["--codegen"] if codegen else []), capture_output=True, text=True)
     if r.returncode != 0:
         shutil.rmtree(dest)
         return f"compile failed: {r.stderr.strip()[-500:]}"
@@ -128,11 +131,14 @@ def main():
     build, out = os.path.abspath(args[0]), os.path.abspath(args[1])
     opts = {"--models": "", "--precisions": "fp32,fp16,bf16", "--cache": os.path.join(HERE, "..", "..", ".cache", "model-tests"),
             "--max-part-mb": "60"}
-    ops = False
+    ops = codegen = False
     i = 2
     while i < len(args):
         if args[i] == "--ops":
             ops = True
+            i += 1
+        elif args[i] == "--codegen":
+            codegen = True
             i += 1
         elif args[i] in opts and i + 1 < len(args):
             opts[args[i]] = args[i + 1]
@@ -167,6 +173,9 @@ def main():
         for p in precisions:
             why = export_model(precis, cache, name, p, out)
             print(f"model {name} {p}: {'ok' if why is None else why}", flush=True)
+            if codegen:
+                why = export_model(precis, cache, name, p, out, codegen=True)
+                print(f"model {name} {p} codegen: {'ok' if why is None else why}", flush=True)
 
     # Parts of at most --max-part-mb MiB each, support/ in every part's first folder list.
     limit = float(opts["--max-part-mb"]) * 2**20

@@ -360,6 +360,43 @@ def main():
             check(err <= 4e-7, f"transc fp32: {err:.3g} from float64 (relative to max |y|)")
             check(bool((np.isnan(y) == np.isnan(want)).all()), "transc fp32: NaN positions differ from float64")
         print(f"{'ok:  ' if not failures else 'so far failing:'} transcendentals {precision}")
+
+    # CUDA plans with --codegen: the chain becomes FusedElementwise steps with PTX modules for
+    # sm_80 and sm_90 (and cubins where ptxas is installed); without --codegen CUDA plans do not
+    # fuse. On this machine the plans run on the CPU, where a fused step runs the program's
+    # reference interpreter: the same bits as the unfused CUDA plan. (The generated GPU kernels
+    # themselves run only on a GPU: tests/cuda/make_bundle.py --codegen.)
+    xfile = os.path.join(work, "cuda_x.npy")
+    np.save(xfile, x)
+    ptxas = os.environ.get("PRECIS_PTXAS") or "/usr/local/cuda/bin/ptxas"
+    for precision in ("fp32", "fp16"):
+        outs = {}
+        for mode, extra in (("codegen", ["--codegen"]), ("plain", [])):
+            plan = os.path.join(work, f"cuda_{precision}_{mode}.plan")
+            r = run([precis, "compile", tmodel, "-o", plan, "--precision", precision, "--device", "cuda"] + extra)
+            check(r.returncode == 0, f"cuda {precision} {mode}: compile failed: {r.stderr.strip()}")
+            if r.returncode:
+                continue
+            m = re.search(r"codegen\s+(\d+) fused elementwise kernels \((\d+) nodes\)(.*)", r.stdout)
+            if mode == "plain":
+                check(m is None, f"cuda {precision}: a CUDA plan without --codegen fused: {m.group(0) if m else ''}")
+            else:
+                check(m is not None and int(m.group(2)) >= 6 and "sm_80 ptx" in m.group(3) and "sm_90 ptx" in m.group(3),
+                      f"cuda {precision}: expected the chain fused with sm_80/sm_90 PTX: {r.stdout}")
+                if os.access(ptxas, os.X_OK):
+                    check(m is not None and "sm_80 cubin" in m.group(3) and "sm_90 cubin" in m.group(3),
+                          f"cuda {precision}: ptxas is installed but no cubins: {m.group(3) if m else r.stdout}")
+                rep = run([precis, "report", plan, "--json"])
+                modules = json.loads(rep.stdout).get("generated_kernels", {}).get("modules", []) if rep.returncode == 0 else []
+                check({"sm_80 ptx", "sm_90 ptx"} <= {mm["target"] for mm in modules}, f"cuda {precision}: report modules {modules}")
+            d = os.path.join(work, f"cuda_out_{precision}_{mode}")
+            r = run([precis, "run", plan, "--output-dir", d, "--input", f"x={xfile}"])
+            check(r.returncode == 0, f"cuda {precision} {mode}: CPU run failed: {r.stderr.strip()}")
+            if r.returncode == 0:
+                outs[mode] = np.load(os.path.join(d, "y.npy"))
+        if len(outs) == 2:
+            check(same_bits(outs["codegen"], outs["plain"]), f"cuda {precision}: the fused CUDA plan differs from the unfused one on the CPU")
+        print(f"{'ok:  ' if not failures else 'so far failing:'} cuda plans with --codegen {precision}")
     print(f"{checks} checks, {len(failures)} failed")
     return 1 if failures else 0
 

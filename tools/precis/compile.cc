@@ -22,13 +22,16 @@ constexpr const char* kCompileUsage =
     "                      [--report FILE.json] [--report-text]\n"
     "                      [--calibrate random:N|DIR|FILE.npz] [--overflow-limit X] [--error-budget X]\n"
     "                      [--keep-fp32 OP[,OP]] [--keep-fp32-nodes REGEX] [--force-low REGEX]\n"
-    "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--no-fold-batchnorm] [--no-codegen] [--quiet]\n"
+    "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--no-fold-batchnorm] [--no-codegen] [--codegen] [--quiet]\n"
     "                      [--verify-passes] (verify the IR after every pass; also PRECIS_VERIFY_PASSES=1)\n"
     "       precis compile MODEL.onnx --train ... (a training plan: precis compile --train --help)\n"
     "Without --shape, symbolic input dims (batch, seq) stay symbolic: a dynamic plan that runs at any input shape\n"
     "(docs/dynamic-shapes.md); --shape SYMBOL=LO..HI bounds one (the arena is planned once when all are bounded).\n"
     "A sequence input takes its element shapes, --shape NAME=[2x3,2x3] (plan inputs NAME[0], NAME[1]); an optional\n"
-    "input is present unless --shape NAME=none (docs/sequences.md).\n";
+    "input is present unless --shape NAME=none (docs/sequences.md).\n"
+    "--codegen: with --device cuda, fuse elementwise chains into generated GPU kernels (PTX for sm_80/sm_90, cubin\n"
+    "where ptxas is installed; docs/codegen.md); not yet run on a GPU, so off by default. CPU plans always have them\n"
+    "unless --no-codegen.\n";
 
 }  // namespace
 
@@ -75,6 +78,8 @@ int CompileCommand(const std::vector<std::string>& args) {
       options.fold_batchnorm = false;
     } else if (a == "--no-codegen") {
       options.codegen = false;
+    } else if (a == "--codegen") {
+      options.gpu_codegen = true;  // CUDA plans: generated kernels (CPU plans have them by default)
     } else if (a == "--no-epilogue-fusion") {
       options.fuse_epilogues = false;
     } else if (a == "--layout") {
@@ -202,7 +207,7 @@ int CompileCommand(const std::vector<std::string>& args) {
       std::printf("  gpu        %d bias + %d activation epilogues fused; %d convolutions NHWC, %d NCHW (16-bit); %d ops in NHWC regions, %d transposes, %d in-place reshapes\n",
                   e.bias, e.activations, l.nhwc_convs, l.nchw_convs, l.region_ops, l.transposes, l.reshapes);
     }
-    if (options.codegen && options.target == "cpu") {
+    if (options.codegen && (options.target == "cpu" || options.gpu_codegen)) {
       size_t replaced = 0;
       for (const auto& g : result->fused) replaced += g.replaced.size();
       std::printf("  codegen    %zu fused elementwise kernels (%zu nodes)", result->fused.size(), replaced);

@@ -8,6 +8,7 @@ void RegisterAllCudaKernels(KernelRegistry& r) {
   RegisterReduceKernels(r);
   RegisterNnKernels(r);
   RegisterTrainingKernels(r);
+  RegisterFusedKernels(r);
 }
 
 }  // namespace precis::rt::cuda

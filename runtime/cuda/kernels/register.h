@@ -10,6 +10,7 @@ void RegisterTensorKernels(KernelRegistry& r);       // data movement, indexing,
 void RegisterReduceKernels(KernelRegistry& r);       // reductions, Softmax, norms, losses, TopK, CumSum
 void RegisterNnKernels(KernelRegistry& r);           // MatMul, Gemm, Einsum, Conv, ConvTranspose, pooling
 void RegisterTrainingKernels(KernelRegistry& r);     // training-only ops: BatchNorm/Dropout training, gradients, unscaling
+void RegisterFusedKernels(KernelRegistry& r);        // FusedElementwise: the plan's generated kernels
 void RegisterAllCudaKernels(KernelRegistry& r);
 
 }  // namespace precis::rt::cuda
