@@ -368,11 +368,6 @@ class Emitter {
                              ")");
     }
     if (all.empty()) return Status::Ok();
-    if (options_.target != "cpu") {
-      return Unimplemented("the model has symbolic dims (" + *all.begin() + (all.size() > 1 ? ", ..." : "") +
-                           "); dynamic plans run on the CPU so far: give the inputs concrete shapes for target " + options_.target +
-                           " (--shape NAME=1x3x224x224)");
-    }
     for (const TensorEntry& t : tensors_)
       if (t.kind == Kind::kState)
         return Unimplemented("the model has symbolic dims (" + *all.begin() + (all.size() > 1 ? ", ..." : "") + ") and the plan has state ('" +
@@ -419,6 +414,14 @@ class Emitter {
     PRECIS_ASSIGN_OR_RETURN(data_dims_, FindDataDims(unbound, bound, values));
     for (const DataDimSource& d : data_dims_) display[d.symbol] = d.display;
     for (const DataDimSource& d : data_dims_) bound.insert(d.symbol);
+    // The CUDA backend binds symbols from input dims only (its kernels are prepared on the host
+    // per shape, without the input values; a data dim would need the device's count mid-run).
+    if (options_.target == "cuda" && (!value_symbols_.empty() || !data_dims_.empty())) {
+      const std::string what = !value_symbols_.empty() ? "the values of input '" + tensors_[size_t(value_symbols_[0].tensor)].value->name() + "'"
+                                                       : "data (" + data_dims_[0].display + ")";
+      return Unimplemented("a shape depends on " + what + "; dynamic plans for the CUDA target take their dims from input shapes only so far: " +
+                           "give the inputs concrete values/shapes for target cuda (--shape), or compile for the CPU");
+    }
     for (const std::string& s : all) {
       if (bound.count(s)) continue;
       for (const TensorEntry& t : tensors_)

@@ -55,11 +55,9 @@ class CudaBackendImpl final : public Backend {
   }
   ~CudaBackendImpl() override {
     if (device_ >= 0) cudaSetDevice(device_);
-    for (Program& p : programs_) {
-      if (p.graph_exec) cudaGraphExecDestroy(p.graph_exec);
-      if (p.graph) cudaGraphDestroy(p.graph);
-      p.kernels.clear();
-    }
+    for (Program& p : programs_) Release(p);
+    for (CachedShape& c : cached_)
+      for (Program& p : c.programs) Release(p);
     tables_.clear();
     if (code_.library) cudaLibraryUnload(code_.library);
     if (dnn_) cudnnDestroy(dnn_);
@@ -78,12 +76,18 @@ class CudaBackendImpl final : public Backend {
   }
   std::string device_name() const override { return prop_.name; }
   bool graph_replay() const override { return replayed_; }
+  // Dynamic plans (docs/dynamic-shapes.md): the session binds the symbols on the host and calls
+  // Reshape; each shape gets its kernels and, when replayed, its own CUDA graph. Data dims (sizes
+  // computed on the device mid-run) are refused at Prepare.
+  bool dynamic_shapes() const override { return true; }
+  Status Reshape(LoadedPlan& plan, const std::vector<int64_t>& key) override;
   std::vector<std::string> Fallbacks() const override { return fallbacks_; }
 
  private:
   struct Staged {
     int id;
     PinnedBuffer host;
+    size_t capacity = 0;
   };
   struct Program {
     std::vector<KernelArgs> args;  // over device_tensors_
@@ -93,7 +97,27 @@ class CudaBackendImpl final : public Backend {
     bool capturable = true, warmed_up = false;
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t graph_exec = nullptr;
+    // The device and pinned addresses the graph was captured with (arena, scratch, workspace,
+    // staging): a graph replays only while they are unchanged.
+    std::vector<const void*> captured_with;
   };
+  // The kernels (and graphs) of a recent shape of a dynamic plan.
+  struct CachedShape {
+    std::vector<int64_t> key;
+    std::vector<Program> programs;
+  };
+  static constexpr size_t kCachedShapes = 8;
+  static void Release(Program& p) {
+    if (p.graph_exec) cudaGraphExecDestroy(p.graph_exec);
+    if (p.graph) cudaGraphDestroy(p.graph);
+    p.graph_exec = nullptr;
+    p.graph = nullptr;
+    p.kernels.clear();
+  }
+  // The addresses a captured graph bakes in (see Program::captured_with).
+  std::vector<const void*> Addresses() const;
+  Status PlaceArena();
+  Status GrowBuffers(size_t scratch_bytes, size_t workspace_bytes);
   Status OpenDevice();
   Status LoadGeneratedCode();
   Status PlaceTensors();
@@ -113,6 +137,9 @@ class CudaBackendImpl final : public Backend {
   cublasLtHandle_t lt_ = nullptr;
   cudnnHandle_t dnn_ = nullptr;
   DeviceBuffer arena_, state_, constants_, workspace_, scratch_;
+  size_t arena_capacity_ = 0, scratch_capacity_ = 0, workspace_capacity_ = 0;
+  std::vector<CachedShape> cached_;  // dynamic plans: recent shapes, most recent first
+  std::vector<int64_t> key_;         // dynamic plans: the binding programs_ was built for
   std::vector<std::shared_ptr<void>> tables_;
   cuda::GeneratedCode code_;
   std::vector<Tensor> device_tensors_;
@@ -190,7 +217,6 @@ Status CudaBackendImpl::LoadGeneratedCode() {
 Status CudaBackendImpl::PlaceTensors() {
   const plan::PlanView& view = *plan_->view;
   std::vector<Tensor>& tensors = *plan_->tensors;
-  PRECIS_ASSIGN_OR_RETURN(arena_, DeviceAlloc(size_t(view.meta->arena_bytes()), "the arena"));
   PRECIS_ASSIGN_OR_RETURN(state_, DeviceAlloc(size_t(view.meta->state_bytes()), "the state"));
   PRECIS_ASSIGN_OR_RETURN(constants_, DeviceAlloc(view.constants_size, "the constants"));
   // Uploads go on the compute stream (Prepare waits for it at the end): a pageable cudaMemcpy on
@@ -208,14 +234,63 @@ Status CudaBackendImpl::PlaceTensors() {
       device_tensors_[i].data = static_cast<uint8_t*>(p);
       continue;
     }
-    void* base = d->placement() == plan::Placement_Constant ? constants_.get() : d->placement() == plan::Placement_State ? state_.get() : arena_.get();
+    if (d->placement() == plan::Placement_Arena) continue;  // PlaceArena
+    void* base = d->placement() == plan::Placement_Constant ? constants_.get() : state_.get();
     device_tensors_[i].data = static_cast<uint8_t*>(base) + d->offset();
     if (d->placement() == plan::Placement_State && tensors[i].bytes)
       PRECIS_CUDA_OR_RETURN(cudaMemcpyAsync(device_tensors_[i].data, view.constants + d->init_offset(), tensors[i].bytes, cudaMemcpyHostToDevice,
                                             stream_),
                             "initializing state '" + tensors[i].name + "'");
   }
+  return PlaceArena();
+}
+
+// The arena as the session placed it for the current binding (LoadedPlan::arena_offsets and
+// arena_bytes; a static plan's are the compiled ones), grown when a shape needs more; every
+// tensor's dims and byte size from the session's table.
+Status CudaBackendImpl::PlaceArena() {
+  const plan::PlanView& view = *plan_->view;
+  std::vector<Tensor>& tensors = *plan_->tensors;
+  if (!arena_ || plan_->arena_bytes > arena_capacity_) {
+    arena_.reset();  // freed before the larger one is taken
+    PRECIS_ASSIGN_OR_RETURN(arena_, DeviceAlloc(size_t(plan_->arena_bytes), "the arena"));
+    arena_capacity_ = size_t(plan_->arena_bytes);
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    uint8_t* data = device_tensors_[i].data;
+    device_tensors_[i].dims = tensors[i].dims;
+    device_tensors_[i].numel = tensors[i].numel;
+    device_tensors_[i].bytes = tensors[i].bytes;
+    const plan::TensorDesc* d = view.meta->tensors()->Get(flatbuffers::uoffset_t(i));
+    device_tensors_[i].data = d->placement() == plan::Placement_Arena ? static_cast<uint8_t*>(arena_.get()) + plan_->arena_offsets[i] : data;
+  }
   return Status::Ok();
+}
+
+// Kernel scratch and the library workspace, grown when a shape needs more.
+Status CudaBackendImpl::GrowBuffers(size_t scratch_bytes, size_t workspace_bytes) {
+  if (!scratch_ || scratch_bytes > scratch_capacity_) {
+    scratch_.reset();
+    PRECIS_ASSIGN_OR_RETURN(scratch_, DeviceAlloc(scratch_bytes, "the kernel scratch"));
+    scratch_capacity_ = scratch_bytes;
+  }
+  if (!workspace_ || workspace_bytes > workspace_capacity_) {
+    workspace_.reset();
+    PRECIS_ASSIGN_OR_RETURN(workspace_, DeviceAlloc(workspace_bytes, "the library workspace"));
+    workspace_capacity_ = workspace_bytes;
+  }
+  ctx_.scratch = static_cast<uint8_t*>(scratch_.get());
+  ctx_.workspace = workspace_.get();
+  ctx_.workspace_bytes = workspace_capacity_;
+  return Status::Ok();
+}
+
+std::vector<const void*> CudaBackendImpl::Addresses() const {
+  std::vector<const void*> a = {arena_.get(), scratch_.get(), workspace_.get()};
+  for (const auto* list : {&inputs_, &outputs_})
+    for (const Staged& s : *list) a.push_back(s.host.get());
+  for (const Tensor& t : device_tensors_) a.push_back(t.data);
+  return a;
 }
 
 // Each step's kernel: the one for the step's own dtypes, else (16-bit tensors it does not take)
@@ -278,26 +353,32 @@ Status CudaBackendImpl::PrepareProgram(const ProgramSteps& steps, Program& out, 
 }
 
 // Pinned staging for each distinct input and output of every program; the session's tensors
-// point at it. An input that is also an output shares one staging buffer: the output's.
+// point at it. An input that is also an output shares one staging buffer: the output's. Called
+// again for each new shape of a dynamic plan: a buffer is replaced only when it is too small.
 Status CudaBackendImpl::Stage() {
   std::vector<Tensor>& tensors = *plan_->tensors;
-  auto stage = [&](const std::vector<int>& ids, std::vector<Staged>& out, const char* what) -> Status {
+  auto is_output = [&](int id) {
+    for (const ProgramSteps& p : plan_->programs)
+      if (std::find(p.outputs.begin(), p.outputs.end(), id) != p.outputs.end()) return true;
+    return false;
+  };
+  auto stage = [&](const std::vector<int>& ids, std::vector<Staged>& list, const char* what, bool skip_outputs) -> Status {
     for (int id : ids) {
-      if (std::any_of(out.begin(), out.end(), [&](const Staged& s) { return s.id == id; })) continue;
-      PRECIS_ASSIGN_OR_RETURN(PinnedBuffer p, PinnedAlloc(tensors[size_t(id)].bytes, std::string(what) + " '" + tensors[size_t(id)].name + "'"));
-      out.push_back({id, std::move(p)});
+      if (skip_outputs && is_output(id)) continue;
+      auto it = std::find_if(list.begin(), list.end(), [&](const Staged& s) { return s.id == id; });
+      if (it == list.end()) it = list.insert(list.end(), Staged{id, nullptr, 0});
+      const size_t bytes = tensors[size_t(id)].bytes;
+      if (!it->host || bytes > it->capacity) {
+        it->host.reset();
+        PRECIS_ASSIGN_OR_RETURN(it->host, PinnedAlloc(bytes, std::string(what) + " '" + tensors[size_t(id)].name + "'"));
+        it->capacity = std::max<size_t>(bytes, 64);
+      }
+      tensors[size_t(id)].data = static_cast<uint8_t*>(it->host.get());
     }
     return Status::Ok();
   };
-  for (const ProgramSteps& p : plan_->programs) {
-    PRECIS_RETURN_IF_ERROR(stage(p.inputs, inputs_, "input"));
-    PRECIS_RETURN_IF_ERROR(stage(p.outputs, outputs_, "output"));
-  }
-  for (auto* list : {&inputs_, &outputs_})
-    for (const Staged& s : *list) tensors[size_t(s.id)].data = static_cast<uint8_t*>(s.host.get());
-  for (Staged& in : inputs_)
-    for (const Staged& out : outputs_)
-      if (in.id == out.id) in.host.reset();
+  for (const ProgramSteps& p : plan_->programs) PRECIS_RETURN_IF_ERROR(stage(p.outputs, outputs_, "output", false));
+  for (const ProgramSteps& p : plan_->programs) PRECIS_RETURN_IF_ERROR(stage(p.inputs, inputs_, "input", true));
   return Status::Ok();
 }
 
@@ -309,6 +390,14 @@ Status CudaBackendImpl::Prepare(LoadedPlan& plan) {
     for (size_t i = 0; i < p.steps.size(); ++i)
       if (!cuda::KernelRegistry::Get().Find(p.kernels[i])) missing += (missing.empty() ? "" : ", ") + p.steps[i].node;
   if (!missing.empty()) return Unimplemented("the CUDA backend has no kernel for: " + missing);
+  if (plan.view->meta->value_symbols() && plan.view->meta->value_symbols()->size() > 0)
+    return Unimplemented("the plan's shapes depend on input values (value symbols); the CUDA backend runs dynamic plans whose dims come "
+                         "from input shapes only: compile with --shape, or run on the CPU");
+  for (const ProgramSteps& p : plan.programs)
+    for (size_t i = 0; i < p.binds_dims.size(); ++i)
+      if (p.binds_dims[i])
+        return Unimplemented(p.steps[i].node + " computes a size from data (a data dim); the CUDA backend runs dynamic plans whose dims come "
+                                               "from input shapes and values only: compile with --shape, or run on the CPU");
   PRECIS_RETURN_IF_ERROR(OpenDevice());
   PRECIS_RETURN_IF_ERROR(LoadGeneratedCode());
   PRECIS_RETURN_IF_ERROR(PlaceTensors());
@@ -316,13 +405,59 @@ Status CudaBackendImpl::Prepare(LoadedPlan& plan) {
   programs_.resize(plan.programs.size());
   for (size_t p = 0; p < plan.programs.size(); ++p)
     PRECIS_RETURN_IF_ERROR(PrepareProgram(plan.programs[p], programs_[p], scratch_bytes, workspace_bytes));
-  PRECIS_ASSIGN_OR_RETURN(scratch_, DeviceAlloc(scratch_bytes, "the kernel scratch"));
-  PRECIS_ASSIGN_OR_RETURN(workspace_, DeviceAlloc(workspace_bytes, "the library workspace"));
-  ctx_.scratch = static_cast<uint8_t*>(scratch_.get());
-  ctx_.workspace = workspace_.get();
-  ctx_.workspace_bytes = workspace_bytes;
+  PRECIS_RETURN_IF_ERROR(GrowBuffers(scratch_bytes, workspace_bytes));
   PRECIS_RETURN_IF_ERROR(Stage());
   PRECIS_CUDA_OR_RETURN(cudaStreamSynchronize(stream_), "loading the plan");
+  key_ = plan.binding;
+  return Status::Ok();
+}
+
+// A dynamic plan's new shape (the session has set every tensor's dims and placed the arena): the
+// arena, scratch, workspace and staging grown where needed, and the shape's kernels from the cache
+// of recent shapes or prepared now. A cached program keeps its CUDA graph while the addresses it
+// was captured with are unchanged; otherwise it is captured again at its next replayed run.
+Status CudaBackendImpl::Reshape(LoadedPlan& plan, const std::vector<int64_t>& key) {
+  plan_ = &plan;
+  PRECIS_CUDA_OR_RETURN(cudaSetDevice(device_), "cudaSetDevice");
+  PRECIS_CUDA_OR_RETURN(cudaStreamSynchronize(stream_), "finishing the previous shape's work");
+  if (!programs_.empty() && !key_.empty()) cached_.insert(cached_.begin(), CachedShape{key_, std::move(programs_)});
+  programs_.clear();
+  key_.clear();
+  PRECIS_RETURN_IF_ERROR(PlaceArena());
+  auto hit = std::find_if(cached_.begin(), cached_.end(), [&](const CachedShape& c) { return c.key == key; });
+  size_t scratch_bytes = 0, workspace_bytes = 0;
+  if (hit != cached_.end()) {
+    programs_ = std::move(hit->programs);
+    cached_.erase(hit);
+    for (const Program& p : programs_)
+      for (const auto& k : p.kernels) {
+        scratch_bytes = std::max(scratch_bytes, k->ScratchBytes());
+        workspace_bytes = std::max(workspace_bytes, k->WorkspaceBytes());
+      }
+  } else {
+    fallbacks_.clear();
+    std::vector<Program> built(plan.programs.size());
+    for (size_t p = 0; p < plan.programs.size(); ++p)
+      PRECIS_RETURN_IF_ERROR(PrepareProgram(plan.programs[p], built[p], scratch_bytes, workspace_bytes));
+    programs_ = std::move(built);
+  }
+  while (cached_.size() > kCachedShapes) {
+    for (Program& p : cached_.back().programs) Release(p);
+    cached_.pop_back();
+  }
+  PRECIS_RETURN_IF_ERROR(GrowBuffers(scratch_bytes, workspace_bytes));
+  PRECIS_RETURN_IF_ERROR(Stage());
+  // Graphs captured with other addresses replay no more: captured again at the next replay.
+  const std::vector<const void*> now = Addresses();
+  for (Program& p : programs_)
+    if (p.graph_exec && p.captured_with != now) {
+      cudaGraphExecDestroy(p.graph_exec);
+      cudaGraphDestroy(p.graph);
+      p.graph_exec = nullptr;
+      p.graph = nullptr;
+    }
+  PRECIS_CUDA_OR_RETURN(cudaStreamSynchronize(stream_), "preparing the shape");
+  key_ = key;
   return Status::Ok();
 }
 
@@ -432,6 +567,7 @@ Status CudaBackendImpl::Capture(size_t program) {
     return s;
   }
   prog.graph = g;
+  prog.captured_with = Addresses();
   return Status::Ok();
 }
 

@@ -369,9 +369,11 @@ Result RunCase(const fs::path& dir, bool* specialized) {
     outputs.push_back(std::move(*t));
   }
   Result r = Attempt(dir, inputs, outputs, false);
-  // Values that decide shapes make dynamic plans, which run on the CPU only so far: a CUDA
-  // bundle (--export) takes such a case with its integer inputs compiled in as constants.
-  bool needs_static = !g_export.empty() && r.outcome == Outcome::kUnsupported && r.detail.find("dynamic plans run on the CPU") != std::string::npos;
+  // Values that decide shapes make dynamic plans that the CUDA target does not take yet (its dims
+  // come from input shapes only): a CUDA bundle (--export) takes such a case with its integer
+  // inputs compiled in as constants.
+  bool needs_static = !g_export.empty() && r.outcome == Outcome::kUnsupported &&
+                      r.detail.find("dynamic plans for the CUDA target take their dims from input shapes only") != std::string::npos;
   if (!needs_static) return r;
   Result again = Attempt(dir, inputs, outputs, true);
   if (again.outcome == Outcome::kUnsupported) return r;  // the first reason is the informative one

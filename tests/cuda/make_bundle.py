@@ -1,7 +1,7 @@
 """Prepares GPU test bundles on a development machine (no GPU needed) for tests/cuda/gpu_check.sh.
 
 usage: make_bundle.py BUILD_DIR OUT_DIR [--ops] [--models NAME,...|all] [--precisions fp32,fp16,bf16]
-                      [--codegen] [--cache DIR] [--max-part-mb 60]
+                      [--codegen] [--dynamic] [--cache DIR] [--max-part-mb 60]
 
 Writes under OUT_DIR:
   support/        FlatBuffers headers and the generated plan header: the runtime-only build on a
@@ -13,6 +13,10 @@ Writes under OUT_DIR:
   model-NAME-PREC-codegen/ --codegen: the same compiled with `--codegen` (fused elementwise steps as
                   generated PTX/cubin kernels); the CPU outputs come from the fused program's
                   reference interpreter, so the GPU run checks the generated kernels against it.
+  model-NAME-PREC-dynamic/ --dynamic: models whose inputs have symbolic dims, compiled for CUDA
+                  without --shape (a dynamic plan), with two cases of different shapes (the cached
+                  inputs and their first batch entry) and the CPU outputs of each: one plan, two
+                  bindings, each with its own kernels and CUDA graph.
   parts.txt       the folders grouped into parts of at most --max-part-mb MiB (a GPU machine takes an
                   upload of 64 MiB at a time); folders larger than that alone are listed as not
                   transferable.
@@ -27,6 +31,7 @@ import sys
 import tempfile
 
 import numpy as np
+import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "models"))
@@ -124,6 +129,51 @@ def export_model(precis, cache, name, precision, out, codegen=False):
     return None
 
 
+def export_dynamic(precis, cache, name, precision, out):
+    d = os.path.join(cache, name)
+    meta = json.load(open(os.path.join(d, "meta.json")))
+    model = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
+    symbolic = any(dim.dim_param for inp in model.graph.input for dim in inp.type.tensor_type.shape.dim)
+    if not symbolic:
+        return "static input dims: no dynamic plan"
+    dest = os.path.join(out, f"model-{name}-{precision}-dynamic")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest)
+    extra = MIXED_OPTIONS.get((name, precision), ([],))[0] if precision != "fp32" else []
+    plan = os.path.join(dest, "model.plan")
+    r = subprocess.run([precis, "compile", os.path.join(d, "model.onnx"), "-o", plan, "--precision", precision, "--device", "cuda",
+                        "--quiet"] + extra, capture_output=True, text=True)
+    if r.returncode != 0:
+        shutil.rmtree(dest)
+        return f"compile failed: {r.stderr.strip()[-500:]}"
+    lines = []
+    for case, take in (("full", None), ("batch1", 1)):
+        ins, run_inputs = [], []
+        with tempfile.TemporaryDirectory() as tmp:
+            for k, inp in enumerate(meta["inputs"]):
+                arr = np.load(os.path.join(d, f"input_{k}.npy"))
+                if take is not None:
+                    arr = arr[:take]
+                arr = np.ascontiguousarray(arr)
+                arr.tofile(os.path.join(dest, f"{case}_in{k}.bin"))
+                np.save(os.path.join(tmp, f"in{k}.npy"), arr)
+                run_inputs += ["--input", f"{inp['name']}={os.path.join(tmp, f'in{k}.npy')}"]
+                ins.append(f"{inp['name']}={case}_in{k}.bin:" + "x".join(str(n) for n in arr.shape))
+            outdir = os.path.join(tmp, "out")
+            r = subprocess.run([precis, "run", plan, "--output-dir", outdir] + run_inputs, capture_output=True, text=True)
+            if r.returncode != 0:
+                shutil.rmtree(dest)
+                return f"CPU run ({case}) failed: {r.stderr.strip()[-500:]}"
+            outs = []
+            for k, oname in enumerate(meta["outputs"]):
+                np.ascontiguousarray(np.load(os.path.join(outdir, safe(oname) + ".npy"))).tofile(os.path.join(dest, f"{case}_out{k}.bin"))
+                outs.append(f"{oname}={case}_out{k}.bin")
+        lines.append("\t".join(["model", f"{name}-{case}", precision, "-", "model.plan", ",".join(ins), ",".join(outs)]))
+    with open(os.path.join(dest, "cases.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return None
+
+
 def main():
     args = sys.argv[1:]
     if len(args) < 2:
@@ -131,7 +181,7 @@ def main():
     build, out = os.path.abspath(args[0]), os.path.abspath(args[1])
     opts = {"--models": "", "--precisions": "fp32,fp16,bf16", "--cache": os.path.join(HERE, "..", "..", ".cache", "model-tests"),
             "--max-part-mb": "60"}
-    ops = codegen = False
+    ops = codegen = dynamic = False
     i = 2
     while i < len(args):
         if args[i] == "--ops":
@@ -139,6 +189,9 @@ def main():
             i += 1
         elif args[i] == "--codegen":
             codegen = True
+            i += 1
+        elif args[i] == "--dynamic":
+            dynamic = True
             i += 1
         elif args[i] in opts and i + 1 < len(args):
             opts[args[i]] = args[i + 1]
@@ -176,6 +229,9 @@ def main():
             if codegen:
                 why = export_model(precis, cache, name, p, out, codegen=True)
                 print(f"model {name} {p} codegen: {'ok' if why is None else why}", flush=True)
+            if dynamic:
+                why = export_dynamic(precis, cache, name, p, out)
+                print(f"model {name} {p} dynamic: {'ok' if why is None else why}", flush=True)
 
     # Parts of at most --max-part-mb MiB each, support/ in every part's first folder list.
     limit = float(opts["--max-part-mb"]) * 2**20

@@ -9,7 +9,8 @@
 //   KIND  NAME  PRECISION  OPS  PLAN  INPUTS  OUTPUTS
 // KIND is "op" (a one-operator conformance case) or "model"; OPS the operator types of the case
 // (comma-separated); INPUTS and OUTPUTS comma-separated NAME=FILE pairs of raw little-endian
-// tensors with the plan's dtypes and shapes (OUTPUTS: the CPU backend's results).
+// tensors with the plan's dtypes and shapes (OUTPUTS: the CPU backend's results). An input of a
+// dynamic plan gives its shape after the file: NAME=FILE:2x64x256 (the outputs' shapes follow).
 //
 // Error measure: for float outputs, e = max|got - cpu| / max(max|cpu|, 1e-30) (NaN must meet NaN,
 // an infinity the same infinity); the case passes when e <= the tolerance below. Integer and bool
@@ -233,7 +234,13 @@ int main(int argc, char** argv) {
       // plan may compute in place over its input tensors, so a run can consume them.
       bool ok = true;
       std::vector<std::pair<std::string, std::vector<uint8_t>>> inputs;
-      for (const auto& [name, file] : c.inputs) {
+      std::map<std::string, std::vector<int64_t>> shapes;  // NAME=FILE:DIMS (dynamic plans)
+      for (const auto& [name, given_file] : c.inputs) {
+        std::string file = given_file;
+        if (size_t colon = file.find(':'); colon != std::string::npos) {
+          for (const std::string& d : Split(file.substr(colon + 1), 'x')) shapes[name].push_back(std::atoll(d.c_str()));
+          file = file.substr(0, colon);
+        }
         std::vector<uint8_t> data;
         if (!ReadFile(dir + "/" + file, data)) {
           fail("cannot read " + file);
@@ -263,7 +270,7 @@ int main(int argc, char** argv) {
             for (size_t i = 0, n = given.size() / width; i < n / 2; ++i)
               std::swap_ranges(given.begin() + std::ptrdiff_t(i * width), given.begin() + std::ptrdiff_t((i + 1) * width),
                                given.begin() + std::ptrdiff_t((n - 1 - i) * width));
-          st = s.SetInput(name, it->dtype, it->dims, given.data(), given.size());
+          st = s.SetInput(name, it->dtype, shapes.count(name) ? shapes[name] : it->dims, given.data(), given.size());
           if (!st.ok()) break;
         }
         if (st.ok()) st = s.Run();

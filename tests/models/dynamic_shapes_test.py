@@ -307,6 +307,30 @@ def main():
             err = float(np.max(np.abs(got - want))) if got is not None and got.shape == want.shape else None
             check(err is not None and err <= 1e-5, f"Resize {mode} antialias, scales {scales}: max error {err} against ONNX's reference in float64 "
                   f"{r.stderr.strip()[-200:]}")
+    # Dynamic plans for the CUDA target (dims bound from input shapes): they compile and, run on
+    # the CPU here, give the CPU plan's values at every shape (the GPU run is tests/cuda's bundle,
+    # make_bundle.py --dynamic). Shapes decided by input values or by data are refused for CUDA.
+    for name, shapes in (("encoder", [(1, 3), (2, 7)]), ("convnet", [(1, 3, 32, 32), (2, 3, 33, 47)])):
+        cuda_plan = os.path.join(work, f"{name}_cuda_fp16.plan")
+        r = subprocess.run([precis, "compile", os.path.join(work, name + ".onnx"), "-o", cuda_plan, "--device", "cuda", "--precision", "fp16"],
+                           capture_output=True, text=True)
+        check(r.returncode == 0 and "shapes     dynamic" in r.stdout, f"{name}: dynamic CUDA plan compiles {r.stderr.strip()[-300:]}")
+        if r.returncode:
+            continue
+        sess = ort.InferenceSession(os.path.join(work, name + ".onnx"), providers=["CPUExecutionProvider"])
+        for shape in shapes:
+            x = np.random.default_rng(sum(shape)).standard_normal(shape if name == "convnet" else (shape[0], shape[1], 16)).astype(np.float32)
+            f, out = os.path.join(work, "cuda_x.npy"), os.path.join(work, "cuda_out")
+            np.save(f, x)
+            r = subprocess.run([precis, "run", cuda_plan, "--input", f"x={f}", "--output-dir", out], capture_output=True, text=True)
+            want = sess.run(None, {"x": x})[0].astype(np.float64)
+            got = np.load(os.path.join(out, "y.npy")).astype(np.float64) if r.returncode == 0 else None
+            rel = float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)) if got is not None and got.shape == want.shape else None
+            check(rel is not None and rel <= 1e-2, f"{name} CUDA fp16 plan on the CPU at {x.shape}: rel L2 {rel} against onnxruntime {r.stderr.strip()[-200:]}")
+    r = subprocess.run([precis, "compile", os.path.join(work, "data_reshape.onnx"), "-o", os.path.join(work, "cuda_refused.plan"), "--device", "cuda"],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "values of input 'target'" in r.stderr and "CUDA target" in r.stderr,
+          f"a CUDA plan whose shapes follow input values is refused: {r.stderr.strip()[-300:]}")
     print(f"{len(failures)} failures")
     return 1 if failures else 0
 
