@@ -105,6 +105,7 @@ class CudaBackendImpl final : public Backend {
   struct CachedShape {
     std::vector<int64_t> key;
     std::vector<Program> programs;
+    std::vector<std::string> fallbacks;  // Fallbacks() of that shape
   };
   static constexpr size_t kCachedShapes = 8;
   static void Release(Program& p) {
@@ -420,7 +421,8 @@ Status CudaBackendImpl::Reshape(LoadedPlan& plan, const std::vector<int64_t>& ke
   plan_ = &plan;
   PRECIS_CUDA_OR_RETURN(cudaSetDevice(device_), "cudaSetDevice");
   PRECIS_CUDA_OR_RETURN(cudaStreamSynchronize(stream_), "finishing the previous shape's work");
-  if (!programs_.empty() && !key_.empty()) cached_.insert(cached_.begin(), CachedShape{key_, std::move(programs_)});
+  if (!programs_.empty() && !key_.empty()) cached_.insert(cached_.begin(), CachedShape{key_, std::move(programs_), std::move(fallbacks_)});
+  fallbacks_.clear();
   programs_.clear();
   key_.clear();
   PRECIS_RETURN_IF_ERROR(PlaceArena());
@@ -428,6 +430,7 @@ Status CudaBackendImpl::Reshape(LoadedPlan& plan, const std::vector<int64_t>& ke
   size_t scratch_bytes = 0, workspace_bytes = 0;
   if (hit != cached_.end()) {
     programs_ = std::move(hit->programs);
+    fallbacks_ = std::move(hit->fallbacks);
     cached_.erase(hit);
     for (const Program& p : programs_)
       for (const auto& k : p.kernels) {
@@ -435,7 +438,6 @@ Status CudaBackendImpl::Reshape(LoadedPlan& plan, const std::vector<int64_t>& ke
         workspace_bytes = std::max(workspace_bytes, k->WorkspaceBytes());
       }
   } else {
-    fallbacks_.clear();
     std::vector<Program> built(plan.programs.size());
     for (size_t p = 0; p < plan.programs.size(); ++p)
       PRECIS_RETURN_IF_ERROR(PrepareProgram(plan.programs[p], built[p], scratch_bytes, workspace_bytes));
