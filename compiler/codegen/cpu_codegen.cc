@@ -10,21 +10,14 @@
 #include <mutex>
 #include <set>
 
-#include <llvm/ADT/SmallVector.h>
-#include <llvm/Analysis/CGSCCPassManager.h>
-#include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
-#include <llvm/IR/PassManager.h>
-#include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -358,23 +351,7 @@ StatusOr<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx, llvm
   std::set<std::string> done;
   for (const fz::Program& p : programs)
     if (done.insert(p.EntryName()).second) emitter.Emit(p);
-  std::string errors;
-  llvm::raw_string_ostream es(errors);
-  if (llvm::verifyModule(*mod, &es)) return Internal("generated LLVM IR fails verification: " + es.str());
-
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(*mod, mam);
-  if (llvm::verifyModule(*mod, &es)) return Internal("optimized LLVM IR fails verification: " + es.str());
+  PRECIS_RETURN_IF_ERROR(VerifyAndOptimize(*mod, tm, cpu));
   return mod;
 }
 
@@ -425,14 +402,9 @@ StatusOr<std::vector<CpuModule>> GenerateCpuModules(const std::vector<fz::Progra
     PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(cpu));
     llvm::LLVMContext ctx;
     PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, BuildModule(ctx, *tm, programs, cpu));
-    llvm::SmallVector<char, 0> buffer;
-    llvm::raw_svector_ostream os(buffer);
-    llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile)) return Internal("LLVM cannot emit an object for " + cpu);
-    pm.run(*mod);
     CpuModule m;
     m.target = cpu;
-    m.object.assign(buffer.begin(), buffer.end());
+    PRECIS_ASSIGN_OR_RETURN(m.object, EmitCode(*mod, *tm, false, cpu));
     PRECIS_RETURN_IF_ERROR(CheckSelfContained(m.object, cpu));
     m.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     out.push_back(std::move(m));
@@ -444,10 +416,7 @@ StatusOr<std::string> CpuModuleIr(const std::vector<fz::Program>& programs, cons
   PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(target));
   llvm::LLVMContext ctx;
   PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, BuildModule(ctx, *tm, programs, target));
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  mod->print(os, nullptr);
-  return os.str();
+  return ModuleText(*mod);
 }
 
 }  // namespace precis::codegen

@@ -1,7 +1,15 @@
 // Shared LLVM IR of fused-program arithmetic (see llvm_program.h).
 #include "compiler/codegen/llvm_program.h"
 
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include "runtime/kernels/approx_math.h"
 
@@ -73,6 +81,43 @@ llvm::Value* EmitArithmetic(llvm::IRBuilder<>& b, const rt::fused::Instr& in, ll
     case fz::Op::kStore: break;
   }
   return a;
+}
+
+Status VerifyAndOptimize(llvm::Module& mod, llvm::TargetMachine& tm, const std::string& what) {
+  std::string errors;
+  llvm::raw_string_ostream es(errors);
+  if (llvm::verifyModule(mod, &es)) return Internal("generated " + what + " LLVM IR fails verification: " + es.str());
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(mod, mam);
+  if (llvm::verifyModule(mod, &es)) return Internal("optimized " + what + " LLVM IR fails verification: " + es.str());
+  return Status::Ok();
+}
+
+StatusOr<std::vector<uint8_t>> EmitCode(llvm::Module& mod, llvm::TargetMachine& tm, bool assembly, const std::string& what) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, assembly ? llvm::CGFT_AssemblyFile : llvm::CGFT_ObjectFile))
+    return Internal("LLVM cannot emit code for " + what);
+  pm.run(mod);
+  return std::vector<uint8_t>(buffer.begin(), buffer.end());
+}
+
+std::string ModuleText(const llvm::Module& mod) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  mod.print(os, nullptr);
+  return os.str();
 }
 
 }  // namespace precis::codegen

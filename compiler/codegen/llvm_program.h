@@ -6,8 +6,14 @@
 #include <cstdint>
 #include <functional>
 
-#include <llvm/IR/IRBuilder.h>
+#include <string>
+#include <vector>
 
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "precis/status.h"
 #include "runtime/kernels/fused_program.h"
 
 namespace precis::codegen {
@@ -52,5 +58,12 @@ llvm::Value* Bf16BitsToFloat(llvm::IRBuilder<>& b, llvm::Value* bits);
 // `index` as a value of a's type.
 llvm::Value* EmitArithmetic(llvm::IRBuilder<>& b, const rt::fused::Instr& in, llvm::Value* a, llvm::Value* bv,
                             const std::function<llvm::Value*(int64_t)>& k);
+
+// Verifies `mod`, optimizes it at O3 for `tm` and verifies the result (errors name `what`).
+Status VerifyAndOptimize(llvm::Module& mod, llvm::TargetMachine& tm, const std::string& what);
+// `mod`'s code for `tm`: a relocatable object, or assembly text (PTX) when `assembly`.
+StatusOr<std::vector<uint8_t>> EmitCode(llvm::Module& mod, llvm::TargetMachine& tm, bool assembly, const std::string& what);
+// `mod` as LLVM IR text.
+std::string ModuleText(const llvm::Module& mod);
 
 }  // namespace precis::codegen

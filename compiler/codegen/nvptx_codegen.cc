@@ -17,20 +17,12 @@
 #include <set>
 #include <sstream>
 
-#include <llvm/ADT/SmallVector.h>
-#include <llvm/Analysis/CGSCCPassManager.h>
-#include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
-#include <llvm/IR/PassManager.h>
-#include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
-#include <llvm/Passes/PassBuilder.h>
-#include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 
@@ -182,22 +174,7 @@ StatusOr<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx, llvm
   std::set<std::string> done;
   for (const fz::Program& p : programs)
     if (done.insert(p.EntryName()).second) emitter.Emit(p);
-  std::string errors;
-  llvm::raw_string_ostream es(errors);
-  if (llvm::verifyModule(*mod, &es)) return Internal("generated NVPTX LLVM IR fails verification: " + es.str());
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(*mod, mam);
-  if (llvm::verifyModule(*mod, &es)) return Internal("optimized NVPTX LLVM IR fails verification: " + es.str());
+  PRECIS_RETURN_IF_ERROR(VerifyAndOptimize(*mod, tm, "NVPTX"));
   return mod;
 }
 
@@ -271,14 +248,10 @@ StatusOr<std::vector<GpuModule>> GenerateGpuModules(const std::vector<fz::Progra
     PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(sm));
     llvm::LLVMContext ctx;
     PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, BuildModule(ctx, *tm, programs));
-    llvm::SmallVector<char, 0> buffer;
-    llvm::raw_svector_ostream os(buffer);
-    llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_AssemblyFile)) return Internal("LLVM cannot emit PTX for " + sm);
-    pm.run(*mod);
     GpuModule m;
     m.target = sm;
-    m.ptx.assign(buffer.begin(), buffer.end());
+    PRECIS_ASSIGN_OR_RETURN(std::vector<uint8_t> ptx, EmitCode(*mod, *tm, true, "PTX " + sm));
+    m.ptx.assign(ptx.begin(), ptx.end());
     auto generated = std::chrono::steady_clock::now();
     m.ms = std::chrono::duration<double, std::milli>(generated - start).count();
     if (!ptxas.empty()) PRECIS_RETURN_IF_ERROR(Assemble(ptxas, m));
@@ -292,10 +265,7 @@ StatusOr<std::string> GpuModuleIr(const std::vector<fz::Program>& programs, cons
   PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(target));
   llvm::LLVMContext ctx;
   PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, BuildModule(ctx, *tm, programs));
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  mod->print(os, nullptr);
-  return os.str();
+  return ModuleText(*mod);
 }
 
 int64_t PtxasSpillBytes(const std::string& ptxas_info) {

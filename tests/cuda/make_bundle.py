@@ -94,6 +94,28 @@ def split_by_family(dest):
     print("  families: " + ", ".join(f"{k} {len(v)}" for k, v in sorted(groups.items())), flush=True)
 
 
+def compile_cuda(precis, d, name, precision, dest, args):
+    """Compiles the cached model for CUDA into dest/model.plan; an error text, or None."""
+    extra = MIXED_OPTIONS.get((name, precision), ([],))[0] if precision != "fp32" else []
+    r = subprocess.run([precis, "compile", os.path.join(d, "model.onnx"), "-o", os.path.join(dest, "model.plan"), "--precision", precision,
+                        "--device", "cuda", "--quiet"] + args + extra, capture_output=True, text=True)
+    return f"compile failed: {r.stderr.strip()[-500:]}" if r.returncode else None
+
+
+def cpu_outputs(precis, dest, run_inputs, meta, prefix):
+    """Runs dest/model.plan on the CPU backend and stores its outputs as PREFIXoutK.bin; returns the
+    cases.txt OUTPUTS pairs, or an error text."""
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([precis, "run", os.path.join(dest, "model.plan"), "--output-dir", tmp] + run_inputs, capture_output=True, text=True)
+        if r.returncode != 0:
+            return f"CPU run failed: {r.stderr.strip()[-500:]}"
+        outs = []
+        for k, oname in enumerate(meta["outputs"]):
+            np.ascontiguousarray(np.load(os.path.join(tmp, safe(oname) + ".npy"))).tofile(os.path.join(dest, f"{prefix}out{k}.bin"))
+            outs.append(f"{oname}={prefix}out{k}.bin")
+        return outs
+
+
 def export_model(precis, cache, name, precision, out, codegen=False):
     d = os.path.join(cache, name)
     meta = json.load(open(os.path.join(d, "meta.json")))
@@ -107,23 +129,11 @@ def export_model(precis, cache, name, precision, out, codegen=False):
         run_inputs += ["--input", f"{inp['name']}={src}"]
         np.ascontiguousarray(np.load(src)).tofile(os.path.join(dest, f"in{k}.bin"))
         ins.append(f"{inp['name']}=in{k}.bin")
-    extra = MIXED_OPTIONS.get((name, precision), ([],))[0] if precision != "fp32" else []
-    plan = os.path.join(dest, "model.plan")
-    r = subprocess.run([precis, "compile", os.path.join(d, "model.onnx"), "-o", plan, "--precision", precision, "--device", "cuda",
-                        "--quiet"] + shapes + extra + (["--codegen"] if codegen else []), capture_output=True, text=True)
-    if r.returncode != 0:
+    why = compile_cuda(precis, d, name, precision, dest, shapes + (["--codegen"] if codegen else []))
+    outs = cpu_outputs(precis, dest, run_inputs, meta, "") if why is None else why
+    if isinstance(outs, str):
         shutil.rmtree(dest)
-        return f"compile failed: {r.stderr.strip()[-500:]}"
-    with tempfile.TemporaryDirectory() as tmp:
-        r = subprocess.run([precis, "run", plan, "--output-dir", tmp] + run_inputs, capture_output=True, text=True)
-        if r.returncode != 0:
-            shutil.rmtree(dest)
-            return f"CPU run failed: {r.stderr.strip()[-500:]}"
-        outs = []
-        for k, oname in enumerate(meta["outputs"]):
-            arr = np.load(os.path.join(tmp, safe(oname) + ".npy"))
-            np.ascontiguousarray(arr).tofile(os.path.join(dest, f"out{k}.bin"))
-            outs.append(f"{oname}=out{k}.bin")
+        return outs
     with open(os.path.join(dest, "cases.txt"), "w") as f:
         f.write("\t".join(["model", name, precision, "-", "model.plan", ",".join(ins), ",".join(outs)]) + "\n")
     return None
@@ -133,42 +143,33 @@ def export_dynamic(precis, cache, name, precision, out):
     d = os.path.join(cache, name)
     meta = json.load(open(os.path.join(d, "meta.json")))
     model = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
-    symbolic = any(dim.dim_param for inp in model.graph.input for dim in inp.type.tensor_type.shape.dim)
-    if not symbolic:
+    if not any(dim.dim_param for inp in model.graph.input for dim in inp.type.tensor_type.shape.dim):
         return "static input dims: no dynamic plan"
     dest = os.path.join(out, f"model-{name}-{precision}-dynamic")
     shutil.rmtree(dest, ignore_errors=True)
     os.makedirs(dest)
-    extra = MIXED_OPTIONS.get((name, precision), ([],))[0] if precision != "fp32" else []
-    plan = os.path.join(dest, "model.plan")
-    r = subprocess.run([precis, "compile", os.path.join(d, "model.onnx"), "-o", plan, "--precision", precision, "--device", "cuda",
-                        "--quiet"] + extra, capture_output=True, text=True)
-    if r.returncode != 0:
-        shutil.rmtree(dest)
-        return f"compile failed: {r.stderr.strip()[-500:]}"
+    why = compile_cuda(precis, d, name, precision, dest, [])
     lines = []
     for case, take in (("full", None), ("batch1", 1)):
+        if why is not None:
+            break
         ins, run_inputs = [], []
         with tempfile.TemporaryDirectory() as tmp:
             for k, inp in enumerate(meta["inputs"]):
                 arr = np.load(os.path.join(d, f"input_{k}.npy"))
-                if take is not None:
-                    arr = arr[:take]
-                arr = np.ascontiguousarray(arr)
+                arr = np.ascontiguousarray(arr if take is None else arr[:take])
                 arr.tofile(os.path.join(dest, f"{case}_in{k}.bin"))
                 np.save(os.path.join(tmp, f"in{k}.npy"), arr)
                 run_inputs += ["--input", f"{inp['name']}={os.path.join(tmp, f'in{k}.npy')}"]
                 ins.append(f"{inp['name']}={case}_in{k}.bin:" + "x".join(str(n) for n in arr.shape))
-            outdir = os.path.join(tmp, "out")
-            r = subprocess.run([precis, "run", plan, "--output-dir", outdir] + run_inputs, capture_output=True, text=True)
-            if r.returncode != 0:
-                shutil.rmtree(dest)
-                return f"CPU run ({case}) failed: {r.stderr.strip()[-500:]}"
-            outs = []
-            for k, oname in enumerate(meta["outputs"]):
-                np.ascontiguousarray(np.load(os.path.join(outdir, safe(oname) + ".npy"))).tofile(os.path.join(dest, f"{case}_out{k}.bin"))
-                outs.append(f"{oname}={case}_out{k}.bin")
+            outs = cpu_outputs(precis, dest, run_inputs, meta, f"{case}_")
+        if isinstance(outs, str):
+            why = f"{case}: {outs}"
+            break
         lines.append("\t".join(["model", f"{name}-{case}", precision, "-", "model.plan", ",".join(ins), ",".join(outs)]))
+    if why is not None:
+        shutil.rmtree(dest)
+        return why
     with open(os.path.join(dest, "cases.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     return None
