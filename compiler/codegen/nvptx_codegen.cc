@@ -88,7 +88,14 @@ class Emitter {
     }
     llvm::Value* count = f->getArg(unsigned(p.num_inputs + p.num_outputs));
 
+    // Blocks: the vector loop over quads of elements (when every operand read or written element
+    // for element is aligned for a 4-element access), then the scalar loop over what is left (or
+    // over everything).
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
+    auto* vector_check = llvm::BasicBlock::Create(ctx_, "vector.check", f);
+    auto* vector_loop = llvm::BasicBlock::Create(ctx_, "vector.loop", f);
+    auto* vector_done = llvm::BasicBlock::Create(ctx_, "vector.done", f);
+    auto* tail = llvm::BasicBlock::Create(ctx_, "tail", f);
     auto* loop = llvm::BasicBlock::Create(ctx_, "loop", f);
     auto* done = llvm::BasicBlock::Create(ctx_, "done", f);
     b_.SetInsertPoint(entry);
@@ -97,12 +104,50 @@ class Emitter {
     llvm::Value* first = b_.CreateAdd(b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), ntid),
                                       sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "first", true, true);
     llvm::Value* stride = b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), ntid, "stride", true, true);
-    b_.CreateCondBr(b_.CreateICmpSLT(first, count), loop, done);
+    // Every element-for-element operand aligned for kLanes elements (16 bytes of FP32, 8 of FP16/BF16).
+    llvm::Value* aligned = b_.getTrue();
+    auto require = [&](llvm::Value* pointer, DataType dtype) {
+      const uint64_t mask = uint64_t(kLanes * DataTypeSize(dtype)) - 1;
+      llvm::Value* low = b_.CreateAnd(b_.CreatePtrToInt(pointer, i64), llvm::ConstantInt::get(i64, mask));
+      aligned = b_.CreateAnd(aligned, b_.CreateICmpEQ(low, llvm::ConstantInt::get(i64, 0)));
+    };
+    for (const fz::Instr& in : p.code) {
+      if (in.op == fz::Op::kLoad && in.c == 0) require(f->getArg(unsigned(in.a)), DataType(in.b));
+      if (in.op == fz::Op::kStore) require(f->getArg(unsigned(p.num_inputs + in.a)), DataType(in.c));
+    }
+    b_.CreateCondBr(aligned, vector_check, tail);
+
+    b_.SetInsertPoint(vector_check);
+    llvm::Value* quads = b_.CreateLShr(count, 2, "quads");
+    b_.CreateCondBr(b_.CreateICmpSLT(first, quads), vector_loop, vector_done);
+
+    b_.SetInsertPoint(vector_loop);
+    llvm::PHINode* q = b_.CreatePHI(i64, 2, "q");
+    q->addIncoming(first, vector_check);
+    width_ = kLanes;
+    std::vector<llvm::Value*> regs;
+    llvm::Value* quad_first = b_.CreateShl(q, 2, "e", true, true);
+    for (const fz::Instr& in : p.code) regs.push_back(Instruction(p, in, f, quad_first, regs));
+    llvm::Value* q_next = b_.CreateAdd(q, stride, "q.next", true, true);
+    q->addIncoming(q_next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpSLT(q_next, quads), vector_loop, vector_done);
+
+    // The last count % 4 elements, one per thread.
+    b_.SetInsertPoint(vector_done);
+    llvm::Value* rest = b_.CreateAdd(b_.CreateShl(quads, 2), first, "rest", true, true);
+    b_.CreateBr(tail);
+
+    b_.SetInsertPoint(tail);
+    llvm::PHINode* start = b_.CreatePHI(i64, 2, "start");
+    start->addIncoming(first, entry);
+    start->addIncoming(rest, vector_done);
+    b_.CreateCondBr(b_.CreateICmpSLT(start, count), loop, done);
 
     b_.SetInsertPoint(loop);
     llvm::PHINode* i = b_.CreatePHI(i64, 2, "i");
-    i->addIncoming(first, entry);
-    std::vector<llvm::Value*> regs;
+    i->addIncoming(start, tail);
+    width_ = 0;
+    regs.clear();
     for (const fz::Instr& in : p.code) regs.push_back(Instruction(p, in, f, i, regs));
     llvm::Value* next = b_.CreateAdd(i, stride, "next", true, true);
     i->addIncoming(next, b_.GetInsertBlock());
@@ -112,19 +157,35 @@ class Emitter {
   }
 
  private:
-  llvm::Value* F32(float v) { return llvm::ConstantFP::get(b_.getFloatTy(), double(v)); }
+  static constexpr unsigned kLanes = 4;  // elements per thread in the vector loop
 
-  // Element `index` of a 16-bit or FP32 tensor, widened to FP32.
+  // `t`, or a vector of kLanes of it in the vector loop.
+  llvm::Type* Lanes(llvm::Type* t) const { return width_ ? llvm::FixedVectorType::get(t, width_) : t; }
+  llvm::Value* F32(float v) { return llvm::ConstantFP::get(Lanes(b_.getFloatTy()), double(v)); }
+
+  // Elements index.. (kLanes of them in the vector loop) of a 16-bit or FP32 tensor, widened to
+  // FP32: one aligned vector access (ld.global.v4) in the vector loop.
   llvm::Value* Load(DataType dtype, llvm::Value* base, llvm::Value* index) {
-    if (dtype == DataType::kF32) return b_.CreateAlignedLoad(b_.getFloatTy(), b_.CreateGEP(b_.getFloatTy(), base, index), llvm::Align(4));
-    llvm::Value* bits = b_.CreateAlignedLoad(b_.getInt16Ty(), b_.CreateGEP(b_.getInt16Ty(), base, index), llvm::Align(2));
-    if (dtype == DataType::kBF16) return Bf16BitsToFloat(b_, bits);
-    return b_.CreateFPExt(b_.CreateBitCast(bits, b_.getHalfTy()), b_.getFloatTy());  // cvt.f32.f16 (exact)
+    llvm::Type* elem = dtype == DataType::kF32 ? b_.getFloatTy() : b_.getInt16Ty();
+    const uint64_t size = DataTypeSize(dtype) * (width_ ? width_ : 1);
+    llvm::Value* raw = b_.CreateAlignedLoad(Lanes(elem), b_.CreateGEP(elem, base, index), llvm::Align(size));
+    return Widen(dtype, raw);
+  }
+  llvm::Value* Widen(DataType dtype, llvm::Value* raw) {
+    if (dtype == DataType::kF32) return raw;
+    if (dtype == DataType::kBF16) return Bf16BitsToFloat(b_, raw);
+    return b_.CreateFPExt(b_.CreateBitCast(raw, Lanes(b_.getHalfTy())), Lanes(b_.getFloatTy()));  // cvt.f32.f16 (exact)
   }
   // FP32 -> the 16-bit bits of `dtype`, round to nearest even.
   llvm::Value* Narrow(DataType dtype, llvm::Value* v) {
     if (dtype == DataType::kBF16) return FloatToBf16Bits(b_, v);
-    return b_.CreateBitCast(b_.CreateFPTrunc(v, b_.getHalfTy()), b_.getInt16Ty());  // cvt.rn.f16.f32
+    return b_.CreateBitCast(b_.CreateFPTrunc(v, Lanes(b_.getHalfTy())), Lanes(b_.getInt16Ty()));  // cvt.rn.f16.f32
+  }
+  // Element (e / inner) % count of a broadcast input, e an i64.
+  llvm::Value* PeriodicIndex(const fz::Instr& in, llvm::Value* e) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    if (in.d == 1) return llvm::ConstantInt::get(i64, 0);
+    return b_.CreateURem(in.c > 1 ? b_.CreateUDiv(e, llvm::ConstantInt::get(i64, uint64_t(in.c))) : e, llvm::ConstantInt::get(i64, uint64_t(in.d)));
   }
 
   llvm::Value* Instruction(const fz::Program& p, const fz::Instr& in, llvm::Function* f, llvm::Value* i,
@@ -132,29 +193,36 @@ class Emitter {
     llvm::Value* a = in.a >= 0 && size_t(in.a) < regs.size() ? regs[size_t(in.a)] : nullptr;
     llvm::Value* bv = in.b >= 0 && size_t(in.b) < regs.size() ? regs[size_t(in.b)] : nullptr;
     auto k = [&](int64_t index) { return F32(p.consts[size_t(index)]); };
-    llvm::Type* i64 = b_.getInt64Ty();
     switch (in.op) {
       case fz::Op::kLoad: {
-        // Element i, or (i / inner) % count of a broadcast input.
-        llvm::Value* index = i;
-        if (in.c != 0) {
-          if (in.d == 1) index = llvm::ConstantInt::get(i64, 0);
-          else index = b_.CreateURem(in.c > 1 ? b_.CreateUDiv(i, llvm::ConstantInt::get(i64, uint64_t(in.c))) : i, llvm::ConstantInt::get(i64, uint64_t(in.d)));
+        DataType dtype = DataType(in.b);
+        llvm::Value* base = f->getArg(unsigned(in.a));
+        if (in.c == 0) return Load(dtype, base, i);  // element for element
+        if (!width_) return Load(dtype, base, PeriodicIndex(in, i));
+        // A broadcast input in the vector loop: each lane's element, gathered.
+        const unsigned lanes = width_;
+        width_ = 0;
+        llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getFloatTy(), lanes));
+        for (unsigned l = 0; l < lanes; ++l) {
+          llvm::Value* e = b_.CreateAdd(i, b_.getInt64(l), "", true, true);
+          v = b_.CreateInsertElement(v, Load(dtype, base, PeriodicIndex(in, e)), uint64_t(l));
         }
-        return Load(DataType(in.b), f->getArg(unsigned(in.a)), index);
+        width_ = lanes;
+        return v;
       }
       case fz::Op::kConst: return k(in.a);
       case fz::Op::kRound: {
         DataType dtype = DataType(in.b);
         if (dtype == DataType::kBF16) return Bf16BitsToFloat(b_, FloatToBf16Bits(b_, a));
-        if (dtype == DataType::kF16) return b_.CreateFPExt(b_.CreateFPTrunc(a, b_.getHalfTy()), b_.getFloatTy());
+        if (dtype == DataType::kF16) return b_.CreateFPExt(b_.CreateFPTrunc(a, Lanes(b_.getHalfTy())), Lanes(b_.getFloatTy()));
         return a;
       }
       case fz::Op::kStore: {
         llvm::Value* base = f->getArg(unsigned(p.num_inputs + in.a));
         DataType dtype = DataType(in.c);
-        if (dtype == DataType::kF32) b_.CreateAlignedStore(bv, b_.CreateGEP(b_.getFloatTy(), base, i), llvm::Align(4));
-        else b_.CreateAlignedStore(Narrow(dtype, bv), b_.CreateGEP(b_.getInt16Ty(), base, i), llvm::Align(2));
+        const uint64_t size = DataTypeSize(dtype) * (width_ ? width_ : 1);
+        if (dtype == DataType::kF32) b_.CreateAlignedStore(bv, b_.CreateGEP(b_.getFloatTy(), base, i), llvm::Align(size));
+        else b_.CreateAlignedStore(Narrow(dtype, bv), b_.CreateGEP(b_.getInt16Ty(), base, i), llvm::Align(size));
         return bv;
       }
       default: return EmitArithmetic(b_, in, a, bv, k);
@@ -164,6 +232,7 @@ class Emitter {
   llvm::LLVMContext& ctx_;
   llvm::Module& mod_;
   llvm::IRBuilder<> b_;
+  unsigned width_ = 0;  // lanes of the code being emitted (0: scalar)
 };
 
 StatusOr<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx, llvm::TargetMachine& tm, const std::vector<fz::Program>& programs) {

@@ -3,9 +3,12 @@
 // assembled to cubin by the CUDA toolkit's ptxas where it is installed.
 //
 // Each program becomes a kernel `ENTRY(in_0, ..., in_{n-1}, out_0, ..., out_{m-1}, int64 count)`
-// (global-memory pointers, ENTRY = Program::EntryName()) whose threads compute elements
-// i = blockIdx.x * blockDim.x + threadIdx.x, i + gridDim.x * blockDim.x, ... below count: the
-// program's straight-line code per element, the same IEEE operations in the same order as the
+// (global-memory pointers, ENTRY = Program::EntryName()) whose threads stride over the elements
+// four at a time (thread t of the grid takes elements 4t..4t+3, then 4(t + threads)..): every
+// operand read or written element for element as one 16- or 8-byte access (`ld.global.v4`,
+// `st.global.v4`), broadcast inputs gathered per element. The last count % 4 elements, and all
+// of them when some such operand is not aligned for those accesses, run one per thread. Each
+// element gets the program's straight-line code, the same IEEE operations in the same order as the
 // x86-64 code and the interpreter (llvm_program.h; no fast-math, no contraction into FMA: PTX
 // `add.rn`/`mul.rn`, which ptxas may not fuse), so a GPU plan's fused steps give the CPU's bits.
 // FP16 converts with `cvt.f32.f16` and `cvt.rn.f16.f32`; BF16 is 16-bit integers with explicit

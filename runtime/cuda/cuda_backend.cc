@@ -59,7 +59,7 @@ class CudaBackendImpl final : public Backend {
     for (CachedShape& c : cached_)
       for (Program& p : c.programs) Release(p);
     tables_.clear();
-    if (code_.library) cudaLibraryUnload(code_.library);
+    if (code_.library) cudaLibraryUnload(static_cast<cudaLibrary_t>(code_.library));
     if (dnn_) cudnnDestroy(dnn_);
     if (lt_) cublasLtDestroy(lt_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -207,8 +207,10 @@ Status CudaBackendImpl::LoadGeneratedCode() {
     return Status::Ok();
   }
   const bool cubin = best->kind() == plan::ModuleKind_Cubin;
-  PRECIS_CUDA_OR_RETURN(cudaLibraryLoadData(&code_.library, best->code()->data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+  cudaLibrary_t library = nullptr;
+  PRECIS_CUDA_OR_RETURN(cudaLibraryLoadData(&library, best->code()->data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
                         "loading the plan's generated " + best->target()->str() + (cubin ? " cubin" : " PTX"));
+  code_.library = library;
   code_.loaded = best->target()->str() + (cubin ? " cubin" : " ptx");
   return Status::Ok();
 }

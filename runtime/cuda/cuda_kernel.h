@@ -38,7 +38,7 @@ const char* DeviceErrorMessage(int code);
 // loaded for this device by the backend: the cubin of the device's SM, else PTX the driver
 // compiles. `library` is null when the plan has none for this device (`why_none` says why).
 struct GeneratedCode {
-  cudaLibrary_t library = nullptr;
+  void* library = nullptr;  // a cudaLibrary_t (kept opaque: the host emulation's CUDA headers lack it)
   std::string loaded;    // "sm_90 cubin", "sm_80 ptx"
   std::string why_none;  // when library is null
 };

@@ -3,8 +3,8 @@
 // `.entry` per distinct program for sm_80 and sm_90, keeps IEEE single precision (add/sub/mul/div
 // with `.rn`, which ptxas may not contract into FMA; no `.ftz`, no `fma`), converts FP16 with
 // `cvt.f32.f16`/`cvt.rn.f16.f32`, uses no local memory, reads the read-only inputs through the
-// non-coherent cache, and ptxas (CUDA toolkit, where installed) assembles every module with zero
-// spill bytes. Whether the kernels compute the interpreter's bits on a GPU is for
+// non-coherent cache, accesses four elements at a time (`ld.global.v4`), and ptxas (CUDA toolkit,
+// where installed) assembles every module with zero spill bytes. Whether the kernels compute the interpreter's bits on a GPU is for
 // tests/cuda/gpu_check.sh on a lent GPU: these checks cannot run them.
 #include <random>
 #include <regex>
@@ -79,6 +79,11 @@ TEST(NvptxCodegen, Fp16EpilogueConvertsWithRoundToNearest) {
     EXPECT_TRUE(std::regex_search(m.ptx, std::regex(R"(ld\.global\.nc\.[bu]16)"))) << m.ptx;
     EXPECT_TRUE(std::regex_search(m.ptx, std::regex(R"(st\.global\.[bu]16)")));
     EXPECT_NE(m.ptx.find("st.global.f32"), std::string::npos);
+    // Four elements per thread where the operands are aligned: one 8-byte access of x and of the
+    // FP16 output, one 16-byte store of the FP32 output.
+    EXPECT_TRUE(std::regex_search(m.ptx, std::regex(R"(ld\.global\.v4\.[bu]16)"))) << m.ptx;
+    EXPECT_TRUE(std::regex_search(m.ptx, std::regex(R"(st\.global\.v4\.[bu]16)")));
+    EXPECT_NE(m.ptx.find("st.global.v4.f32"), std::string::npos);
     // The per-channel bias: element i % 48 (a remainder by a constant: multiply-high or rem).
     EXPECT_TRUE(std::regex_search(m.ptx, std::regex(R"((rem|mul\.hi)\.u64)")));
   }

@@ -11,33 +11,13 @@
 
 #include "runtime/base/half_array.h"
 #include "runtime/cpu/kernels/convert_blocks.h"
+#include "runtime/cpu/kernels/fast_math.h"
 #include "runtime/cpu/kernels/fast_util.h"
 
 namespace precis::rt {
 namespace {
 
-#define PRECIS_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-
-constexpr int kDotLanes = 16;
-// Elements of W widened at a time (16 KiB of floats).
-constexpr int64_t kPiece = 4096;
-
-// sum_i a[i] * b[i] in kDotLanes partial sums.
-PRECIS_CLONES float Dot(const float* a, const float* b, int64_t n) {
-  float acc[kDotLanes] = {};
-  int64_t i = 0;
-  for (; i + kDotLanes <= n; i += kDotLanes)
-    for (int k = 0; k < kDotLanes; ++k) acc[k] += a[i + k] * b[i + k];
-  for (int k = 0; i < n; ++i, ++k) acc[k] += a[i] * b[i];
-  float s = 0;
-  for (float v : acc) s += v;
-  return s;
-}
-
-// y[0, n) += s * x[0, n).
-PRECIS_CLONES void Axpy(float* y, float s, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += s * x[i];
-}
+constexpr int64_t kPiece = 4096;  // elements of W widened at a time (16 KiB of floats)
 
 void Widen(DataType t, const uint16_t* from, float* to, int64_t n) {
   if (t == DataType::kF16) HalfToFloatArray(from, to, size_t(n));
@@ -65,7 +45,7 @@ void HalfWeightsGemv(DataType wtype, const float* a, int64_t M, int64_t K, const
         for (int64_t k0 = 0; k0 < K; k0 += kPiece) {
           const int64_t len = std::min(kPiece, K - k0);
           Widen(wtype, wb + n * K + k0, buf, len);
-          for (int64_t m = 0; m < M; ++m) sums[m] += Dot(a + m * K + k0, buf, len);
+          for (int64_t m = 0; m < M; ++m) sums[m] += fast::DotF32(a + m * K + k0, buf, len);
         }
         for (int64_t m = 0; m < M; ++m) y[m * ldy + n] = bias ? sums[m] + bias[n] : sums[m];
       }
@@ -86,7 +66,7 @@ void HalfWeightsGemv(DataType wtype, const float* a, int64_t M, int64_t K, const
       std::fill(acc, acc + M * len, 0.0f);
       for (int64_t k = 0; k < K; ++k) {
         Widen(wtype, wb + k * N + n0, buf, len);
-        for (int64_t m = 0; m < M; ++m) Axpy(acc + m * len, a[m * K + k], buf, len);
+        for (int64_t m = 0; m < M; ++m) fast::AxpyF32(acc + m * len, a[m * K + k], buf, len);
       }
       for (int64_t m = 0; m < M; ++m)
         for (int64_t i = 0; i < len; ++i) y[m * ldy + n0 + i] = bias ? acc[m * len + i] + bias[n0 + i] : acc[m * len + i];

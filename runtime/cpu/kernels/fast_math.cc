@@ -92,6 +92,22 @@ PRECIS_CLONES void AddInto(float* acc, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
 }
 
+PRECIS_CLONES float DotF32(const float* a, const float* b, int64_t n) {
+  constexpr int kLanes = 16;
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] += a[i + k] * b[i + k];
+  for (int k = 0; i < n; ++i, ++k) acc[k] += a[i] * b[i];
+  float s = 0;
+  for (float v : acc) s += v;
+  return s;
+}
+
+PRECIS_CLONES void AxpyF32(float* y, float s, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += s * x[i];
+}
+
 PRECIS_CLONES double ExpShiftSum(const float* x, float m, float* e, int64_t n) {
   constexpr int kLanes = 8;
   double acc[kLanes] = {};

@@ -62,6 +62,10 @@ float RowMax(const float* x, int64_t n, bool* any_nan);
 // Pools over channel rows (fast_nhwc_pool.cc): acc[i] = x[i] when x[i] > acc[i], or when acc[i]
 // is NaN and x[i] is not (the reference MaxPool's rule); acc[i] += x[i].
 void MaxPoolInto(float* acc, const float* x, int64_t n);
+// sum_i a[i] * b[i] in 16 partial sums added at the end (FP32; HalfWeightsGemv).
+float DotF32(const float* a, const float* b, int64_t n);
+// y[0, n) += s * x[0, n).
+void AxpyF32(float* y, float s, const float* x, int64_t n);
 void AddInto(float* acc, const float* x, int64_t n);
 
 }  // namespace precis::rt::fast

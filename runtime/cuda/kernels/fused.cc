@@ -14,6 +14,7 @@ namespace precis::rt::cuda {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kPerThread = 4;  // elements per thread per pass (the generated kernel's vector loop)
 
 class FusedElementwiseKernel : public Kernel {
  public:
@@ -23,11 +24,11 @@ class FusedElementwiseKernel : public Kernel {
       return args.Error("the plan has no generated kernel this GPU runs (" + (ctx.code ? ctx.code->why_none : std::string("no modules")) +
                         "); compile it again with --device cuda, or without --codegen");
     entry_ = p.EntryName();
-    PRECIS_CUDA_CHECK(args, cudaLibraryGetKernel(&kernel_, ctx.code->library, entry_.c_str()));
+    PRECIS_CUDA_CHECK(args, cudaLibraryGetKernel(&kernel_, static_cast<cudaLibrary_t>(ctx.code->library), entry_.c_str()));
     inputs_ = p.num_inputs;
     outputs_ = p.num_outputs;
     count_ = args.out(0)->numel;
-    int64_t blocks = (count_ + kThreads - 1) / kThreads;
+    int64_t blocks = (count_ + kThreads * kPerThread - 1) / (kThreads * kPerThread);
     int64_t most = int64_t(ctx.prop ? ctx.prop->multiProcessorCount : 1) * 8;
     blocks_ = unsigned(std::clamp<int64_t>(blocks, 1, std::max<int64_t>(most, 1)));
     return Status::Ok();
