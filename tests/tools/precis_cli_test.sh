@@ -169,6 +169,15 @@ if grep -q "strip-weights" "$tmp/strip_run.err"; then echo "ok   strip_run"; els
 run strip_bench bench "$tmp/strip.plan" --iterations 2 --warmup 0
 if [ "$rc" -ne 0 ]; then fail "strip_bench: exit $rc: $(head -c 300 "$tmp/strip_bench.err")"; else echo "ok   strip_bench"; fi
 
+# An FP16 plan's bench on the CPU says why it is not faster than FP32 and names --fp32-weights.
+run fp16_compile compile "$example" -o "$tmp/fp16.plan" --shape image=1x3x32x32 --precision fp16 --quiet
+run fp16_bench bench "$tmp/fp16.plan" --iterations 2 --warmup 0
+if [ "$rc" -ne 0 ] || ! grep -q "compute in FP32 on the CPU.*--fp32-weights" "$tmp/fp16_bench.err"; then
+  fail "fp16_bench: exit $rc, no note on FP16 products: $(head -c 300 "$tmp/fp16_bench.err")"
+else
+  echo "ok   fp16_bench"
+fi
+
 # Progress written to a file (not a terminal) comes one update per line, never run together, and
 # every compile phase gets a time: sub-millisecond phases print their digits, not "0".
 run progress compile "$example" -o "$tmp/progress.plan" --shape image=1x3x32x32 --precision fp16 \

@@ -207,6 +207,13 @@ int BenchCommand(const std::vector<std::string>& args) {
     for (size_t i = 0; i < fallbacks.size() && i < 10; ++i) std::printf("  %s\n", fallbacks[i].c_str());
     if (fallbacks.size() > 10) std::printf("  ... and %zu more\n", fallbacks.size() - 10);
   }
+  // FP16 on the CPU: why such plans are not faster than FP32 here, and the option that trades
+  // memory for speed (docs/cpu.md, "16-bit weights in MatMul and Gemm").
+  if (!json && s.precision() == "fp16" && s.device_name() == "cpu" && !session_options.cpu_fp32_weights)
+    std::fprintf(stderr,
+                 "precis bench: note: FP16 matrix products and convolutions compute in FP32 on the CPU (oneDNN has no FP16 kernels "
+                 "here), converting their 16-bit operands as they run; --fp32-weights keeps FP32 copies of MatMul/Gemm weights "
+                 "made at load instead (faster where products are large; twice their memory)\n");
   if (session_options.profile) PrintProfile(s.profile(), warmup + iterations, slowest);
   return 0;
 }
