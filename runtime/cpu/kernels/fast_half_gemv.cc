@@ -53,10 +53,9 @@ void HalfWeightsGemv(DataType wtype, const float* a, int64_t M, int64_t K, const
     return;
   }
   // W [K, N]: Y[m, n0:n1] = sum_k A[m, k] * W[k, n0:n1] over column pieces split among threads.
-  const int64_t pieces = (N + kPiece - 1) / kPiece;
-  const int64_t width = pieces == 1 ? N : kPiece;
-  // Narrower pieces when there are fewer pieces than threads, so every thread has columns.
-  const int64_t cols = std::max<int64_t>(64, std::min(width, (N + threads - 1) / std::max(threads, 1) + 63) / 64 * 64);
+  // Pieces of ceil(N / threads) columns rounded up to 64 (every thread gets columns), at most kPiece.
+  const int64_t per_thread_cols = (N + std::max(threads, 1) - 1) / std::max(threads, 1);
+  const int64_t cols = std::clamp<int64_t>((per_thread_cols + 63) / 64 * 64, 64, kPiece);
   const int64_t chunks = (N + cols - 1) / cols;
   fast::ParallelFor(chunks, M * K * cols, threads, [&](int64_t begin, int64_t end) {
     float* buf = reinterpret_cast<float*>(scratch) + per_thread * omp_get_thread_num();
