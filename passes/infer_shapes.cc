@@ -169,6 +169,10 @@ class Inferrer {
         return Status::Ok();
       }
       for (size_t i = 0; i < types->size(); ++i) body->inputs()[i]->set_type(Merge((*types)[i], body->inputs()[i]->type()));
+      // A Loop's iteration number is a value >= 0 that shapes may follow as long as the
+      // difference cancels (x[i:i+1]); InferLoop refuses dims that keep it.
+      if (node.op_type() == "Loop" && node.domain().empty() && !body->inputs().empty())
+        body->inputs()[0]->set_known_values({ir::DimExpr::Symbol(ops::IterationSymbol(node))});
       for (size_t i = 0; i < body->nodes().size();) {
         PRECIS_ASSIGN_OR_RETURN(bool removed, Visit(*body, *body->nodes()[i]));
         if (!removed) ++i;
@@ -177,14 +181,15 @@ class Inferrer {
     return Status::Ok();
   }
 
-  // Small integer inputs of static shape may decide shapes (a Reshape's target given as an
-  // input): their elements become value symbols ("$K_E", ir::DimExpr), followed through the shape
+  // Small integer (and bool) inputs of static shape may decide shapes (a Reshape's target given
+  // as an input, a Loop's initial condition): their elements become value symbols ("$K_E", ir::DimExpr), followed through the shape
   // arithmetic like symbolic dims; the plan binds them from the input's values at run time.
   static void SeedValueSymbols(ir::Graph& g) {
     for (size_t k = 0; k < g.inputs().size(); ++k) {
       ir::Value* v = g.inputs()[k];
       const ir::Type& t = v->type();
-      if (v->known_values() || !t.is_tensor() || (t.dtype() != ir::DType::kI64 && t.dtype() != ir::DType::kI32) || !t.shape().is_static() ||
+      if (v->known_values() || !t.is_tensor() || (t.dtype() != ir::DType::kI64 && t.dtype() != ir::DType::kI32 && t.dtype() != ir::DType::kBool) ||
+          !t.shape().is_static() ||
           t.shape().rank() > 1)
         continue;
       auto n = t.shape().NumElements();

@@ -74,6 +74,59 @@ Status InferIf(InferContext& ctx) {
   return Status::Ok();
 }
 
+// The body's condition output is its condition input (through Identity nodes) or a true
+// constant: the loop runs while the initial condition holds, up to M iterations.
+bool ConditionPassedThrough(const ir::Node& loop) {
+  const ir::Graph* body = Body(loop, "body");
+  if (!body || body->outputs().empty() || body->inputs().size() < 2) return false;
+  const ir::Value* cond_out = body->outputs()[0];
+  while (cond_out && cond_out->producer() && cond_out->producer()->op_type() == "Identity" && cond_out->producer()->domain().empty() &&
+         !cond_out->producer()->inputs().empty())
+    cond_out = cond_out->producer()->inputs()[0];
+  return cond_out == body->inputs()[1] || ConstantTrue(cond_out);
+}
+
+// The iteration count of a loop whose trip count M and initial condition are run-time values
+// (value symbols, docs/dynamic-shapes.md) and whose body passes the condition through:
+// cond * max(M, 0). nullopt when the count is known only once the loop ran.
+std::optional<ir::DimExpr> RunTimeTripCount(const InferContext& ctx) {
+  if (!ctx.has_input(0) || !ConditionPassedThrough(ctx.node())) return std::nullopt;
+  auto m = ctx.ShapeValues(0);
+  if (!m.ok() || m->size() != 1) return std::nullopt;
+  auto count = ir::DimExpr::Max((*m)[0], ir::DimExpr());
+  if (!count) return std::nullopt;
+  if (ctx.has_input(1)) {
+    auto c = ctx.ShapeValues(1);
+    if (!c.ok() || c->size() != 1 || ctx.input_dtype(1) != ir::DType::kBool) return std::nullopt;
+    count = (*c)[0].Mul(*count);  // a bool value is 0 or 1
+  }
+  return count;
+}
+
+// A Loop body's iteration number is known to shape inference as the symbol IterationSymbol
+// (x[i:i+1] has one row whatever i is); a dim that depends on it would change from one
+// iteration to the next, which plans do not have.
+Status CheckIterationFree(const InferContext& ctx, const ir::Graph& body) {
+  const std::string symbol = IterationSymbol(ctx.node());
+  std::vector<const ir::Graph*> graphs{&body};
+  for (size_t g = 0; g < graphs.size(); ++g)
+    for (const auto& node : graphs[g]->nodes()) {
+      for (const ir::Attribute& a : node->attributes())
+        if (a.kind == ir::Attribute::Kind::kGraph)
+          for (const auto& sub : a.graphs) graphs.push_back(sub.get());
+      for (const ir::Value* v : node->outputs()) {
+        if (!v || !v->type().is_tensor() || !v->type().shape().has_rank()) continue;
+        for (const ir::Dim& d : v->type().shape().dims()) {
+          auto e = ir::DimExpr::FromDim(d);
+          if (e && e->Symbols().count(symbol))
+            return ctx.Unsupported("its body's value '" + v->name() + "' has a shape that follows the iteration number (" +
+                                   ir::PrintType(v->type()) + "); Precis plans need shapes that stay the same across iterations");
+        }
+      }
+    }
+  return Status::Ok();
+}
+
 Status InferLoop(InferContext& ctx) {
   const ir::Graph* body = Body(ctx.node(), "body");
   if (!body) return ctx.Error("needs a body graph");
@@ -97,14 +150,19 @@ Status InferLoop(InferContext& ctx) {
                              "not have yet");
     ctx.SetOutput(k, in);
   }
+  PRECIS_RETURN_IF_ERROR(CheckIterationFree(ctx, *body));
   int64_t trips = StaticTripCount(ctx.node());
+  std::optional<ir::DimExpr> length;
+  if (trips >= 0) length = ir::DimExpr::Constant(trips);
   for (size_t k = n + 1; k < body->outputs().size(); ++k) {
     const ir::Type& slice = TypeOf(body->outputs()[k]);
     if (!slice.is_tensor() || !slice.shape().has_rank()) return ctx.Error("scan output " + std::to_string(k - n - 1) + " has no known type");
-    if (trips < 0)
-      return ctx.Unsupported("its scan outputs have a length known only at run time (the trip count M is not a constant, or the loop "
-                             "condition may end it early); Precis plans need static shapes");
-    std::vector<ir::Dim> dims{ir::Dim::Static(trips)};
+    if (!length) length = RunTimeTripCount(ctx);
+    if (!length)
+      return ctx.Unsupported("its scan outputs have a length known only after the loop ran (the loop condition may end it early, or the "
+                             "trip count M is computed from data); Precis plans need their shapes before the run, from input dims or "
+                             "values");
+    std::vector<ir::Dim> dims{length->ToDim()};
     for (const ir::Dim& d : slice.shape().dims()) dims.push_back(d);
     ctx.SetOutput(k - 1, slice.dtype(), dims);
   }
@@ -160,13 +218,7 @@ Status InferScan(InferContext& ctx) {
 bool ConditionStaysTrue(const ir::Node& loop) {
   const auto& in = loop.inputs();
   if (in.size() > 1 && in[1] && !ConstantTrue(in[1])) return false;
-  const ir::Graph* body = Body(loop, "body");
-  if (!body || body->outputs().empty() || body->inputs().size() < 2) return false;
-  const ir::Value* cond_out = body->outputs()[0];
-  while (cond_out && cond_out->producer() && cond_out->producer()->op_type() == "Identity" && cond_out->producer()->domain().empty() &&
-         !cond_out->producer()->inputs().empty())
-    cond_out = cond_out->producer()->inputs()[0];
-  return cond_out == body->inputs()[1] || ConstantTrue(cond_out);
+  return ConditionPassedThrough(loop);
 }
 
 }  // namespace
@@ -215,6 +267,8 @@ StatusOr<std::vector<ir::Type>> BodyInputTypes(const ir::Node& node, const std::
   }
   return ctx.Error("'" + attr + "' is not the body of a control-flow operator");
 }
+
+std::string IterationSymbol(const ir::Node& loop) { return "iteration_of_" + ir::SymbolName(loop.name().empty() ? "loop" : loop.name()); }
 
 int64_t StaticTripCount(const ir::Node& loop) {
   const auto& in = loop.inputs();

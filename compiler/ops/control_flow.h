@@ -24,4 +24,8 @@ StatusOr<std::vector<ir::Type>> BodyInputTypes(const ir::Node& node, const std::
 // condition that cannot turn false), else -1.
 int64_t StaticTripCount(const ir::Node& loop);
 
+// The symbol a Loop body's iteration number is known as to shape inference (its known value):
+// a dim, so x[i:i+1] has length 1; no dim in the body may depend on it.
+std::string IterationSymbol(const ir::Node& loop);
+
 }  // namespace precis::ops

@@ -55,8 +55,9 @@ Status Session::Impl::LoadSymbols() {
   return Status::Ok();
 }
 
-// Symbols bound by input values (Plan.value_symbols): each an element of an int64 or int32 input
-// of an entry program with static dims; named "input[element]" in messages.
+// Symbols bound by input values (Plan.value_symbols): each an element of an int64, int32 or bool
+// input (or floor(M * element) of a float input) of an entry program with static dims; named
+// "input[element]" in messages.
 Status Session::Impl::LoadValueSymbols() {
   const flatbuffers::Vector<int64_t>* code = view.meta->value_symbols();
   if (!code || code->size() == 0) return Status::Ok();
@@ -79,7 +80,7 @@ Status Session::Impl::LoadValueSymbols() {
     for (size_t p = 0; p < loaded.programs.size() && !entry_input; ++p)
       if (std::find(entry_names.begin(), entry_names.end(), program_names[p]) != entry_names.end())
         entry_input = std::find(loaded.programs[p].inputs.begin(), loaded.programs[p].inputs.end(), int(tensor)) != loaded.programs[p].inputs.end();
-    if (!entry_input || (t.dtype != DataType::kI64 && t.dtype != DataType::kI32 && !is_float) || !sym_dims[size_t(tensor)].empty() || v.element < 0 ||
+    if (!entry_input || (t.dtype != DataType::kI64 && t.dtype != DataType::kI32 && t.dtype != DataType::kBool && !is_float) || !sym_dims[size_t(tensor)].empty() || v.element < 0 ||
         v.element >= t.numel)
       return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' reads a value no input of static shape holds");
     seen[size_t(sym)] = true;
@@ -325,6 +326,8 @@ Status Session::Impl::SetDynamicInput(int id, DataType dtype, const std::vector<
       int32_t w = 0;
       std::memcpy(&w, at, 4);
       v = w;
+    } else if (t.dtype == DataType::kBool) {
+      v = *at != 0;  // a Loop's initial condition
     } else {
       // floor(M * value) of a float element, in double (a Resize scale times the input dim).
       double f = 0;
