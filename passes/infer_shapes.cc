@@ -11,6 +11,7 @@
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
 #include "compiler/ops/shape_values.h"
+#include "runtime/base/value_expr.h"
 #include "passes/sequences.h"
 
 namespace precis::passes {
@@ -182,15 +183,22 @@ class Inferrer {
   }
 
   // Small integer (and bool) inputs of static shape may decide shapes (a Reshape's target given
-  // as an input, a Loop's initial condition): their elements become value symbols ("$K_E", ir::DimExpr), followed through the shape
-  // arithmetic like symbolic dims; the plan binds them from the input's values at run time.
+  // as an input, a Loop's initial condition): their elements become value symbols ("$K_E",
+  // ir::DimExpr), followed through the shape arithmetic like symbolic dims; the plan binds them
+  // from the input's values at run time. Small float inputs get value expressions ("i<K>e<E>",
+  // runtime/base/value_expr.h): a size computed from them (a Range over float bounds) is one.
   static void SeedValueSymbols(ir::Graph& g) {
     for (size_t k = 0; k < g.inputs().size(); ++k) {
       ir::Value* v = g.inputs()[k];
       const ir::Type& t = v->type();
+      if (!v->known_exprs() && t.is_tensor() && ir::IsFloat(t.dtype()) && t.shape().is_static() && t.shape().rank() <= 1 &&
+          t.shape().NumElements() && *t.shape().NumElements() <= int64_t(ops::kMaxKnownExprs)) {
+        std::vector<std::string> exprs;
+        for (int64_t e = 0; e < *t.shape().NumElements(); ++e) exprs.push_back(value_expr::Input(k, size_t(e)));
+        v->set_known_exprs(std::move(exprs));
+      }
       if (v->known_values() || !t.is_tensor() || (t.dtype() != ir::DType::kI64 && t.dtype() != ir::DType::kI32 && t.dtype() != ir::DType::kBool) ||
-          !t.shape().is_static() ||
-          t.shape().rank() > 1)
+          !t.shape().is_static() || t.shape().rank() > 1)
         continue;
       auto n = t.shape().NumElements();
       if (!n || *n < 1 || *n > kMaxValueSymbols) continue;
@@ -206,7 +214,11 @@ class Inferrer {
   // output becomes a constant. Returns whether the node was folded away.
   bool PropagateKnownValues(ir::Graph& g, ir::Node& node, int64_t opset) {
     auto known = ops::KnownValues(node, opset);
-    if (!known) return false;
+    if (!known) {
+      // Float arithmetic over run-time values that may become a size (a Range's bounds).
+      if (auto exprs = ops::KnownExprs(node, opset)) node.outputs()[0]->set_known_exprs(std::move(*exprs));
+      return false;
+    }
     ir::Value* out = node.outputs()[0];
     const ir::Type& t = out->type();
     bool constant = std::all_of(known->begin(), known->end(), [](const ir::DimExpr& e) { return e.is_constant(); });

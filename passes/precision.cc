@@ -178,6 +178,14 @@ Status Painter::Classify() {
     }
     if (PatternClass(pattern)) s.reason = pattern;
     s.pattern = PatternClass(pattern) ? pattern : std::nullopt;
+    // Small float arithmetic over input values that shape inference follows (a Range's bounds,
+    // a Loop's trip count): the session computes the sizes from it with FP32 rounding
+    // (runtime/base/value_expr.h), so the steps must round the same way.
+    for (const ir::Value* v : n->outputs())
+      if (v && v->known_exprs() && IsFp32(v) && s.run != Run::kF32) {
+        s.run = Run::kF32, s.reason = ir::Reason::kKeepFp32Policy;
+        s.evidence = "'" + v->name() + "' is arithmetic on input values that may decide a size; sizes are computed from it in FP32";
+      }
     if (pattern == ir::Reason::kSqueezeExcitePattern && (n->op_type() == "GlobalAveragePool" || n->op_type() == "ReduceMean"))
       se_pools_.insert(n);
     if (!n->precision().evidence.empty()) s.evidence = n->precision().evidence;

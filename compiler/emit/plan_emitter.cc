@@ -16,6 +16,7 @@
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
 #include "runtime/base/hash.h"
+#include "runtime/base/value_expr.h"
 #include "runtime/cuda/kernel_list.h"
 #include "runtime/plan/plan_format.h"
 
@@ -397,6 +398,39 @@ class Emitter {
       std::string name = tensors_[size_t(source)].value->name() + "[" + std::to_string(element) + "]";
       display[s] = scale > 0 ? "floor(" + std::to_string(scale) + "*" + name + ")" : name;
     }
+    // Value expressions ("$x_..."): sizes from float arithmetic over input values (a Range over
+    // float bounds); leaf i<K>e<E> becomes t<tensor>e<E>, tensor the entry input K.
+    std::set<std::string> displays;
+    for (const std::string& s : all) {
+      if (!value_expr::IsSymbol(s)) continue;
+      auto leaves = value_expr::Leaves(s);
+      if (!leaves) return Internal("a shape depends on a value expression that does not parse: " + s);
+      std::map<int64_t, int> tensor_of;  // graph input -> tensor id
+      for (const value_expr::Leaf& leaf : *leaves) {
+        int source = -1;
+        for (const Program& p : programs_)
+          for (int id : p.inputs) {
+            const ir::Value* v = tensors_[size_t(id)].value;
+            const ir::Graph* g = v->owner();
+            if (!p.body && tensors_[size_t(id)].symbolic.empty() && g && !g->parent_node() && size_t(leaf.index) < g->inputs().size() &&
+                g->inputs()[size_t(leaf.index)] == v && v->type().shape().NumElements() && leaf.element < *v->type().shape().NumElements())
+              source = id;
+          }
+        if (leaf.kind != 'i' || source < 0) return Internal("a shape depends on value " + s + ", which no input of the plan holds");
+        tensor_of[leaf.index] = source;
+      }
+      auto code = value_expr::MapLeaves(s, [&](const value_expr::Leaf& l) { return "t" + std::to_string(tensor_of[l.index]) + "e" + std::to_string(l.element); });
+      auto text = value_expr::Display(s, [&](const value_expr::Leaf& l) {
+        return tensors_[size_t(tensor_of[l.index])].value->name() + "[" + std::to_string(l.element) + "]";
+      });
+      if (!code || !text) return Internal("a shape depends on a value expression that does not parse: " + s);
+      std::string name = *text;
+      for (int k = 2; displays.count(name); ++k) name = *text + "#" + std::to_string(k);
+      displays.insert(name);
+      display[s] = name;
+      bound.insert(s);
+      expr_symbols_.push_back({s, *code});
+    }
     for (const Program& p : programs_) {
       if (p.body) continue;
       for (int id : p.inputs)
@@ -416,6 +450,10 @@ class Emitter {
     for (const DataDimSource& d : data_dims_) bound.insert(d.symbol);
     // The CUDA backend binds symbols from input dims only (its kernels are prepared on the host
     // per shape, without the input values; a data dim would need the device's count mid-run).
+    if (options_.target == "cuda" && !expr_symbols_.empty())
+      return Unimplemented("a shape depends on input values (" + display[expr_symbols_[0].symbol] +
+                           "); dynamic plans for the CUDA target take their dims from input shapes only so far: give the inputs concrete " +
+                           "values/shapes for target cuda (--shape), or compile for the CPU");
     if (options_.target == "cuda" && (!value_symbols_.empty() || !data_dims_.empty())) {
       const std::string what = !value_symbols_.empty() ? "the values of input '" + tensors_[size_t(value_symbols_[0].tensor)].value->name() + "'"
                                                        : "data (" + data_dims_[0].display + ")";
@@ -593,6 +631,11 @@ class Emitter {
     int64_t scale;  // plan.fbs value_symbol_scale
   };
   std::vector<ValueSymbolSource> value_symbols_;
+  struct ExprSymbolSource {
+    std::string symbol;
+    std::string code;  // plan.fbs expr_symbol_code
+  };
+  std::vector<ExprSymbolSource> expr_symbols_;
   std::vector<DataDimSource> data_dims_;
   std::vector<int64_t> atom_code_;
   size_t constants_size_ = 0, state_size_ = 0;
@@ -705,6 +748,18 @@ StatusOr<EmittedPlan> Emitter::Write() {
     for (const ValueSymbolSource& v : value_symbols_) scales.push_back(v.scale);
     if (std::any_of(scales.begin(), scales.end(), [](int64_t m) { return m != 0; })) value_symbol_scales = b.CreateVector(scales);
   }
+  flatbuffers::Offset<flatbuffers::Vector<int64_t>> expr_symbol_table;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> expr_symbol_code;
+  if (!expr_symbols_.empty()) {
+    std::vector<int64_t> index;
+    std::vector<std::string> code;
+    for (const ExprSymbolSource& e : expr_symbols_) {
+      index.push_back(int64_t(std::lower_bound(symbols_.begin(), symbols_.end(), e.symbol) - symbols_.begin()));
+      code.push_back(e.code);
+    }
+    expr_symbol_table = b.CreateVector(index);
+    expr_symbol_code = b.CreateVectorOfStrings(code);
+  }
   if (!options_.dim_bounds.empty()) {
     std::vector<int64_t> lo, hi;
     for (const std::string& s : symbols_) {
@@ -739,6 +794,10 @@ StatusOr<EmittedPlan> Emitter::Write() {
   if (!atom_code_.empty()) root.add_dim_atoms(dim_atoms);
   if (!value_symbols_.empty()) root.add_value_symbols(value_symbol_table);
   if (!value_symbol_scales.IsNull()) root.add_value_symbol_scale(value_symbol_scales);
+  if (!expr_symbols_.empty()) {
+    root.add_expr_symbols(expr_symbol_table);
+    root.add_expr_symbol_code(expr_symbol_code);
+  }
   if (!data_dims_.empty()) {
     root.add_data_symbols(data_symbol_table);
     root.add_data_symbol_bounds(data_symbol_bounds);

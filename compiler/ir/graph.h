@@ -78,6 +78,11 @@ class Value {
   // arithmetic on it); nullptr otherwise. Derived data: shape inference sets it.
   const std::vector<DimExpr>* known_values() const { return known_values_.get(); }
   void set_known_values(std::vector<DimExpr> v) { known_values_ = std::make_shared<const std::vector<DimExpr>>(std::move(v)); }
+  // A small float tensor's values (row-major) as value expressions (ops/value_expr.h: the
+  // arithmetic of run-time float values, "sub_i1e0_i0e0"), when shape inference can follow them
+  // to a size (Range over float inputs); nullptr otherwise. Derived data: shape inference sets it.
+  const std::vector<std::string>* known_exprs() const { return known_exprs_.get(); }
+  void set_known_exprs(std::vector<std::string> v) { known_exprs_ = std::make_shared<const std::vector<std::string>>(std::move(v)); }
   // A sequence or optional that the compiler resolved (passes/sequences.h): its elements in order
   // (an optional: none or one); nullptr when not resolved. Such a value has no producer (its
   // node was detached) until its uses are resolved too.
@@ -89,6 +94,7 @@ class Value {
   std::string name_;
   Type type_;
   std::shared_ptr<const std::vector<DimExpr>> known_values_;
+  std::shared_ptr<const std::vector<std::string>> known_exprs_;
   std::shared_ptr<const std::vector<Value*>> elements_;
   Kind kind_ = Kind::kNodeOutput;
   Node* producer_ = nullptr;

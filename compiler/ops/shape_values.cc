@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "compiler/ops/op_registry.h"
+#include "runtime/base/value_expr.h"
 
 namespace precis::ops {
 namespace {
@@ -123,7 +124,20 @@ std::optional<Values> Compute(const ir::Node& node, int64_t opset) {
   }
   if (op == "Identity" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") return in(0);
   if (op == "Cast") {
-    if (!IsIntegerType(node.inputs()[0])) return std::nullopt;
+    // A float value computed from inputs, converted to an integer: a value expression symbol.
+    if (!IsIntegerType(node.inputs()[0])) {
+      ir::DType to = out->type().dtype();
+      if (to != ir::DType::kI64 && to != ir::DType::kI32 && to != ir::DType::kBool) return std::nullopt;
+      auto e = InputExprs(node, 0, opset);
+      if (!e) return std::nullopt;
+      Values v;
+      for (const std::string& x : *e) {
+        auto sym = value_expr::Symbol(to == ir::DType::kBool ? "bool" : "int", {x});
+        if (!sym) return std::nullopt;
+        v.push_back(ir::DimExpr::Symbol(*sym));
+      }
+      return v;
+    }
     auto v = in(0);
     if (!v) return std::nullopt;
     ir::DType to = out->type().dtype();
@@ -278,7 +292,115 @@ std::optional<Values> Compute(const ir::Node& node, int64_t opset) {
   return std::nullopt;
 }
 
+// The rounding a value of `dt` takes after an arithmetic operation ("" for FP64).
+std::optional<std::string> RoundingOf(ir::DType dt) {
+  switch (dt) {
+    case ir::DType::kF32: return std::string("f32");
+    case ir::DType::kF16: return std::string("f16");
+    case ir::DType::kBF16: return std::string("bf16");
+    case ir::DType::kF64: return std::string();
+    default: return std::nullopt;
+  }
+}
+
+std::optional<std::string> Rounded(const std::optional<std::string>& e, const std::string& rounding) {
+  if (!e || rounding.empty() || e->compare(0, rounding.size() + 1, rounding + "_") == 0) return e;  // rounded already
+  return value_expr::Apply(rounding, {*e});
+}
+
 }  // namespace
+
+std::optional<std::vector<std::string>> InputExprs(const ir::Node& node, size_t i, int64_t opset) {
+  if (i >= node.inputs().size() || !node.inputs()[i]) return std::nullopt;
+  const ir::Value* v = node.inputs()[i];
+  if (v->known_exprs()) return *v->known_exprs();
+  std::vector<std::string> out;
+  if (v->is_constant() && v->data() && v->data()->has_data() && v->data()->dtype() != ir::DType::kString) {
+    if (v->data()->NumElements() > int64_t(kMaxKnownExprs)) return std::nullopt;
+    InferContext ctx(node, opset);
+    auto f = ctx.ConstantFloats(i);
+    if (!f.ok()) return std::nullopt;
+    for (double x : *f) out.push_back(value_expr::Constant(x));
+    return out;
+  }
+  const std::vector<ir::DimExpr>* known = v->known_values();
+  if (!known || known->size() > kMaxKnownExprs) return std::nullopt;
+  // A polynomial over integer value symbols: the sum of its terms (exact in double for the
+  // integers sizes are made of).
+  for (const ir::DimExpr& e : *known) {
+    std::optional<std::string> sum;
+    for (const auto& [monomial, coeff] : e.terms()) {
+      std::optional<std::string> term = value_expr::Constant(double(coeff));
+      for (const std::string& sym : monomial) {
+        size_t input = 0, element = 0;
+        int64_t scale = 0;
+        if (!ir::DimExpr::ParseValueSymbol(sym, &input, &element, &scale) || scale != 0) return std::nullopt;
+        term = coeff == 1 && monomial.size() == 1 ? value_expr::Input(input, element) : value_expr::Apply("mul", {*term, value_expr::Input(input, element)});
+        if (!term) return std::nullopt;
+      }
+      sum = sum ? value_expr::Apply("add", {*sum, *term}) : term;
+      if (!sum) return std::nullopt;
+    }
+    out.push_back(sum ? *sum : value_expr::Constant(0));
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> KnownExprs(const ir::Node& node, int64_t opset) {
+  if (!node.domain().empty() || node.outputs().empty() || !node.outputs()[0] || node.inputs().empty()) return std::nullopt;
+  const ir::Value* out = node.outputs()[0];
+  const ir::Type& t = out->type();
+  if (!t.is_tensor() || !ir::IsFloat(t.dtype()) || !t.shape().is_static()) return std::nullopt;
+  auto count = t.shape().NumElements();
+  if (!count || *count > int64_t(kMaxKnownExprs)) return std::nullopt;
+  auto rounding = RoundingOf(t.dtype());
+  if (!rounding) return std::nullopt;
+  const std::string& op = node.op_type();
+  std::vector<std::string> v;
+  auto in = [&](size_t i) { return InputExprs(node, i, opset); };
+  if (op == "Identity" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
+    auto a = in(0);
+    if (!a) return std::nullopt;
+    v = *a;
+  } else if (op == "Cast") {
+    auto a = in(0);
+    if (!a) return std::nullopt;
+    for (const std::string& x : *a) {
+      auto r = Rounded(x, *rounding);
+      if (!r) return std::nullopt;
+      v.push_back(*r);
+    }
+  } else if (op == "Ceil" || op == "Floor" || op == "Neg" || op == "Abs" || op == "Relu" || op == "Round") {
+    auto a = in(0);
+    if (!a) return std::nullopt;
+    std::string name = op;
+    name[0] = char(std::tolower(name[0]));
+    for (const std::string& x : *a) {
+      auto r = value_expr::Apply(name, {x});
+      if (!r) return std::nullopt;
+      v.push_back(*r);
+    }
+  } else if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Max" || op == "Min") && node.inputs().size() == 2) {
+    auto a = in(0), b = in(1);
+    if (!a || !b || (a->size() != b->size() && a->size() != 1 && b->size() != 1)) return std::nullopt;
+    std::string name = op;
+    name[0] = char(std::tolower(name[0]));
+    for (size_t k = 0; k < std::max(a->size(), b->size()); ++k) {
+      auto r = Rounded(value_expr::Apply(name, {(*a)[a->size() == 1 ? 0 : k], (*b)[b->size() == 1 ? 0 : k]}), *rounding);
+      if (!r) return std::nullopt;
+      v.push_back(*r);
+    }
+  } else {
+    return std::nullopt;
+  }
+  if (int64_t(v.size()) != *count) return std::nullopt;
+  // Nothing run-time: constants are folded as usual.
+  for (const std::string& x : v) {
+    auto leaves = value_expr::Leaves(x);
+    if (leaves && !leaves->empty()) return v;
+  }
+  return std::nullopt;
+}
 
 std::optional<std::vector<ir::DimExpr>> KnownValues(const ir::Node& node, int64_t opset) {
   if (!node.domain().empty() || node.outputs().empty() || !node.outputs()[0]) return std::nullopt;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -21,6 +22,16 @@ inline constexpr size_t kMaxKnownValues = 64;
 // Concat, Gather, Slice, Add/Sub/Mul/Div, Equal, Where and ConstantOfShape in the default domain;
 // nullopt when they are not known. Call after the node's output types are inferred.
 std::optional<std::vector<ir::DimExpr>> KnownValues(const ir::Node& node, int64_t opset);
+
+// The values of a small float output 0 (at most kMaxKnownExprs elements) as value expressions
+// (runtime/base/value_expr.h) over the main graph's float inputs, integer value symbols and
+// constants, for Identity, Reshape/Flatten/Squeeze/Unsqueeze, Cast to a float type,
+// Add/Sub/Mul/Div/Max/Min, Ceil/Floor/Neg/Abs/Relu/Round; nullopt otherwise.
+inline constexpr size_t kMaxKnownExprs = 16;
+std::optional<std::vector<std::string>> KnownExprs(const ir::Node& node, int64_t opset);
+// Input i of `node` as value expressions (its known expressions, a small constant, or integer
+// values that are constants or value symbols); nullopt otherwise.
+std::optional<std::vector<std::string>> InputExprs(const ir::Node& node, size_t i, int64_t opset);
 
 // Operators whose attributes come as run-time values (value symbols, ir::DimExpr) compute their
 // output dims with these; each returns nullopt where the expression would not fit.

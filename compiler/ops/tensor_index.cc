@@ -8,6 +8,7 @@
 #include "compiler/ops/op_registry.h"
 #include "compiler/ops/shape_values.h"
 #include "compiler/ops/tensor_infer.h"
+#include "runtime/base/value_expr.h"
 
 namespace precis::ops {
 namespace {
@@ -278,6 +279,16 @@ Status InferRange(InferContext& ctx) {
           return Status::Ok();
         }
       }
+    }
+    // Bounds computed from float inputs: the length is a value expression the session evaluates
+    // from the input values (runtime/base/value_expr.h).
+    if (!ctx.input_constant(0) || !ctx.input_constant(1) || !ctx.input_constant(2)) {
+      auto s = InputExprs(ctx.node(), 0, ctx.opset()), l = InputExprs(ctx.node(), 1, ctx.opset()), d = InputExprs(ctx.node(), 2, ctx.opset());
+      if (s && l && d && s->size() == 1 && l->size() == 1 && d->size() == 1)
+        if (auto sym = value_expr::Symbol("rlen", {(*s)[0], (*l)[0], (*d)[0]})) {
+          ctx.SetOutput(0, dtype, {ir::DimExpr::Symbol(*sym).ToDim()});
+          return Status::Ok();
+        }
     }
     PRECIS_ASSIGN_OR_RETURN(auto start, ctx.ConstantFloats(0));
     PRECIS_ASSIGN_OR_RETURN(auto limit, ctx.ConstantFloats(1));

@@ -393,7 +393,8 @@ Status CudaBackendImpl::Prepare(LoadedPlan& plan) {
     for (size_t i = 0; i < p.steps.size(); ++i)
       if (!cuda::KernelRegistry::Get().Find(p.kernels[i])) missing += (missing.empty() ? "" : ", ") + p.steps[i].node;
   if (!missing.empty()) return Unimplemented("the CUDA backend has no kernel for: " + missing);
-  if (plan.view->meta->value_symbols() && plan.view->meta->value_symbols()->size() > 0)
+  if ((plan.view->meta->value_symbols() && plan.view->meta->value_symbols()->size() > 0) ||
+      (plan.view->meta->expr_symbols() && plan.view->meta->expr_symbols()->size() > 0))
     return Unimplemented("the plan's shapes depend on input values (value symbols); the CUDA backend runs dynamic plans whose dims come "
                          "from input shapes only: compile with --shape, or run on the CPU");
   for (const ProgramSteps& p : plan.programs)

@@ -244,6 +244,7 @@ Status Session::Impl::Load(const uint8_t* data, size_t size) {
   PRECIS_RETURN_IF_ERROR(LoadTensors());
   PRECIS_RETURN_IF_ERROR(LoadPrograms());
   PRECIS_RETURN_IF_ERROR(LoadValueSymbols());
+  PRECIS_RETURN_IF_ERROR(LoadExprSymbols());
   PRECIS_RETURN_IF_ERROR(LoadDataSymbols());
   rt::BackendFactory factory = rt::FindBackend(options.device);
   if (!factory)

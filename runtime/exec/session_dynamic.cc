@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/base/half.h"
+#include "runtime/base/value_expr.h"
 #include "runtime/exec/session_impl.h"
 #include "runtime/plan/memory_plan.h"
 
@@ -87,6 +88,71 @@ Status Session::Impl::LoadValueSymbols() {
     v.symbol = size_t(sym);
     v.tensor = int(tensor);
     value_symbols.push_back(v);
+  }
+  return Status::Ok();
+}
+
+// Symbols computed from input values by float arithmetic (Plan.expr_symbols: a Range over float
+// bounds, the trip count of Range's expanded form): each reads elements of entry-program inputs
+// with static dims and is evaluated before each run (EvaluateExprSymbols).
+Status Session::Impl::LoadExprSymbols() {
+  const flatbuffers::Vector<int64_t>* index = view.meta->expr_symbols();
+  const auto* code = view.meta->expr_symbol_code();
+  if (!index && !code) return Status::Ok();
+  if (!dynamic || !index || !code || index->size() != code->size()) return InvalidArgument("plan has bad value expression symbols");
+  for (flatbuffers::uoffset_t k = 0; k < index->size(); ++k) {
+    ExprSymbol e;
+    int64_t sym = index->Get(k);
+    const flatbuffers::String* text = code->Get(k);
+    if (sym < 0 || sym >= int64_t(symbols.size()) || !text) return InvalidArgument("plan has a bad value expression symbol");
+    for (const ValueSymbol& v : value_symbols)
+      if (v.symbol == size_t(sym)) return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' is both a value and a value expression");
+    for (const ExprSymbol& other : expr_symbols)
+      if (other.symbol == size_t(sym)) return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' has two value expressions");
+    e.symbol = size_t(sym);
+    e.code = text->str();
+    auto leaves = value_expr::Leaves(e.code);
+    if (!value_expr::IsSymbol(e.code) || !leaves) return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' has a bad value expression");
+    for (const value_expr::Leaf& leaf : *leaves) {
+      bool entry_input = false;
+      if (leaf.kind == 't' && leaf.index >= 0 && leaf.index < int64_t(tensors.size()))
+        for (size_t p = 0; p < loaded.programs.size() && !entry_input; ++p)
+          if (std::find(entry_names.begin(), entry_names.end(), program_names[p]) != entry_names.end())
+            entry_input = std::find(loaded.programs[p].inputs.begin(), loaded.programs[p].inputs.end(), int(leaf.index)) != loaded.programs[p].inputs.end();
+      const rt::Tensor* t = entry_input ? &tensors[size_t(leaf.index)] : nullptr;
+      bool numeric = t && (t->dtype == DataType::kF32 || t->dtype == DataType::kF64 || t->dtype == DataType::kF16 || t->dtype == DataType::kBF16 ||
+                           t->dtype == DataType::kI64 || t->dtype == DataType::kI32);
+      if (!numeric || !sym_dims[size_t(leaf.index)].empty() || leaf.element < 0 || leaf.element >= t->numel)
+        return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' reads a value no input of static shape holds");
+      if (std::find(e.tensors.begin(), e.tensors.end(), int(leaf.index)) == e.tensors.end()) e.tensors.push_back(int(leaf.index));
+    }
+    expr_symbols.push_back(std::move(e));
+  }
+  return Status::Ok();
+}
+
+Status Session::Impl::EvaluateExprSymbols(std::vector<int64_t>& b) const {
+  for (const ExprSymbol& e : expr_symbols) {
+    bool ready = true;
+    for (int id : e.tensors) {
+      auto it = staged.find(id);
+      ready &= it != staged.end() && it->second.set;
+    }
+    if (!ready) continue;  // PrepareDynamicRun names the input that is not set
+    auto value = [&](const value_expr::Leaf& leaf) -> double {
+      const rt::Tensor& t = tensors[size_t(leaf.index)];
+      const uint8_t* at = staged.at(int(leaf.index)).bytes.get() + leaf.element * int64_t(DataTypeSize(t.dtype));
+      switch (t.dtype) {
+        case DataType::kF64: { double x; std::memcpy(&x, at, 8); return x; }
+        case DataType::kF32: { float x; std::memcpy(&x, at, 4); return x; }
+        case DataType::kF16: { uint16_t x; std::memcpy(&x, at, 2); return HalfToFloat(x); }
+        case DataType::kBF16: { uint16_t x; std::memcpy(&x, at, 2); return Bf16ToFloat(x); }
+        case DataType::kI32: { int32_t x; std::memcpy(&x, at, 4); return x; }
+        default: { int64_t x; std::memcpy(&x, at, 8); return double(x); }
+      }
+    };
+    PRECIS_ASSIGN_OR_RETURN(int64_t v, value_expr::Evaluate(e.code, value, symbols[e.symbol]));
+    b[e.symbol] = v;
   }
   return Status::Ok();
 }
@@ -370,6 +436,7 @@ Status Session::Impl::PrepareDynamicRun(size_t program) {
   std::vector<int64_t> b = bound;
   for (size_t k = 0; k < symbols.size(); ++k)
     if (pending[k] != kUnbound) b[k] = pending[k];
+  PRECIS_RETURN_IF_ERROR(EvaluateExprSymbols(b));
   // Data dims start each run at their bounds (the arena is planned for them); the steps that
   // compute them bind the actual sizes (BindDataDims).
   if (!data_symbols.empty()) {

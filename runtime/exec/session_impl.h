@@ -75,6 +75,11 @@ struct Session::Impl {
     int64_t element = 0;
     int64_t scale = 0;  // 0: an integer element; M >= 1: floor(M * float element)
   };
+  struct ExprSymbol {  // plan.fbs Plan.expr_symbols and expr_symbol_code
+    size_t symbol = 0;
+    std::string code;  // runtime/base/value_expr.h, with the "$x_" prefix
+    std::vector<int> tensors;  // the inputs it reads
+  };
   struct DataSymbol {  // plan.fbs Plan.data_symbols and data_symbol_bounds
     size_t symbol = 0;
     int tensor = -1;  // an entry-program step's output: its dim `axis` is the size once the step ran
@@ -98,6 +103,7 @@ struct Session::Impl {
   std::vector<std::vector<SymDim>> sym_dims;   // per tensor
   std::vector<Atom> atoms;
   std::vector<ValueSymbol> value_symbols;
+  std::vector<ExprSymbol> expr_symbols;
   std::vector<DataSymbol> data_symbols;
   std::vector<uint64_t> run_bytes;             // per tensor: its bytes at the run's start (data dims at their bounds)
   std::vector<int64_t> bound, pending;         // per symbol; kUnbound: none
@@ -115,6 +121,10 @@ struct Session::Impl {
   Status LoadSymbols();
   Status LoadSymbolicDims(size_t i, const plan::TensorDesc* d);
   Status LoadValueSymbols();
+  Status LoadExprSymbols();
+  // The value expression symbols from the staged inputs' values, into `b` (those whose inputs
+  // are not all set stay as they are).
+  Status EvaluateExprSymbols(std::vector<int64_t>& b) const;
   Status LoadDataSymbols();
   Status BindDataDims(size_t program, size_t step);
   StatusOr<std::vector<int64_t>> AtomValues(const std::vector<int64_t>& binding) const;

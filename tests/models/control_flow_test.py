@@ -20,6 +20,12 @@ Cases (random weights, fixed seed):
     symbols, docs/dynamic-shapes.md), so the scan output has cond * max(M, 0) rows; the body
     reads x[i:i+1] by its iteration number. Run with (M, cond) = (4, true), (6, true), (3, false)
     and (-2, true).
+  - range_expanded: ONNX's expanded form of Range over float inputs: the count computed in FP32
+    (Sub, Div, Ceil, Relu), cast to int64 and bool as the Loop's trip count and initial
+    condition (a value expression, runtime/base/value_expr.h, evaluated when the inputs are
+    set); range_float: Range itself over the same inputs (its length computed in double). Run
+    at (start, limit, delta) = (0, 10, 3), (1.5, -2, -0.5), (0, 0.3, 0.1) (3 elements in FP32
+    arithmetic, 4 for Range), (5, 1, 1) (none) and (0, 1000, 0.5).
   - nested: an If inside a Loop body choosing by the iteration's parity, reading a weight two
     levels up.
   - torch_if, torch_loop: TorchScript modules exported by Debian's python3-torch (torch.jit.script,
@@ -269,6 +275,31 @@ def loop_runtime_count(path, rng):
     return [{"M": np.array(m, np.int64), "c": np.array(c), "acc0": acc0, "x": x} for m, c in ((4, True), (6, True), (3, False), (-2, True))]
 
 
+RANGE_VALUES = ((0.0, 10.0, 3.0), (1.5, -2.0, -0.5), (0.0, 0.3, 0.1), (5.0, 1.0, 1.0), (0.0, 1000.0, 0.5))
+
+
+def range_feeds():
+    return [{"start": np.array(s, np.float32), "limit": np.array(l, np.float32), "delta": np.array(d, np.float32)} for s, l, d in RANGE_VALUES]
+
+
+def range_expanded(path, rng):
+    # ONNX's function body of Range: the count computed in FP32 (Sub, Div, Ceil, Relu), cast to
+    # int64 as the trip count and to bool as the condition; the Loop accumulates the elements.
+    body = helper.make_graph([n("Identity", ["c_in"], ["c_out"]), n("Add", ["prev", "delta"], ["cur"]), n("Identity", ["prev"], ["elem"])],
+                             "body", [vi("i", I64, []), vi("c_in", B, []), vi("prev", F, [])], [vi("c_out", B, []), vi("cur", F, []), vi("elem", F, [])])
+    nodes = [n("Sub", ["limit", "start"], ["span"]), n("Div", ["span", "delta"], ["q"]), n("Ceil", ["q"], ["up"]), n("Relu", ["up"], ["count"]),
+             n("Cast", ["count"], ["M"], to=I64), n("Cast", ["count"], ["c"], to=B),
+             n("Loop", ["M", "c", "start"], ["last", "range"], body=body), n("Mul", ["range", "range"], ["sq"])]
+    save(path, nodes, [vi("start", F, []), vi("limit", F, []), vi("delta", F, [])], [vi("range", F, ["n"]), vi("sq", F, ["n"])], [])
+    return range_feeds()
+
+
+def range_float(path, rng):
+    save(path, [n("Range", ["start", "limit", "delta"], ["range"]), n("Mul", ["range", "range"], ["sq"])],
+         [vi("start", F, []), vi("limit", F, []), vi("delta", F, [])], [vi("range", F, ["n"]), vi("sq", F, ["n"])], [])
+    return range_feeds()
+
+
 def refused_loop_length(path, rng):
     # The body computes its condition: how many iterations run is known only after the loop.
     body = helper.make_graph([n("Neg", ["x_in"], ["x_out"]), n("Identity", ["x_out"], ["x_slice"]), n("ReduceSum", ["x_out"], ["t"], keepdims=0),
@@ -303,7 +334,7 @@ def refused_loop_forever(path, rng):
 
 CASES = [("if_runtime", if_runtime), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_swap", loop_swap),
          ("scan_axes", scan_axes), ("scan_opset8", scan_opset8), ("nested", nested), ("torch_if", torch_model("torch_if")), ("torch_loop", torch_model("torch_loop")),
-         ("loop_runtime_count", loop_runtime_count)]
+         ("loop_runtime_count", loop_runtime_count), ("range_expanded", range_expanded), ("range_float", range_float)]
 REFUSED = [("refused_if_shapes", refused_if_shapes, "one static type for both"),
            ("refused_loop_length", refused_loop_length, "length known only after the loop ran"),
            ("refused_loop_iteration_shape", refused_loop_iteration_shape, "follows the iteration number"),

@@ -63,6 +63,25 @@ class RangeKernel : public Kernel {
   }
   Status Run(const KernelArgs& args, CpuContext&) override {
     Tensor& out = *args.out(0);
+    // The length the values give must be the one planned (bounds computed at run time: value
+    // symbols and value expressions, docs/dynamic-shapes.md).
+    if (args.in(1) && args.in(1)->dtype == out.dtype && args.in(1)->numel == 1) {
+      int64_t count = -1;
+      DispatchNumeric(out.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        auto start = Load(args.in(0)->As<T>()[0]), limit = Load(args.in(1)->As<T>()[0]), delta = Load(args.in(2)->As<T>()[0]);
+        if constexpr (std::is_integral_v<decltype(start)>) {
+          __int128 span = __int128(limit) - __int128(start), step = delta;
+          if (step != 0) count = int64_t(std::max<__int128>((step > 0 ? span > 0 : span < 0) ? (span - (step > 0 ? 1 : -1)) / step + 1 : 0, 0));
+        } else {
+          double n = std::ceil((double(limit) - double(start)) / double(delta));
+          if (std::isfinite(n)) count = n > 0 ? int64_t(std::min(n, 9.0e18)) : 0;
+        }
+      });
+      if (count != out.numel)
+        return args.Error("start, limit and delta give " + (count < 0 ? std::string("no valid length") : std::to_string(count) + " elements") +
+                          ", but the output was planned for " + std::to_string(out.numel));
+    }
     DispatchNumeric(out.dtype, [&](auto tag) {
       using T = decltype(tag);
       auto start = Load(args.in(0)->As<T>()[0]), delta = Load(args.in(2)->As<T>()[0]);
