@@ -213,6 +213,25 @@ class Inferrer {
   // expressions; where they all come out constant (the static dims of a symbolic shape), the
   // output becomes a constant. Returns whether the node was folded away.
   bool PropagateKnownValues(ir::Graph& g, ir::Node& node, int64_t opset) {
+    // Split of known values (a shape vector split into its dims): each output takes its piece.
+    if (node.op_type() == "Split" && node.domain().empty() && !node.inputs().empty() && node.inputs()[0] && node.inputs()[0]->known_values()) {
+      const std::vector<ir::DimExpr>& all = *node.inputs()[0]->known_values();
+      std::vector<size_t> lengths;
+      for (const ir::Value* out : node.outputs()) {
+        const ir::Type& t = out ? out->type() : ir::Type();
+        if (!t.is_tensor() || t.shape().rank() != 1 || !t.shape().is_static()) return false;
+        lengths.push_back(size_t(t.shape().dims()[0].value()));
+      }
+      size_t total = 0;
+      for (size_t l : lengths) total += l;
+      if (total != all.size() || node.inputs()[0]->type().shape().rank() != 1) return false;
+      size_t at = 0;
+      for (size_t k = 0; k < lengths.size(); ++k) {
+        node.outputs()[k]->set_known_values(std::vector<ir::DimExpr>(all.begin() + long(at), all.begin() + long(at + lengths[k])));
+        at += lengths[k];
+      }
+      return false;
+    }
     auto known = ops::KnownValues(node, opset);
     if (!known) {
       // Float arithmetic over run-time values that may become a size (a Range's bounds).

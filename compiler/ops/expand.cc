@@ -265,6 +265,7 @@ const ExpandDef kExpanders[] = {
     {"", "RMSNormalization", 23, INT_MAX, ExpandRmsNormalization},
     {"", "RotaryEmbedding", 23, INT_MAX, ExpandRotaryEmbedding},
     {"", "Swish", 24, INT_MAX, ExpandSwish},
+    {"", "CausalConvWithState", 27, INT_MAX, ExpandCausalConvWithState},
     {"", "Scan", 8, 8, ExpandScan8},
     {"", "BatchNormalization", 14, INT_MAX, ExpandBatchNormTraining},
 };

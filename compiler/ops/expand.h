@@ -64,6 +64,7 @@ StatusOr<bool> ExpandAttention(Expander& e);
 StatusOr<bool> ExpandRmsNormalization(Expander& e);
 StatusOr<bool> ExpandRotaryEmbedding(Expander& e);
 StatusOr<bool> ExpandSwish(Expander& e);
+StatusOr<bool> ExpandCausalConvWithState(Expander& e);
 StatusOr<bool> ExpandBatchNormTraining(Expander& e);
 
 }  // namespace precis::ops

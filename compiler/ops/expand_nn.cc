@@ -277,6 +277,44 @@ StatusOr<bool> ExpandSwish(Expander& e) {
   return true;
 }
 
+// CausalConvWithState (opset 27): a causal depthwise 1-D convolution that carries its last k - 1
+// input positions as state, as ONNX's reference computes it. input [B, C, L], weight [C, 1, k],
+// bias [C] and past_state [B, C, k - 1] (zeros when absent): padded = past ++ input along the
+// length, output = Conv(padded, weight, bias, group C) (times its sigmoid with activation silu or
+// swish, in FP32), present_state = padded[:, :, L : L + k - 1].
+StatusOr<bool> ExpandCausalConvWithState(Expander& e) {
+  PRECIS_ASSIGN_OR_RETURN(auto xd, e.InputDims(0));
+  if (!e.in(1)) return e.Error("weight is missing");
+  PRECIS_ASSIGN_OR_RETURN(auto wd, e.InputDims(1));
+  ir::DType dt = e.in(0)->type().dtype();
+  if (!ir::IsFloat(dt)) return e.Error("input must be a float tensor");
+  if (xd.size() != 3 || wd.size() != 3) return e.Error("input must be [batch, channels, length] and weight [channels, 1, k]");
+  if (!xd[1].is_static() || !wd[2].is_static()) return e.Unsupported("the channel count and the kernel size must be static");
+  int64_t channels = xd[1].value(), k = wd[2].value();
+  if (k < 1) return e.Error("the kernel size is " + std::to_string(k));
+  if ((wd[0].is_static() && wd[0].value() != channels) || (wd[1].is_static() && wd[1].value() != 1))
+    return e.Error("weight must be [channels, 1, k] for " + std::to_string(channels) + " channels");
+  std::string activation;
+  if (const ir::Attribute* a = e.node().FindAttribute("activation")) activation = a->s;
+  if (!activation.empty() && activation != "none" && activation != "silu" && activation != "swish")
+    return e.Error("activation must be 'none', 'silu' or 'swish', not '" + activation + "'");
+  ir::Value* x = e.in(0);
+  ir::Value* padded = x;
+  if (e.in(3)) padded = e.Op("Concat", {e.in(3), x}, {A::Int("axis", 2)});
+  else if (k > 1) padded = e.Op("Pad", {x, e.Int64s({0, 0, k - 1, 0, 0, 0})});
+  std::vector<ir::Value*> conv_in{padded, e.in(1)};
+  if (e.in(2)) conv_in.push_back(e.in(2));
+  ir::Value* y = e.Op("Conv", conv_in, {A::Int("group", channels), A::Ints("kernel_shape", {k}), A::Ints("pads", {0, 0}), A::Ints("strides", {1})});
+  if (activation == "silu" || activation == "swish") {
+    ir::Value* y32 = e.CastTo(y, ir::DType::kF32);
+    y = e.CastTo(e.Op("Mul", {y32, e.Op("Sigmoid", {y32})}), dt);
+  }
+  ir::Value* length = e.ShapeOf(x, 2, 3);
+  ir::Value* present = e.Op("Slice", {padded, length, e.Op("Add", {length, e.Int64s({k - 1})}), e.Int64s({2})});
+  e.Replace({y, e.wants(1) ? present : nullptr});
+  return true;
+}
+
 // BatchNormalization with training_mode = 1 (opset 14+) in an inference plan: normalized with the
 // batch's statistics (BatchNormalizationTraining), and the running statistics of outputs 1 and
 // 2 updated as the reference does: running * momentum + batch * (1 - momentum).

@@ -139,9 +139,54 @@ Status InferNonMaxSuppression(InferContext& ctx) {
   return Status::Ok();
 }
 
+// DeformConv (opset 19), 2-D: X [N, C, H, W], W [oC, C / group, kH, kW], offset [N,
+// offset_group * 2 * kH * kW, oH, oW], B [oC], mask [N, offset_group * kH * kW, oH, oW] ->
+// [N, oC, oH, oW], oH and oW as a convolution's (pads, strides, dilations).
+Status InferDeformConv(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto x, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto w, ctx.InputDims(1));
+  PRECIS_ASSIGN_OR_RETURN(auto offset, ctx.InputDims(2));
+  ir::DType dt = ctx.input_dtype(0);
+  if (!ir::IsFloat(dt) || ctx.input_dtype(1) != dt || ctx.input_dtype(2) != dt) return ctx.Error("X, W and offset must be float tensors of one dtype");
+  if (x.size() != 4 || w.size() != 4 || offset.size() != 4) return ctx.Unsupported("only 2-D deformable convolution (X [N, C, H, W]) is supported");
+  for (const auto* dims : {&x, &w})
+    for (size_t j = 1; j < 4; ++j)
+      if (!(*dims)[j].is_static()) return ctx.Unsupported("channels, kernel and image sizes must be static");
+  int64_t group = ctx.Int("group", 1), og = ctx.Int("offset_group", 1);
+  int64_t c = x[1].value(), oc = w[0].value(), kh = w[2].value(), kw = w[3].value();
+  if (group < 1 || og < 1 || c != w[1].value() * group || oc % group != 0 || c % og != 0)
+    return ctx.Error("channels do not fit group " + std::to_string(group) + " and offset_group " + std::to_string(og));
+  if (auto ks = ctx.Ints("kernel_shape"); ks && (ks->size() != 2 || (*ks)[0] != kh || (*ks)[1] != kw)) return ctx.Error("kernel_shape differs from W's");
+  auto pads = ctx.Ints("pads").value_or(std::vector<int64_t>{0, 0, 0, 0});
+  auto strides = ctx.Ints("strides").value_or(std::vector<int64_t>{1, 1});
+  auto dil = ctx.Ints("dilations").value_or(std::vector<int64_t>{1, 1});
+  if (pads.size() != 4 || strides.size() != 2 || dil.size() != 2 || strides[0] < 1 || strides[1] < 1 || dil[0] < 1 || dil[1] < 1)
+    return ctx.Error("pads, strides and dilations must be 2-D and positive");
+  int64_t oh = (x[2].value() + pads[0] + pads[2] - ((kh - 1) * dil[0] + 1)) / strides[0] + 1;
+  int64_t ow = (x[3].value() + pads[1] + pads[3] - ((kw - 1) * dil[1] + 1)) / strides[1] + 1;
+  if (oh < 1 || ow < 1) return ctx.Error("the kernel does not fit the padded image");
+  auto fits = [&](const std::vector<ir::Dim>& d, int64_t channels) {
+    return d[1].is_static() && d[1].value() == channels && d[2].is_static() && d[2].value() == oh && d[3].is_static() && d[3].value() == ow;
+  };
+  if (!fits(offset, og * 2 * kh * kw))
+    return ctx.Error("offset must be [N, " + std::to_string(og * 2 * kh * kw) + ", " + std::to_string(oh) + ", " + std::to_string(ow) + "]");
+  if (ctx.has_input(3)) {
+    PRECIS_ASSIGN_OR_RETURN(auto b, ctx.InputDims(3));
+    if (b.size() != 1 || !b[0].is_static() || b[0].value() != oc || ctx.input_dtype(3) != dt) return ctx.Error("B must be [" + std::to_string(oc) + "]");
+  }
+  if (ctx.has_input(4)) {
+    PRECIS_ASSIGN_OR_RETURN(auto m, ctx.InputDims(4));
+    if (m.size() != 4 || !fits(m, og * kh * kw) || ctx.input_dtype(4) != dt)
+      return ctx.Error("mask must be [N, " + std::to_string(og * kh * kw) + ", " + std::to_string(oh) + ", " + std::to_string(ow) + "]");
+  }
+  ctx.SetOutput(0, dt, {x[0], ir::Dim::Static(oc), ir::Dim::Static(oh), ir::Dim::Static(ow)});
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterImageOps(OpRegistry& r) {
+  r.Register({.domain = "", .op_type = "DeformConv", .min_opset = 19, .infer = InferDeformConv, .kernel = "", .precision = PrecisionClass::kKeepFp32});
   r.Register({.domain = "", .op_type = "RoiAlign", .min_opset = 10, .infer = InferRoiAlign, .kernel = "", .precision = PrecisionClass::kFollow, .low_inputs = 1});
   r.Register({.domain = "", .op_type = "AffineGrid", .min_opset = 20, .infer = InferAffineGrid, .kernel = "", .precision = PrecisionClass::kKeepFp32});
   r.Register({.domain = "", .op_type = "Col2Im", .min_opset = 18, .infer = InferCol2Im, .kernel = "", .precision = PrecisionClass::kFollow, .low_inputs = 1});

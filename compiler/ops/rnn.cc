@@ -106,6 +106,52 @@ Status InferRnn(InferContext& ctx) { return InferRecurrent(ctx, {"RNN", 1, 1, 6,
 Status InferGru(InferContext& ctx) { return InferRecurrent(ctx, {"GRU", 3, 2, 6, 2}); }
 Status InferLstm(InferContext& ctx) { return InferRecurrent(ctx, {"LSTM", 4, 3, 8, 3}); }
 
+// LinearAttention (opset 27): query [B, T, Hq*dk], key [B, T, Hkv*dk], value [B, T, Hkv*dv],
+// past_state [B, Hkv, dk, dv], decay [B, T, Hkv or Hkv*dk] (gated rules), beta [B, T, Hkv or 1]
+// (delta rules). Output [B, T, Hq*dv] in the query's dtype; present_state [B, Hkv, dk, dv] in
+// past_state's (else the query's).
+Status InferLinearAttention(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto q, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto k, ctx.InputDims(1));
+  PRECIS_ASSIGN_OR_RETURN(auto v, ctx.InputDims(2));
+  ir::DType dt = ctx.input_dtype(0);
+  if (!ir::IsFloat(dt) || ctx.input_dtype(1) != dt || ctx.input_dtype(2) != dt) return ctx.Error("query, key and value must be float tensors of one dtype");
+  if (q.size() != 3 || k.size() != 3 || v.size() != 3) return ctx.Error("query, key and value must be [batch, time, heads * head size]");
+  int64_t hq = ctx.Int("q_num_heads", 0), hkv = ctx.Int("kv_num_heads", 0);
+  if (hq <= 0 || hkv <= 0 || hq % hkv != 0) return ctx.Error("q_num_heads must be a positive multiple of kv_num_heads");
+  const std::string rule = ctx.String("update_rule", "gated_delta");
+  if (rule != "linear" && rule != "gated" && rule != "delta" && rule != "gated_delta")
+    return ctx.Error("update_rule must be linear, gated, delta or gated_delta, not '" + rule + "'");
+  bool gated = rule == "gated" || rule == "gated_delta", delta = rule == "delta" || rule == "gated_delta";
+  if (gated != ctx.has_input(4)) return ctx.Error("update_rule '" + rule + (gated ? "' needs" : "' takes no") + " decay input");
+  if (delta != ctx.has_input(5)) return ctx.Error("update_rule '" + rule + (delta ? "' needs" : "' takes no") + " beta input");
+  if (!q[2].is_static() || !k[2].is_static() || !v[2].is_static()) return ctx.Unsupported("the head sizes must be static");
+  if (q[2].value() % hq != 0 || k[2].value() % hkv != 0 || v[2].value() % hkv != 0)
+    return ctx.Error("the last dims must be multiples of their head counts");
+  int64_t dk = q[2].value() / hq, dv = v[2].value() / hkv;
+  if (k[2].value() != hkv * dk) return ctx.Error("key's last dim must be kv_num_heads * " + std::to_string(dk));
+  ir::DType state_dt = dt;
+  if (ctx.has_input(3)) {
+    PRECIS_ASSIGN_OR_RETURN(auto ps, ctx.InputDims(3));
+    state_dt = ctx.input_dtype(3);
+    if (!ir::IsFloat(state_dt) || ps.size() != 4 || (ps[1].is_static() && ps[1].value() != hkv) || (ps[2].is_static() && ps[2].value() != dk) ||
+        (ps[3].is_static() && ps[3].value() != dv))
+      return ctx.Error("past_state must be a float [batch, " + std::to_string(hkv) + ", " + std::to_string(dk) + ", " + std::to_string(dv) + "]");
+  }
+  for (size_t i : {size_t(4), size_t(5)}) {
+    if (!ctx.has_input(i)) continue;
+    PRECIS_ASSIGN_OR_RETURN(auto g, ctx.InputDims(i));
+    int64_t last = g.size() == 3 && g[2].is_static() ? g[2].value() : -1;
+    bool ok = i == 4 ? (last == hkv || last == hkv * dk) : (last == hkv || last == 1);
+    if (ctx.input_dtype(i) != dt || !ok)
+      return ctx.Error(std::string(i == 4 ? "decay" : "beta") + " must be [batch, time, " + (i == 4 ? "kv_num_heads or kv_num_heads * head size" : "kv_num_heads or 1") +
+                       "] of the query's dtype");
+  }
+  ctx.SetOutput(0, dt, {q[0], q[1], ir::Dim::Static(hq * dv)});
+  if (ctx.has_output(1)) ctx.SetOutput(1, state_dt, {q[0], ir::Dim::Static(hkv), ir::Dim::Static(dk), ir::Dim::Static(dv)});
+  return Status::Ok();
+}
+
 }  // namespace
 
 // Compute class: the products with W and R run on 16-bit operands with FP32 accumulation, the
@@ -115,6 +161,8 @@ void RegisterRecurrentOps(OpRegistry& r) {
   r.Register({"", "RNN", 7, INT_MAX, InferRnn, false, -1, "", PrecisionClass::kCompute});
   r.Register({"", "GRU", 7, INT_MAX, InferGru, false, -1, "", PrecisionClass::kCompute});
   r.Register({"", "LSTM", 7, INT_MAX, InferLstm, false, -1, "", PrecisionClass::kCompute});
+  // LinearAttention's state recurrence (decay, delta correction) runs in FP32, as the reference.
+  r.Register({"", "LinearAttention", 27, INT_MAX, InferLinearAttention, false, -1, "", PrecisionClass::kKeepFp32});
 }
 
 }  // namespace precis::ops

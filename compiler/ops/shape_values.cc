@@ -325,25 +325,31 @@ std::optional<std::vector<std::string>> InputExprs(const ir::Node& node, size_t 
   }
   const std::vector<ir::DimExpr>* known = v->known_values();
   if (!known || known->size() > kMaxKnownExprs) return std::nullopt;
-  // A polynomial over integer value symbols: the sum of its terms (exact in double for the
-  // integers sizes are made of).
   for (const ir::DimExpr& e : *known) {
-    std::optional<std::string> sum;
-    for (const auto& [monomial, coeff] : e.terms()) {
-      std::optional<std::string> term = value_expr::Constant(double(coeff));
-      for (const std::string& sym : monomial) {
-        size_t input = 0, element = 0;
-        int64_t scale = 0;
-        if (!ir::DimExpr::ParseValueSymbol(sym, &input, &element, &scale) || scale != 0) return std::nullopt;
-        term = coeff == 1 && monomial.size() == 1 ? value_expr::Input(input, element) : value_expr::Apply("mul", {*term, value_expr::Input(input, element)});
-        if (!term) return std::nullopt;
-      }
-      sum = sum ? value_expr::Apply("add", {*sum, *term}) : term;
-      if (!sum) return std::nullopt;
-    }
-    out.push_back(sum ? *sum : value_expr::Constant(0));
+    auto x = ValueExprOf(e);
+    if (!x) return std::nullopt;
+    out.push_back(*x);
   }
   return out;
+}
+
+std::optional<std::string> ValueExprOf(const ir::DimExpr& e) {
+  // A polynomial over integer value symbols: the sum of its terms (exact in double for the
+  // integers sizes are made of).
+  std::optional<std::string> sum;
+  for (const auto& [monomial, coeff] : e.terms()) {
+    std::optional<std::string> term = value_expr::Constant(double(coeff));
+    for (const std::string& sym : monomial) {
+      size_t input = 0, element = 0;
+      int64_t scale = 0;
+      if (!ir::DimExpr::ParseValueSymbol(sym, &input, &element, &scale) || scale != 0) return std::nullopt;
+      term = coeff == 1 && monomial.size() == 1 ? value_expr::Input(input, element) : value_expr::Apply("mul", {*term, value_expr::Input(input, element)});
+      if (!term) return std::nullopt;
+    }
+    sum = sum ? value_expr::Apply("add", {*sum, *term}) : term;
+    if (!sum) return std::nullopt;
+  }
+  return sum ? *sum : value_expr::Constant(0);
 }
 
 std::optional<std::vector<std::string>> KnownExprs(const ir::Node& node, int64_t opset) {

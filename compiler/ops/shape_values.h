@@ -32,6 +32,8 @@ std::optional<std::vector<std::string>> KnownExprs(const ir::Node& node, int64_t
 // Input i of `node` as value expressions (its known expressions, a small constant, or integer
 // values that are constants or value symbols); nullopt otherwise.
 std::optional<std::vector<std::string>> InputExprs(const ir::Node& node, size_t i, int64_t opset);
+// An integer value (a polynomial over integer value symbols, no atoms) as a value expression.
+std::optional<std::string> ValueExprOf(const ir::DimExpr& e);
 
 // Operators whose attributes come as run-time values (value symbols, ir::DimExpr) compute their
 // output dims with these; each returns nullopt where the expression would not fit.

@@ -2,6 +2,7 @@
 // as a scalar input), MelWeightMatrix ([dft_length / 2 + 1, num_mel_bins]), DFT and STFT. Lengths
 // given as inputs are constants or value symbols bound at run time (docs/dynamic-shapes.md).
 #include "compiler/ops/op_registry.h"
+#include "compiler/ops/shape_values.h"
 
 namespace precis::ops {
 namespace {
@@ -44,8 +45,49 @@ Status InferMelWeightMatrix(InferContext& ctx) {
   return Status::Ok();
 }
 
+// The transformed length along an axis of length `len`: dft_length (input 1) when given, else
+// the axis length (2 * (len - 1) for a one-sided inverse); m, the output length, is n / 2 + 1 for
+// a one-sided forward transform.
+std::optional<ir::DimExpr> DftOutputLength(InferContext& ctx, const std::optional<ir::DimExpr>& len, bool inverse, bool onesided) {
+  std::optional<ir::DimExpr> n;
+  if (ctx.has_input(1)) {
+    auto v = ctx.ShapeValues(1);
+    if (!v.ok() || v->size() != 1) return std::nullopt;
+    n = (*v)[0];
+  } else if (len) {
+    auto less = len->Sub(ir::DimExpr::Constant(1));
+    n = inverse && onesided ? (less ? less->Mul(ir::DimExpr::Constant(2)) : std::nullopt) : len;
+  }
+  if (n && onesided && !inverse) {
+    auto half = n->FloorDiv(2);
+    return half ? half->Add(ir::DimExpr::Constant(1)) : std::nullopt;
+  }
+  return n;
+}
+
+// DFT at opset 20 with its axis given as a run-time value (a value symbol): each dim but the
+// last is the transformed length where the axis falls on it, else the input's.
+Status InferDftRunTimeAxis(InferContext& ctx, const std::vector<ir::Dim>& x) {
+  auto a = ctx.ShapeValues(2);
+  if (!a.ok() || a->size() != 1 || !ir::IsInteger(ctx.input_dtype(2))) return ctx.Error("axis must be one integer");
+  int64_t rank = int64_t(x.size());
+  auto axis = AxisValue((*a)[0], rank);
+  bool inverse = ctx.Int("inverse", 0) != 0, onesided = ctx.Int("onesided", 0) != 0;
+  std::vector<ir::Dim> out = x;
+  for (int64_t j = 0; j + 1 < rank; ++j) {
+    auto len = ir::DimExpr::FromDim(x[size_t(j)]);
+    auto m = DftOutputLength(ctx, len, inverse, onesided);
+    auto here = axis ? ir::DimExpr::Eq(*axis, ir::DimExpr::Constant(j)) : std::nullopt;
+    auto dim = here && m && len ? ir::DimExpr::Select(*here, *m, *len) : std::nullopt;
+    out[size_t(j)] = dim ? dim->ToDim() : ir::Dim();
+  }
+  out.back() = ir::Dim::Static(inverse && onesided ? 1 : 2);
+  ctx.SetOutput(0, ctx.input_dtype(0), out);
+  return Status::Ok();
+}
+
 // DFT: x [..., n, 1 or 2] (real, or complex as pairs) transformed along `axis` (an attribute
-// before opset 20, input 2 from 20; it counts the trailing pair dim) over dft_length (input 1, else
+// before opset 20, input 2 from 20, a constant or a value symbol; it counts the trailing pair dim) over dft_length (input 1, else
 // the axis length; 2 * (length - 1) for a one-sided inverse). Output [..., m, 2] with m = n, or
 // n / 2 + 1 when onesided; a one-sided inverse gives the real signal [..., n, 1].
 Status InferDft(InferContext& ctx) {
@@ -57,6 +99,7 @@ Status InferDft(InferContext& ctx) {
   int64_t axis = ctx.Int("axis", 1);
   if (ctx.opset() >= 20) {
     if (!ctx.has_input(2)) return ctx.Unsupported("DFT at opset 20 without an axis input (its default -2)");
+    if (!ctx.input_constant(2)) return InferDftRunTimeAxis(ctx, x);
     PRECIS_ASSIGN_OR_RETURN(auto a, ctx.ConstantInts(2));
     if (a.size() != 1) return ctx.Error("axis must hold one value");
     axis = a[0];
@@ -65,21 +108,12 @@ Status InferDft(InferContext& ctx) {
   if (axis < 0) axis += rank;
   if (axis == rank - 1) return ctx.Error("axis must not be the last (real/imaginary) dim");
   bool inverse = ctx.Int("inverse", 0) != 0, onesided = ctx.Int("onesided", 0) != 0;
-  auto len = ir::DimExpr::FromDim(x[size_t(axis)]);
-  std::optional<ir::DimExpr> n;
   if (ctx.has_input(1)) {
     PRECIS_ASSIGN_OR_RETURN(auto v, ctx.ShapeValues(1));
     if (v.size() != 1) return ctx.Error("dft_length must hold one value");
-    n = v[0];
-  } else if (len) {
-    n = inverse && onesided ? len->Sub(ir::DimExpr::Constant(1))->Mul(ir::DimExpr::Constant(2)) : len;
   }
   std::vector<ir::Dim> out = x;
-  std::optional<ir::DimExpr> m = n;
-  if (n && onesided && !inverse) {
-    auto half = n->FloorDiv(2);
-    m = half ? half->Add(ir::DimExpr::Constant(1)) : std::nullopt;
-  }
+  auto m = DftOutputLength(ctx, ir::DimExpr::FromDim(x[size_t(axis)]), inverse, onesided);
   out[size_t(axis)] = m ? m->ToDim() : ir::Dim();
   out.back() = ir::Dim::Static(inverse && onesided ? 1 : 2);
   ctx.SetOutput(0, ctx.input_dtype(0), out);

@@ -86,6 +86,29 @@ Status InferScatterND(InferContext& ctx) {
   return Status::Ok();
 }
 
+// TensorScatter (opset 24): a KV-cache update. past_cache [batch, ..., max_seq, ...] with update
+// [batch, ..., seq, ...] written at write_indices[batch] (default 0) along `axis` (default -2),
+// modulo max_seq in mode "circular". The output has the cache's type.
+Status InferTensorScatter(InferContext& ctx) {
+  PRECIS_ASSIGN_OR_RETURN(auto past, ctx.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto update, ctx.InputDims(1));
+  if (ctx.input_dtype(1) != ctx.input_dtype(0)) return ctx.Error("update and past_cache dtypes differ");
+  if (past.size() < 2 || update.size() != past.size()) return ctx.Error("past_cache and update must have one rank >= 2");
+  PRECIS_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx.Int("axis", -2), int64_t(past.size()), ctx));
+  if (axis == 0) return ctx.Error("axis must not be the batch axis 0");
+  for (size_t j = 0; j < past.size(); ++j)
+    if (int64_t(j) != axis && past[j].is_static() && update[j].is_static() && past[j].value() != update[j].value())
+      return ctx.Error("update differs from past_cache in dim " + std::to_string(j) + " (only the sequence axis " + std::to_string(axis) + " may)");
+  const std::string mode = ctx.String("mode", "linear");
+  if (mode != "linear" && mode != "circular") return ctx.Error("mode must be 'linear' or 'circular', not '" + mode + "'");
+  if (ctx.has_input(2)) {
+    PRECIS_ASSIGN_OR_RETURN(auto w, ctx.InputDims(2));
+    if (ctx.input_dtype(2) != ir::DType::kI64 || w.size() != 1) return ctx.Error("write_indices must be a 1-D int64 tensor (one index per batch entry)");
+  }
+  ctx.SetOutput(0, ctx.input_type(0));
+  return Status::Ok();
+}
+
 Status InferScatterElements(InferContext& ctx) {
   PRECIS_ASSIGN_OR_RETURN(auto data, ctx.InputDims(0));
   PRECIS_ASSIGN_OR_RETURN(auto indices, ctx.InputDims(1));
@@ -371,6 +394,7 @@ void AddTensorIndexOps(OpRegistry& r) {
   r.Register({"", "GatherElements", 11, INT_MAX, InferGatherElements, true, -1, "", PrecisionClass::kPassthrough});
   r.Register({"", "GatherND", 11, INT_MAX, InferGatherND, true, -1, "", PrecisionClass::kPassthrough});
   r.Register({"", "ScatterND", 11, INT_MAX, InferScatterND, true, 0, "", PrecisionClass::kPassthrough});
+  r.Register({"", "TensorScatter", 24, INT_MAX, InferTensorScatter, true, 0, "", PrecisionClass::kPassthrough});
   r.Register({"", "ScatterElements", 11, INT_MAX, InferScatterElements, true, 0, "", PrecisionClass::kPassthrough});
   r.Register({"", "Scatter", 9, 10, InferScatterElements, true, 0, "ScatterElements", PrecisionClass::kPassthrough});
   r.Register({"", "OneHot", 9, INT_MAX, InferOneHot, true, -1, "", PrecisionClass::kUntouched});

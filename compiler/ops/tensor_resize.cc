@@ -5,6 +5,7 @@
 #include "compiler/ops/op_registry.h"
 #include "compiler/ops/shape_values.h"
 #include "compiler/ops/tensor_infer.h"
+#include "runtime/base/value_expr.h"
 
 namespace precis::ops {
 namespace {
@@ -117,8 +118,31 @@ Status InferResize(InferContext& ctx) {
       auto values = ctx.ShapeValues(3);
       if (values.ok() && AnyValueSymbols(*values)) {
         if (values->size() != axes.size()) return ctx.Error("has " + std::to_string(values->size()) + " sizes for " + std::to_string(axes.size()) + " axes");
-        if (ctx.String("keep_aspect_ratio_policy", "stretch") != "stretch")
-          return ctx.Unsupported("sizes computed at run time need keep_aspect_ratio_policy 'stretch'");
+        const std::string policy = ctx.String("keep_aspect_ratio_policy", "stretch");
+        if (policy != "stretch") {
+          // One scale for every axis, min (not_larger) or max (not_smaller) of size / input dim;
+          // each output dim floor(scale * input dim + 0.5), as value expressions the session
+          // evaluates as the kernel computes them (runtime/kernels/resize_taps.cc).
+          std::optional<std::string> common;
+          for (size_t i = 0; i < axes.size(); ++i) {
+            const Dim& d = dims[size_t(axes[i])];
+            auto size = ValueExprOf((*values)[i]);
+            if (!d.is_static() || d.value() == 0 || !size) return ctx.Unsupported("keep_aspect_ratio_policy needs static nonzero input dims");
+            auto ratio = value_expr::Apply("div", {*size, value_expr::Constant(double(d.value()))});
+            common = !common || !ratio ? ratio : value_expr::Apply(policy == "not_larger" ? "min" : "max", {*common, *ratio});
+            if (!common) return ctx.Unsupported("the sizes' expression is too long");
+          }
+          for (size_t i = 0; i < axes.size(); ++i) {
+            Dim& d = dims[size_t(axes[i])];
+            auto scaled = value_expr::Apply("mul", {*common, value_expr::Constant(double(d.value()))});
+            auto rounded = scaled ? value_expr::Apply("add", {*scaled, value_expr::Constant(0.5)}) : std::nullopt;
+            auto sym = rounded ? value_expr::Symbol("int", {*rounded}) : std::nullopt;
+            if (!sym) return ctx.Unsupported("the sizes' expression is too long");
+            d = ir::DimExpr::Symbol(*sym).ToDim();
+          }
+          ctx.SetOutput(0, ctx.input_dtype(0), dims);
+          return Status::Ok();
+        }
         for (size_t i = 0; i < axes.size(); ++i) dims[size_t(axes[i])] = (*values)[i].ToDim();
         ctx.SetOutput(0, ctx.input_dtype(0), dims);
         return Status::Ok();

@@ -66,7 +66,9 @@ Status ReadScalesAndRoi(const KernelArgs& args, const Tensor& in, ResizeOptions&
     // Sizes computed at run time (a dynamic plan's value input): they are the output dims.
     for (int64_t a : axes) sizes.push_back(double(args.out(0)->dims[size_t(a)]));
   } else {
-    PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(3), "sizes", sizes));
+    // Constant sizes, or run-time sizes with keep_aspect_ratio_policy not_larger/not_smaller
+    // (read when the kernel runs; the output dims came from the same arithmetic).
+    PRECIS_RETURN_IF_ERROR(ConstantDoubles(args, args.in(3), "sizes", sizes, run_time));
   }
   opt.scales.assign(rank, 1.0);
   if (!scales.empty()) {

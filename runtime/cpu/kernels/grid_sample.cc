@@ -167,6 +167,77 @@ class GridSampleKernel : public Kernel {
 
 }  // namespace
 
-void RegisterGridSampleKernels(KernelRegistry& r) { r.Register("GridSample", Make<GridSampleKernel>); }
+// DeformConv, 2-D: each output position's kernel taps are moved by their offsets (dy, dx) and
+// read by bilinear interpolation, zero outside the image (GridSample with align_corners, as
+// ONNX's reference does it), weighted by the mask (1 without one). Sums in double.
+class DeformConvKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *x = args.in(0), *w = args.in(1), *off = args.in(2), *y = args.out(0);
+    if (!x || !w || !off || !y || x->rank() != 4 || w->rank() != 4 || off->rank() != 4 || y->rank() != 4)
+      return args.Error("needs 4-D X, W, offset and output");
+    group_ = args.attrs.Int("group", 1), og_ = args.attrs.Int("offset_group", 1);
+    pads_ = args.attrs.Ints("pads", {0, 0, 0, 0}), strides_ = args.attrs.Ints("strides", {1, 1}), dil_ = args.attrs.Ints("dilations", {1, 1});
+    int64_t c = x->dims[1], oc = w->dims[0], kh = w->dims[2], kw = w->dims[3];
+    if (group_ < 1 || og_ < 1 || c != w->dims[1] * group_ || oc % group_ != 0 || c % og_ != 0 || pads_.size() != 4 || strides_.size() != 2 ||
+        dil_.size() != 2)
+      return args.Error("bad group, offset_group, pads, strides or dilations");
+    std::vector<int64_t> out{x->dims[0], oc, off->dims[2], off->dims[3]};
+    if (y->dims != out || off->dims[0] != x->dims[0] || off->dims[1] != og_ * 2 * kh * kw) return args.Error("offset or output shape does not match");
+    if (const Tensor* m = args.in(4))
+      if (m->dims != std::vector<int64_t>{x->dims[0], og_ * kh * kw, out[2], out[3]}) return args.Error("mask shape does not match");
+    if (const Tensor* b = args.in(3))
+      if (b->numel != oc) return args.Error("B must have one value per output channel");
+    return Status::Ok();
+  }
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    const Tensor &x = *args.in(0), &w = *args.in(1), &off = *args.in(2);
+    const Tensor *b = args.in(3), *mask = args.in(4);
+    Tensor& y = *args.out(0);
+    int64_t n = x.dims[0], c = x.dims[1], ih = x.dims[2], iw = x.dims[3], oc = w.dims[0], cpg = w.dims[1], kh = w.dims[2], kw = w.dims[3];
+    int64_t oh = y.dims[2], ow = y.dims[3], ocpg = oc / group_, cpog = c / og_, taps = kh * kw;
+    // Bilinear read of channel plane `plane` at (py, px); neighbours outside the image count 0.
+    auto sample = [&](int64_t plane, double py, double px) {
+      double y0 = std::floor(py), x0 = std::floor(px), fy = py - y0, fx = px - x0, sum = 0;
+      for (int dy = 0; dy < 2; ++dy)
+        for (int dx = 0; dx < 2; ++dx) {
+          int64_t yy = int64_t(y0) + dy, xx = int64_t(x0) + dx;
+          if (yy < 0 || yy >= ih || xx < 0 || xx >= iw) continue;
+          sum += (dy ? fy : 1 - fy) * (dx ? fx : 1 - fx) * ReadAt(x, (plane * ih + yy) * iw + xx);
+        }
+      return sum;
+    };
+    for (int64_t bi = 0; bi < n; ++bi)
+      for (int64_t o = 0; o < oc; ++o)
+        for (int64_t i = 0; i < oh; ++i)
+          for (int64_t j = 0; j < ow; ++j) {
+            double acc = b ? ReadAt(*b, o) : 0.0;
+            int64_t g = o / ocpg;
+            for (int64_t ci = g * cpg; ci < (g + 1) * cpg; ++ci) {
+              int64_t og = ci / cpog;
+              for (int64_t u = 0; u < kh; ++u)
+                for (int64_t v = 0; v < kw; ++v) {
+                  int64_t tap = u * kw + v;
+                  double dy = ReadAt(off, ((bi * og_ + og) * taps * 2 + tap * 2) * oh * ow + i * ow + j);
+                  double dx = ReadAt(off, ((bi * og_ + og) * taps * 2 + tap * 2 + 1) * oh * ow + i * ow + j);
+                  double m = mask ? ReadAt(*mask, ((bi * og_ + og) * taps + tap) * oh * ow + i * ow + j) : 1.0;
+                  double py = double(i * strides_[0] - pads_[0] + u * dil_[0]) + dy, px = double(j * strides_[1] - pads_[1] + v * dil_[1]) + dx;
+                  acc += ReadAt(w, ((o * cpg + (ci - g * cpg)) * kh + u) * kw + v) * m * sample(bi * c + ci, py, px);
+                }
+            }
+            WriteAt(y, ((bi * oc + o) * oh + i) * ow + j, acc);
+          }
+    return Status::Ok();
+  }
+
+ private:
+  int64_t group_ = 1, og_ = 1;
+  std::vector<int64_t> pads_, strides_, dil_;
+};
+
+void RegisterGridSampleKernels(KernelRegistry& r) {
+  r.Register("GridSample", Make<GridSampleKernel>);
+  r.Register("DeformConv", Make<DeformConvKernel>);
+}
 
 }  // namespace precis::rt

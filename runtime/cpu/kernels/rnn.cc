@@ -242,9 +242,96 @@ class RecurrentKernel : public Kernel {
   std::vector<Activation> functions_;
 };
 
+// LinearAttention: per batch entry and key/value head, a state S [dk, dv] (past_state, else 0)
+// updated at each time step t: S *= exp(decay_t) (gated rules; per head or per key dim), then
+// with the delta rules v_t = beta_t * (v_t - S^T k_t), then S += k_t v_t^T; each query head
+// reading kv head h / (Hq / Hkv) outputs scale * S^T q_t. The state is kept in float (as ONNX's
+// reference), the dot products summed in double. See compiler/ops/rnn.cc for the shapes.
+class LinearAttentionKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *q = args.in(0), *k = args.in(1), *v = args.in(2), *y = args.out(0);
+    if (!q || !k || !v || !y || q->rank() != 3 || k->rank() != 3 || v->rank() != 3) return args.Error("needs 3-D query, key and value");
+    hq_ = args.attrs.Int("q_num_heads", 0), hkv_ = args.attrs.Int("kv_num_heads", 0);
+    if (hq_ <= 0 || hkv_ <= 0 || hq_ % hkv_ != 0 || q->dims[2] % hq_ != 0 || v->dims[2] % hkv_ != 0) return args.Error("bad head counts");
+    dk_ = q->dims[2] / hq_, dv_ = v->dims[2] / hkv_;
+    const std::string rule = args.attrs.String("update_rule", "gated_delta");
+    gated_ = rule == "gated" || rule == "gated_delta", delta_ = rule == "delta" || rule == "gated_delta";
+    if (k->dims != std::vector<int64_t>{q->dims[0], q->dims[1], hkv_ * dk_} || v->dims[0] != q->dims[0] || v->dims[1] != q->dims[1] ||
+        y->dims != std::vector<int64_t>{q->dims[0], q->dims[1], hq_ * dv_} || gated_ != (args.in(4) != nullptr) || delta_ != (args.in(5) != nullptr))
+      return args.Error("operand shapes do not match the head counts or the update rule");
+    std::vector<int64_t> state{q->dims[0], hkv_, dk_, dv_};
+    if ((args.in(3) && args.in(3)->dims != state) || (args.out(1) && args.out(1)->dims != state)) return args.Error("state must be " + DimsToString(state));
+    if (const Tensor* g = args.in(4)) {
+      if (g->rank() != 3 || g->dims[0] != q->dims[0] || g->dims[1] != q->dims[1] || (g->dims[2] != hkv_ && g->dims[2] != hkv_ * dk_))
+        return args.Error("decay must be [batch, time, kv_num_heads or kv_num_heads * head size]");
+    }
+    if (const Tensor* b = args.in(5)) {
+      if (b->rank() != 3 || b->dims[0] != q->dims[0] || b->dims[1] != q->dims[1] || (b->dims[2] != hkv_ && b->dims[2] != 1))
+        return args.Error("beta must be [batch, time, kv_num_heads or 1]");
+    }
+    double scale = args.attrs.Float("scale", 0.0f);
+    scale_ = scale == 0 ? 1.0 / std::sqrt(double(dk_)) : scale;
+    return Status::Ok();
+  }
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    const Tensor &q = *args.in(0), &k = *args.in(1), &v = *args.in(2);
+    const Tensor *past = args.in(3), *decay = args.in(4), *beta = args.in(5);
+    Tensor& y = *args.out(0);
+    int64_t batch = q.dims[0], time = q.dims[1], group = hq_ / hkv_;
+    std::vector<float> s(static_cast<size_t>(dk_ * dv_));
+    std::vector<double> kt(static_cast<size_t>(dk_)), vt(static_cast<size_t>(dv_)), acc(static_cast<size_t>(dv_));
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < hkv_; ++h) {
+        int64_t state_at = (b * hkv_ + h) * dk_ * dv_;
+        for (int64_t i = 0; i < dk_ * dv_; ++i) s[size_t(i)] = past ? float(ReadAt(*past, state_at + i)) : 0.0f;
+        for (int64_t t = 0; t < time; ++t) {
+          int64_t row = b * time + t;
+          for (int64_t d = 0; d < dk_; ++d) kt[size_t(d)] = ReadAt(k, (row * hkv_ + h) * dk_ + d);
+          for (int64_t m = 0; m < dv_; ++m) vt[size_t(m)] = ReadAt(v, (row * hkv_ + h) * dv_ + m);
+          if (gated_) {
+            int64_t per = decay->dims[2] == hkv_ ? 1 : dk_;
+            for (int64_t d = 0; d < dk_; ++d) {
+              float g = float(std::exp(float(ReadAt(*decay, (row * hkv_ + h) * per + (per == 1 ? 0 : d)))));
+              for (int64_t m = 0; m < dv_; ++m) s[size_t(d * dv_ + m)] *= g;
+            }
+          }
+          if (delta_) {
+            double bt = ReadAt(*beta, row * beta->dims[2] + (beta->dims[2] == 1 ? 0 : h));
+            for (int64_t m = 0; m < dv_; ++m) {
+              double retrieved = 0;
+              for (int64_t d = 0; d < dk_; ++d) retrieved += double(s[size_t(d * dv_ + m)]) * kt[size_t(d)];
+              vt[size_t(m)] = double(float(bt * double(float(vt[size_t(m)] - float(retrieved)))));
+            }
+          }
+          for (int64_t d = 0; d < dk_; ++d)
+            for (int64_t m = 0; m < dv_; ++m) s[size_t(d * dv_ + m)] += float(kt[size_t(d)] * vt[size_t(m)]);
+          for (int64_t r = 0; r < group; ++r) {
+            int64_t head = h * group + r;
+            std::fill(acc.begin(), acc.end(), 0.0);
+            for (int64_t d = 0; d < dk_; ++d) {
+              double qd = ReadAt(q, (row * hq_ + head) * dk_ + d);
+              for (int64_t m = 0; m < dv_; ++m) acc[size_t(m)] += qd * double(s[size_t(d * dv_ + m)]);
+            }
+            for (int64_t m = 0; m < dv_; ++m) WriteAt(y, (row * hq_ + head) * dv_ + m, scale_ * acc[size_t(m)]);
+          }
+        }
+        if (Tensor* present = args.out(1))
+          for (int64_t i = 0; i < dk_ * dv_; ++i) WriteAt(*present, state_at + i, double(s[size_t(i)]));
+      }
+    return Status::Ok();
+  }
+
+ private:
+  int64_t hq_ = 1, hkv_ = 1, dk_ = 1, dv_ = 1;
+  bool gated_ = false, delta_ = false;
+  double scale_ = 1;
+};
+
 }  // namespace
 
 void RegisterRecurrentKernels(KernelRegistry& r) {
+  r.Register("LinearAttention", Make<LinearAttentionKernel>);
   r.Register("RNN", Make<RecurrentKernel<Cell::kRnn>>);
   r.Register("GRU", Make<RecurrentKernel<Cell::kGru>>);
   r.Register("LSTM", Make<RecurrentKernel<Cell::kLstm>>);

@@ -136,11 +136,13 @@ class DftKernel : public Kernel {
       return args.Error("needs a float input and output of one rank");
     int64_t rank = x->rank(), axis = args.attrs.Int("axis", 1);
     if (const Tensor* a = args.in(2)) {
-      if (!a->is_constant || a->numel != 1 || !IsIndexType(a->dtype)) return args.Error("axis must be a constant scalar");
-      axis = IndexAt(*a, 0);
+      if (a->numel != 1 || !IsIndexType(a->dtype)) return args.Error("axis must be an integer scalar");
+      run_time_axis_ = !a->is_constant;  // a value symbol: read when the step runs
+      if (a->is_constant) axis = IndexAt(*a, 0);
     }
-    if (axis < -rank || axis >= rank - 1) return args.Error("axis is out of range");
-    axis_ = axis < 0 ? axis + rank : axis;
+    if (!run_time_axis_) {
+      PRECIS_ASSIGN_OR_RETURN(axis_, Axis(args, axis, rank));
+    }
     inverse_ = args.attrs.Int("inverse", 0) != 0;
     onesided_ = args.attrs.Int("onesided", 0) != 0;
     return Status::Ok();
@@ -148,7 +150,11 @@ class DftKernel : public Kernel {
   Status Run(const KernelArgs& args, CpuContext&) override {
     const Tensor& x = *args.in(0);
     Tensor& y = *args.out(0);
-    size_t a = size_t(axis_);
+    int64_t axis = axis_;
+    if (run_time_axis_) {
+      PRECIS_ASSIGN_OR_RETURN(axis, Axis(args, IndexAt(*args.in(2), 0), x.rank()));
+    }
+    size_t a = size_t(axis);
     int64_t len = x.dims[a], cin = x.dims.back(), cout = y.dims.back();
     int64_t n = inverse_ && onesided_ ? 2 * (len - 1) : len;
     if (const Tensor* d = args.in(1)) {
@@ -156,8 +162,11 @@ class DftKernel : public Kernel {
       n = IndexAt(*d, 0);
     }
     int64_t m = !inverse_ && onesided_ ? n / 2 + 1 : n;
-    if (n <= 0 || y.dims[a] != m || cout != (inverse_ && onesided_ ? 1 : 2))
-      return args.Error("dft_length " + std::to_string(n) + " does not give the planned output shape " + DimsToString(y.dims));
+    bool others_kept = true;
+    for (size_t j = 0; j + 1 < x.dims.size(); ++j) others_kept &= j == a || x.dims[j] == y.dims[j];
+    if (n <= 0 || y.dims[a] != m || cout != (inverse_ && onesided_ ? 1 : 2) || !others_kept)
+      return args.Error("dft_length " + std::to_string(n) + " along axis " + std::to_string(axis) + " does not give the planned output shape " +
+                        DimsToString(y.dims));
     int64_t outer = DimProduct(x.dims, 0, a), inner = DimProduct(x.dims, a + 1, x.dims.size() - 1);
     std::vector<double> cs, sn, re(static_cast<size_t>(n)), im(static_cast<size_t>(n));
     Twiddles(n, inverse_ ? 1.0 : -1.0, cs, sn);
@@ -188,8 +197,14 @@ class DftKernel : public Kernel {
   }
 
  private:
+  static StatusOr<int64_t> Axis(const KernelArgs& args, int64_t axis, int64_t rank) {
+    int64_t a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank - 1)
+      return args.Error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank) + " (the last dim holds real and imaginary parts)");
+    return a;
+  }
   int64_t axis_ = 1;
-  bool inverse_ = false, onesided_ = false;
+  bool run_time_axis_ = false, inverse_ = false, onesided_ = false;
 };
 
 // STFT: frames of the signal times the window, each transformed over frame_length points.

@@ -240,6 +240,61 @@ void ApplyUpdate(DataType dtype, uint8_t* dst, const uint8_t* update, int64_t n,
 }
 
 // ScatterND: output = data, then each index tuple's slice is replaced (or reduced) by updates.
+// TensorScatter: out = past_cache with update written along `axis` from write_indices[batch]
+// (0 without them); mode "circular" wraps the positions modulo the cache length, "linear" refuses
+// a write past its end. See compiler/ops/tensor_index.cc.
+class TensorScatterKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext&) override {
+    const Tensor *past = args.in(0), *update = args.in(1), *out = args.out(0);
+    PRECIS_RETURN_IF_ERROR(CheckData(args, past, out));
+    if (!update || update->dtype != past->dtype || update->rank() != past->rank() || out->dims != past->dims)
+      return args.Error("update must have past_cache's dtype and rank, the output its shape");
+    int64_t rank = past->rank(), axis = args.attrs.Int("axis", -2);
+    axis_ = axis < 0 ? axis + rank : axis;
+    if (axis_ < 1 || axis_ >= rank) return args.Error("axis " + std::to_string(axis) + " is out of range");
+    for (int64_t j = 0; j < rank; ++j)
+      if (j != axis_ && update->dims[size_t(j)] != past->dims[size_t(j)]) return args.Error("update differs from past_cache outside the sequence axis");
+    const std::string mode = args.attrs.String("mode", "linear");
+    if (mode != "linear" && mode != "circular") return args.Error("mode must be 'linear' or 'circular'");
+    circular_ = mode == "circular";
+    if (const Tensor* w = args.in(2))
+      if (w->dtype != DataType::kI64 || w->rank() != 1 || w->numel != past->dims[0]) return args.Error("write_indices must be int64 [batch]");
+    return Status::Ok();
+  }
+  Status Run(const KernelArgs& args, CpuContext&) override {
+    const Tensor &past = *args.in(0), &update = *args.in(1);
+    const Tensor* w = args.in(2);
+    Tensor& out = *args.out(0);
+    size_t a = size_t(axis_);
+    int64_t batch = past.dims[0], per_batch = DimProduct(past.dims, 1, a), max_seq = past.dims[a], seq = update.dims[a];
+    int64_t inner = DimProduct(past.dims, a + 1, past.dims.size());
+    size_t esize = DataTypeSize(out.dtype), row = size_t(inner) * esize;
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t start = w ? IndexAt(*w, b) : 0;
+      if (start < 0 || (!circular_ && (seq > max_seq || start > max_seq - seq)))
+        return args.Error("write index " + std::to_string(start) + " of batch entry " + std::to_string(b) + " with " + std::to_string(seq) +
+                          " positions does not fit the cache of " + std::to_string(max_seq));
+    }
+    if (circular_ && max_seq == 0 && seq > 0) return args.Error("cannot write into an empty cache");
+    CopyIfDistinct(past, out);
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t start = w ? IndexAt(*w, b) : 0;
+      for (int64_t p = 0; p < per_batch; ++p)
+        for (int64_t s = 0; s < seq; ++s) {
+          int64_t at = circular_ ? (start + s) % max_seq : start + s;
+          std::memcpy(out.data + size_t(((b * per_batch + p) * max_seq + at) * inner) * esize,
+                      update.data + size_t(((b * per_batch + p) * seq + s) * inner) * esize, row);
+        }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int64_t axis_ = 1;
+  bool circular_ = false;
+};
+
 class ScatterNDKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext&) override {
@@ -624,6 +679,7 @@ void AddTensorIndexKernels(KernelRegistry& r) {
   r.Register("GatherElements", Make<GatherElementsKernel>);
   r.Register("GatherND", Make<GatherNDKernel>);
   r.Register("ScatterND", Make<ScatterNDKernel>);
+  r.Register("TensorScatter", Make<TensorScatterKernel>);
   r.Register("ScatterElements", Make<ScatterElementsKernel>);
   r.Register("OneHot", Make<OneHotKernel>);
   r.Register("Compress", Make<CompressKernel>);

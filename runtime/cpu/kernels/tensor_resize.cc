@@ -29,7 +29,10 @@ class ResizeKernel : public Kernel {
     const Tensor* scales = upsample_ ? (args.attrs.Has("scales") ? nullptr : args.in(1)) : args.in(2);
     const Tensor* roi = upsample_ ? nullptr : args.in(1);
     bool crop = args.attrs.String("coordinate_transformation_mode", "") == "tf_crop_and_resize";
-    run_time_ = (scales && scales->numel > 0 && !scales->is_constant) || (crop && roi && roi->numel > 0 && !roi->is_constant);
+    const Tensor* sizes = upsample_ ? nullptr : args.in(3);
+    bool policy = args.attrs.String("keep_aspect_ratio_policy", "stretch") != "stretch";
+    run_time_ = (scales && scales->numel > 0 && !scales->is_constant) || (crop && roi && roi->numel > 0 && !roi->is_constant) ||
+                (policy && sizes && sizes->numel > 0 && !sizes->is_constant);
     if (run_time_) return DispatchAny(in->dtype, [](auto) {}) ? Status::Ok() : args.Error(std::string("unsupported dtype ") + DataTypeName(in->dtype));
     return Prepare(args, false);
   }
@@ -61,6 +64,7 @@ class ResizeKernel : public Kernel {
       };
       append(args.in(upsample_ ? 1 : 2));
       if (!upsample_) append(args.in(1));
+      if (!upsample_) append(args.in(3));
       if (now != run_scales_) {
         PRECIS_RETURN_IF_ERROR(Prepare(args, true));
         run_scales_ = std::move(now);
