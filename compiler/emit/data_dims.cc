@@ -38,9 +38,10 @@ StatusOr<std::vector<DataDimSource>> FindDataDims(const std::set<std::string>& u
   for (size_t i = 0; i < values.size(); ++i) {
     const ir::Value* v = values[i];
     const ir::Node* node = v ? v->producer() : nullptr;
-    if (!node || v->output_index() != 0) continue;
-    auto axis = ops::DataDimAxis(*node);
-    if (!axis) continue;
+    if (!node) continue;
+    auto holder = ops::DataDimOutput(*node);
+    if (!holder || holder->first != size_t(v->output_index())) continue;
+    std::optional<size_t> axis = holder->second;
     std::string symbol = ops::DataDim(*node).symbol();
     if (!unbound.count(symbol)) continue;
     bool seen = false;
@@ -50,7 +51,9 @@ StatusOr<std::vector<DataDimSource>> FindDataDims(const std::set<std::string>& u
       return Unimplemented(node->Describe() + ": its output size depends on the data, inside a control-flow body; such sizes are bound only in "
                            "the main graph so far");
     auto bound = ops::DataDimBound(*node);
-    if (!bound) return Unimplemented(node->Describe() + ": no upper bound of its data-dependent output size is known from its input shapes");
+    if (!bound)
+      return Unimplemented(node->Describe() + ": no upper bound of its data-dependent output size is known from its input shapes" +
+                           (node->op_type() == "Loop" ? std::string(" (a Loop needs a trip count M, a constant or an input value)") : std::string()));
     for (const std::string& s : bound->Symbols())
       if (!input_bound.count(s))
         return Unimplemented(node->Describe() + ": the bound of its data-dependent output size (" + bound->ToString() +

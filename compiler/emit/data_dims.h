@@ -16,7 +16,7 @@ StatusOr<std::vector<int64_t>> ShapeOf(const ir::Value& v, std::vector<ir::DimEx
 
 struct DataDimSource {
   std::string symbol;
-  size_t value = 0;  // index into the `values` given to FindDataDims: the producing step's output 0
+  size_t value = 0;  // index into the `values` given to FindDataDims: the producing step's output that holds it
   size_t axis = 0;
   ir::DimExpr bound;
   std::string display;  // "count(name)", the symbol's name in the plan and in messages

@@ -15,6 +15,7 @@
 #include "compiler/ops/step_attrs.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
+#include "compiler/ops/shape_values.h"
 #include "runtime/base/hash.h"
 #include "runtime/base/value_expr.h"
 #include "runtime/cuda/kernel_list.h"
@@ -360,6 +361,14 @@ class Emitter {
     for (const TensorEntry& t : tensors_)
       for (const ir::DimExpr& e : t.symbolic)
         for (const std::string& s : e.Symbols()) all.insert(s);
+    // A data dim's bound may read values that no dim holds (a Loop's trip count M): the plan
+    // binds them too.
+    for (const TensorEntry& t : tensors_) {
+      const ir::Node* node = t.value ? t.value->producer() : nullptr;
+      if (!node || t.symbolic.empty() || !ops::DataDimOutput(*node)) continue;
+      if (auto b = ops::DataDimBound(*node))
+        for (const std::string& s : b->Symbols()) all.insert(s);
+    }
     for (const auto& [name, range] : options_.dim_bounds) {
       if (all.count(name)) continue;
       std::string known;

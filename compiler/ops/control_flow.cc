@@ -7,6 +7,7 @@
 
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
+#include "compiler/ops/shape_values.h"
 
 namespace precis::ops {
 namespace {
@@ -158,11 +159,22 @@ Status InferLoop(InferContext& ctx) {
     const ir::Type& slice = TypeOf(body->outputs()[k]);
     if (!slice.is_tensor() || !slice.shape().has_rank()) return ctx.Error("scan output " + std::to_string(k - n - 1) + " has no known type");
     if (!length) length = RunTimeTripCount(ctx);
-    if (!length)
-      return ctx.Unsupported("its scan outputs have a length known only after the loop ran (the loop condition may end it early, or the "
-                             "trip count M is computed from data); Precis plans need their shapes before the run, from input dims or "
-                             "values");
-    std::vector<ir::Dim> dims{length->ToDim()};
+    std::vector<ir::Dim> dims{length ? length->ToDim() : ir::Dim()};
+    if (!length) {
+      // The body computes its condition: how many iterations run is known once the loop ran. A
+      // loop of the main graph with a trip count M gives its scan outputs a data dim (bound M).
+      const ir::Graph* owner = ctx.node().owner();
+      auto m = ctx.has_input(0) ? ctx.ShapeValues(0) : StatusOr<std::vector<ir::DimExpr>>(ctx.Error("no trip count"));
+      if (!owner || owner->parent_node() || !m.ok() || m->size() != 1)
+        return ctx.Unsupported("its scan outputs have a length known only after the loop ran (its body computes the condition) and " +
+                               std::string(owner && owner->parent_node() ? "it runs inside another body"
+                                                                         : "it has no trip count M (a constant or an input value) to bound them"));
+      if (m->front().is_constant() && m->front().constant() > (int64_t(1) << 30))
+        return ctx.Unsupported("its scan outputs have a length known only after the loop ran (its body computes the condition), bounded "
+                               "only by its trip count M = " + std::to_string(m->front().constant()) +
+                               "; Precis plans the memory for the bound, so M must be a real limit (at most 2^30)");
+      dims[0] = DataDim(ctx.node());
+    }
     for (const ir::Dim& d : slice.shape().dims()) dims.push_back(d);
     ctx.SetOutput(k - 1, slice.dtype(), dims);
   }

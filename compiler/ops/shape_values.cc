@@ -572,14 +572,21 @@ ir::Dim DataDim(const ir::Node& node) {
   return ir::Dim::Symbolic(std::string(kDataDimPrefix) + clean + "_" + hex);
 }
 
-std::optional<size_t> DataDimAxis(const ir::Node& node) {
-  if (node.outputs().empty() || !node.outputs()[0]) return std::nullopt;
-  const ir::Type& t = node.outputs()[0]->type();
-  if (!t.is_tensor() || !t.shape().has_rank()) return std::nullopt;
+std::optional<std::pair<size_t, size_t>> DataDimOutput(const ir::Node& node) {
   ir::Dim d = DataDim(node);
-  for (size_t k = 0; k < t.shape().dims().size(); ++k)
-    if (t.shape().dims()[k] == d) return k;
+  for (size_t o = 0; o < node.outputs().size(); ++o) {
+    if (!node.outputs()[o]) continue;
+    const ir::Type& t = node.outputs()[o]->type();
+    if (!t.is_tensor() || !t.shape().has_rank()) continue;
+    for (size_t k = 0; k < t.shape().dims().size(); ++k)
+      if (t.shape().dims()[k] == d) return std::make_pair(o, k);
+  }
   return std::nullopt;
+}
+
+std::optional<size_t> DataDimAxis(const ir::Node& node) {
+  auto o = DataDimOutput(node);
+  return o ? std::optional<size_t>(o->second) : std::nullopt;
 }
 
 std::optional<ir::DimExpr> DataDimBound(const ir::Node& node) {
@@ -615,6 +622,19 @@ std::optional<ir::DimExpr> DataDimBound(const ir::Node& node) {
   if (op == "NonMaxSuppression") {
     auto scores = dims_of(1);  // [batches, classes, boxes]: each class of each batch keeps at most its boxes
     return scores && scores->size() == 3 ? product(*scores) : std::nullopt;
+  }
+  if (op == "Loop") {
+    // A loop whose body computes its condition: at most M iterations (a constant or a value
+    // inputs bind).
+    const ir::Value* m = node.inputs().empty() ? nullptr : node.inputs()[0];
+    std::optional<ir::DimExpr> trips;
+    if (m && m->known_values() && m->known_values()->size() == 1) trips = (*m->known_values())[0];
+    if (m && m->is_constant() && m->data() && m->data()->has_data() && m->data()->NumElements() == 1 && m->data()->dtype() == ir::DType::kI64) {
+      int64_t v = 0;
+      std::memcpy(&v, m->data()->buffer().data(), 8);
+      trips = ir::DimExpr::Constant(v);
+    }
+    return trips ? ir::DimExpr::Max(*trips, ir::DimExpr()) : std::nullopt;
   }
   return std::nullopt;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -70,8 +71,10 @@ std::vector<ir::Dim> ToDims(const DimExprs& e);
 // node again gives the same symbol.
 inline constexpr const char* kDataDimPrefix = "count_";
 ir::Dim DataDim(const ir::Node& node);
-// The data dim `node` binds (its output 0's dim that is DataDim(node)): which axis; nullopt when
-// the node binds none.
+// The data dim `node` binds: the first output with a dim that is DataDim(node) (output 0 but for
+// a Loop, whose scan outputs hold it) and its axis; nullopt when the node binds none.
+std::optional<std::pair<size_t, size_t>> DataDimOutput(const ir::Node& node);
+// DataDimOutput's axis.
 std::optional<size_t> DataDimAxis(const ir::Node& node);
 // An upper bound of the node's data dim from its input shapes; nullopt when none is known.
 std::optional<ir::DimExpr> DataDimBound(const ir::Node& node);

@@ -75,7 +75,7 @@ class KernelFormAttrs {
   void Normalize(const ir::Node& n, int64_t opset) {
     const std::string& op = n.op_type();
     if (!n.domain().empty()) return;
-    if (op == "NonZero" || op == "Compress" || op == "Unique" || op == "NonMaxSuppression")
+    if (op == "NonZero" || op == "Compress" || op == "Unique" || op == "NonMaxSuppression" || op == "Loop")
       if (auto axis = DataDimAxis(n)) SetInt("data_dim_axis", int64_t(*axis));  // plan.fbs Plan.data_symbols
     if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
       SetInt("axis", IntOr("axis", opset < 13 ? 1 : -1));

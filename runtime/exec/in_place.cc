@@ -11,7 +11,7 @@ namespace precis::rt {
 namespace {
 
 // Sorted, so that lookups are a binary search and a duplicate shows up in review.
-constexpr std::array<std::string_view, 76> kInPlaceOnInput0 = {
+constexpr std::array<std::string_view, 77> kInPlaceOnInput0 = {
     "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atanh", "BatchNormalization",
     "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "Ceil", "Celu", "Clip", "Cos", "Cosh",
     "CumProd", "CumSum", "Div", "Dropout", "Elu", "Erf", "Exp", "Floor", "FusedElementwise", "Gelu", "GroupNormalization", "HardSigmoid",
@@ -19,7 +19,7 @@ constexpr std::array<std::string_view, 76> kInPlaceOnInput0 = {
     "LogSoftmax", "LpNormalization", "Max", "Mean", "MeanVarianceNormalization", "Min", "Mish", "Mod", "Mul",
     "Neg", "Not", "Or", "PRelu", "Pow", "Reciprocal", "Relu", "Reshape", "Round", "ScatterElements",
     "ScatterND", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Softmax", "Softplus", "Softsign", "Sqrt",
-    "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Trilu", "Xor"};
+    "Sub", "Sum", "Tan", "Tanh", "TensorScatter", "ThresholdedRelu", "Trilu", "Xor"};
 static_assert(std::is_sorted(kInPlaceOnInput0.begin(), kInPlaceOnInput0.end()));
 
 }  // namespace

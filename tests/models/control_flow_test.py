@@ -26,6 +26,10 @@ Cases (random weights, fixed seed):
     set); range_float: Range itself over the same inputs (its length computed in double). Run
     at (start, limit, delta) = (0, 10, 3), (1.5, -2, -0.5), (0, 0.3, 0.1) (3 elements in FP32
     arithmetic, 4 for Range), (5, 1, 1) (none) and (0, 1000, 0.5).
+  - loop_early_exit: the body computes its condition (stop once a running sum passes a limit),
+    so the scan output's length is a data dim bounded by the trip count M (an input); run where
+    it stops after 3 of 8 iterations, runs all 8, runs none (initial condition false), is cut
+    by M = 2, and stops after 6 of 30.
   - nested: an If inside a Loop body choosing by the iteration's parity, reading a weight two
     levels up.
   - torch_if, torch_loop: TorchScript modules exported by Debian's python3-torch (torch.jit.script,
@@ -39,7 +43,7 @@ ends wrong in an uncalibrated FP16 plan (Inf, then NaN that the next Relu maps t
 on every iteration, the MatMul stays FP32 (reason range-overflow, listed under the body's path in
 the report) and the output is within the FP16 bound of onnxruntime.
 Refusals checked by message: an If whose branches give different shapes, a Loop whose scan
-outputs have a length known only after it ran (its body computes the condition), a body whose
+outputs have a length known only after it ran and no trip count to bound it, a body whose
 shapes follow the iteration number (x[0:i+1]), a loop-carried value whose shape changes, a Loop
 that never ends.
 """
@@ -300,12 +304,31 @@ def range_float(path, rng):
     return range_feeds()
 
 
+def loop_early_exit(path, rng):
+    # The body computes its condition (stop once the running sum passes the limit): the scan
+    # outputs' length is known only after the loop ran, at most M (an input).
+    body = helper.make_graph([n("Add", ["acc_in", "x"], ["acc_out"]), n("Mul", ["acc_out", "half"], ["scan"]), n("ReduceSum", ["acc_out"], ["t"], keepdims=0),
+                              n("Less", ["t", "limit"], ["c_out"])], "body",
+                             [vi("i", I64, []), vi("c_in", B, []), vi("acc_in", F, [3])], [vi("c_out", B, []), vi("acc_out", F, [3]), vi("scan", F, [3])])
+    save(path, [n("Loop", ["M", "c", "acc0"], ["acc", "scans"], body=body)],
+         [vi("M", I64, []), vi("c", B, []), vi("acc0", F, [3]), vi("x", F, [3]), vi("limit", F, [])], [vi("acc", F, [3]), vi("scans", F, ["n", 3])],
+         [const("half", 0.5)])
+    acc0 = np.zeros(3, np.float32)
+    runs = [(8, True, [1.0, 0.5, 0.25], 5.0),   # stops after 3 iterations (sums 1.75, 3.5, 5.25)
+            (8, True, [0.1, 0.1, 0.1], 100.0),  # runs all 8
+            (8, False, [1.0, 1.0, 1.0], 5.0),   # the initial condition is false: no iteration
+            (2, True, [1.0, 0.5, 0.25], 5.0),   # the trip count ends it first
+            (30, True, [-0.5, 0.7, 1.3], 8.0)]  # 6 iterations (sums 1.5 apart)
+    return [{"M": np.array(m, np.int64), "c": np.array(c), "acc0": acc0, "x": np.array(x, np.float32), "limit": np.array(l, np.float32)}
+            for m, c, x, l in runs]
+
+
 def refused_loop_length(path, rng):
-    # The body computes its condition: how many iterations run is known only after the loop.
+    # The body computes its condition and there is no trip count M to bound the scan outputs.
     body = helper.make_graph([n("Neg", ["x_in"], ["x_out"]), n("Identity", ["x_out"], ["x_slice"]), n("ReduceSum", ["x_out"], ["t"], keepdims=0),
                               n("Greater", ["t", "zero"], ["c_out"])], "body",
                              [vi("i", I64, []), vi("c_in", B, []), vi("x_in", F, [2])], [vi("c_out", B, []), vi("x_out", F, [2]), vi("x_slice", F, [2])])
-    save(path, [n("Loop", ["M", "", "x"], ["xf", "xs"], body=body)], [vi("M", I64, []), vi("x", F, [2])], [vi("xf", F, [2]), vi("xs", F, ["n", 2])],
+    save(path, [n("Loop", ["", "", "x"], ["xf", "xs"], body=body)], [vi("x", F, [2])], [vi("xf", F, [2]), vi("xs", F, ["n", 2])],
          [const("zero", 0.0)])
 
 
@@ -334,9 +357,10 @@ def refused_loop_forever(path, rng):
 
 CASES = [("if_runtime", if_runtime), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_swap", loop_swap),
          ("scan_axes", scan_axes), ("scan_opset8", scan_opset8), ("nested", nested), ("torch_if", torch_model("torch_if")), ("torch_loop", torch_model("torch_loop")),
-         ("loop_runtime_count", loop_runtime_count), ("range_expanded", range_expanded), ("range_float", range_float)]
+         ("loop_runtime_count", loop_runtime_count), ("range_expanded", range_expanded), ("range_float", range_float),
+         ("loop_early_exit", loop_early_exit)]
 REFUSED = [("refused_if_shapes", refused_if_shapes, "one static type for both"),
-           ("refused_loop_length", refused_loop_length, "length known only after the loop ran"),
+           ("refused_loop_length", refused_loop_length, "no trip count M"),
            ("refused_loop_iteration_shape", refused_loop_iteration_shape, "follows the iteration number"),
            ("refused_loop_growth", refused_loop_growth, "shape changes across iterations"),
            ("refused_loop_forever", refused_loop_forever, "never ends")]

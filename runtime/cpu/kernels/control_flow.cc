@@ -1,13 +1,16 @@
 // If, Loop and Scan on the CPU. Their bodies are programs of the plan (plan.fbs Program.body) that
 // the backend runs through CpuContext::programs; these kernels copy values into a body's input
 // tensors, run it and copy its outputs out, so every body step is an ordinary step with its own
-// kernel, precision and arena bytes. Shapes are static: a Loop's scan outputs have the length
-// planned at compile time, and a run that ends after another number of iterations is an error.
+// kernel, precision and arena bytes. A Loop's scan outputs have the length planned when the run
+// starts (static, or from input values), and a run that ends after another number of iterations
+// is an error; a Loop whose body computes its condition has scan outputs of a data dim
+// (data_dim_axis 0): planned for the trip count M, shrunk to the iterations that ran.
 // Run allocates nothing (loop-carried values that trade places go through a buffer made at Init).
 #include <algorithm>
 #include <cstring>
 
 #include "runtime/cpu/kernel.h"
+#include "runtime/cpu/kernels/common.h"
 #include "runtime/cpu/kernels/register.h"
 
 namespace precis::rt {
@@ -159,7 +162,7 @@ class LoopKernel final : public Kernel {
       if (ctx.max_loop_iterations > 0 && i >= ctx.max_loop_iterations)
         return a.Error("would run more than " + std::to_string(ctx.max_loop_iterations) + " iterations (SessionOptions::max_loop_iterations)");
       if (trips_ >= 0 && i >= trips_)
-        return a.Error("runs more than the " + std::to_string(trips_) + " iterations its scan outputs were planned for (plans have static shapes)");
+        return a.Error("runs more than the " + std::to_string(trips_) + " iterations its scan outputs were planned for");
       *io_->inputs[0]->As<int64_t>() = i;
       io_->inputs[1]->data[0] = cond ? 1 : 0;
       PRECIS_RETURN_IF_ERROR(ctx.programs->RunBody(program_));
@@ -171,9 +174,14 @@ class LoopKernel final : public Kernel {
       }
       carry_.Run();
     }
-    if (trips_ >= 0 && i != trips_)
+    if (DataDimAxis(a) == 0) {
+      // Scan outputs of a data-dependent length (plan.fbs Plan.data_symbols): the iterations run.
+      for (size_t s = n_; s < a.outputs.size(); ++s)
+        if (Tensor* out = a.out(s)) PRECIS_RETURN_IF_ERROR(SetDataDim(a, *out, 0, i));
+    } else if (trips_ >= 0 && i != trips_) {
       return a.Error("ended after " + std::to_string(i) + " iterations; its scan outputs were planned for " + std::to_string(trips_) +
                      " (plans have static shapes)");
+    }
     for (size_t j = 0; j < n_; ++j) Copy(io_->inputs[j + 2], a.out(j));
     return Status::Ok();
   }
