@@ -148,6 +148,7 @@ const OpRegistry& OpRegistry::Get() {
     RegisterQuantizeOps(r);
     RegisterSignalOps(r);
     RegisterImageOps(r);
+    RegisterMlOps(r);
     RegisterActivationOps(r);
     RegisterNnOps(r);
     RegisterTensorOps(r);

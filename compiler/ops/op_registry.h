@@ -122,6 +122,7 @@ void RegisterLossOps(OpRegistry& r);
 void RegisterTrainingOps(OpRegistry& r);  // internal operators of training plans (training.cc)
 void RegisterRecurrentOps(OpRegistry& r);  // RNN, GRU, LSTM (rnn.cc)
 void RegisterControlFlowOps(OpRegistry& r);  // If, Loop, Scan (control_flow.cc)
+void RegisterMlOps(OpRegistry& r);         // ai.onnx.ml: Binarizer, ArrayFeatureExtractor, TreeEnsemble (ml.cc)
 void RegisterFusedOps(OpRegistry& r);      // FusedElementwise (fused.cc, passes/fuse_elementwise.h)
 
 // Shape helpers shared by families.

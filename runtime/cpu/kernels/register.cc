@@ -17,6 +17,7 @@ void RegisterAllCpuKernels(KernelRegistry& r) {
   RegisterQuantizeKernels(r);
   RegisterSignalKernels(r);
   RegisterGridSampleKernels(r);
+  RegisterMlKernels(r);
   RegisterImageKernels(r);
   RegisterFusedKernels(r);
   RegisterFastKernels(r);

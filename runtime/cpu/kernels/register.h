@@ -21,6 +21,7 @@ void RegisterControlFlowKernels(KernelRegistry& r);  // If, Loop, Scan (control_
 void RegisterQuantizeKernels(KernelRegistry& r);  // QuantizeLinear, QLinear*, *Integer (quantize.cc)
 void RegisterSignalKernels(KernelRegistry& r);  // windows, MelWeightMatrix, DFT, STFT (signal.cc)
 void RegisterGridSampleKernels(KernelRegistry& r);  // grid_sample.cc
+void RegisterMlKernels(KernelRegistry& r);  // ai.onnx.ml: Binarizer, ArrayFeatureExtractor, TreeEnsemble (ml.cc)
 void RegisterImageKernels(KernelRegistry& r);  // RoiAlign, AffineGrid, Col2Im, CenterCropPad, TfIdfVectorizer (image.cc)
 void RegisterFusedKernels(KernelRegistry& r);  // FusedElementwise reference (fused.cc)
 void RegisterFastFusedKernels(KernelRegistry& r);  // FusedElementwise through generated code (fast_fused.cc)
