@@ -109,6 +109,12 @@ Status Session::Impl::LoadExprSymbols() {
       if (v.symbol == size_t(sym)) return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' is both a value and a value expression");
     for (const ExprSymbol& other : expr_symbols)
       if (other.symbol == size_t(sym)) return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' has two value expressions");
+    for (const rt::ProgramSteps& p : loaded.programs)
+      for (int id : p.body ? std::vector<int>{} : p.inputs)
+        for (const SymDim& sd : sym_dims[size_t(id)])
+          for (const Term& t : sd.terms)
+            if (std::find(t.factors.begin(), t.factors.end(), int(sym)) != t.factors.end())
+              return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' is both an input dim and a value expression");
     e.symbol = size_t(sym);
     e.code = text->str();
     auto leaves = value_expr::Leaves(e.code);

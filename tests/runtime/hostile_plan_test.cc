@@ -424,6 +424,45 @@ TEST(HostilePlan, DynamicPlans) {
     p.value_symbols = {0, TensorId(p, "x"), 0};
     p.value_symbol_scale = {-3};
   }, "has a bad value scale");
+  // Value expressions (runtime/base/value_expr.h): code that does not parse (an unknown
+  // operation, a missing operand, no conversion to an integer), a leaf that is no input, one
+  // past an input's end, one of symbolic dims, lists of different lengths, two expressions for
+  // one symbol, an expression and a value symbol for one symbol.
+  auto expr = [](const std::string& code) {
+    return [code](plan::PlanT& p, auto&) {
+      p.symbols.push_back("n");
+      p.expr_symbols = {1};
+      p.expr_symbol_code = {code};
+    };
+  };
+  refused(expr("$x_int_bogus_t0e0"), "has a bad value expression");
+  refused(expr("$x_rlen_t0e0_t0e0"), "has a bad value expression");
+  refused(expr("$x_add_c3ff0000000000000_c3ff0000000000000"), "has a bad value expression");
+  refused(expr("$x_int_t1048576e0"), "reads a value no input of static shape holds");
+  refused([&](plan::PlanT& p, auto& self) {
+    expr("$x_int_t" + std::to_string(TensorId(p, "h")) + "e0")(p, self);
+  }, "reads a value no input of static shape holds");
+  refused([&](plan::PlanT& p, auto& self) { expr("$x_int_t" + std::to_string(TensorId(p, "x")) + "e0")(p, self); },
+          "reads a value no input of static shape holds");
+  refused([](plan::PlanT& p, auto&) {
+    p.expr_symbols = {0};
+    p.expr_symbol_code = {};
+  }, "bad value expression symbols");
+  refused([](plan::PlanT& p, auto&) {
+    p.symbols.push_back("n");
+    p.expr_symbols = {1, 1};
+    p.expr_symbol_code = {"$x_int_c3ff0000000000000", "$x_int_c3ff0000000000000"};
+  }, "has two value expressions");
+  refused([](plan::PlanT& p, auto&) {
+    p.expr_symbols = {0};
+    p.expr_symbol_code = {"$x_int_c3ff0000000000000"};
+  }, "is both an input dim and a value expression");
+  // Deeply nested code is refused by its length, never parsed recursively without end.
+  {
+    std::string deep = "$x_int";
+    for (int k = 0; k < 5000; ++k) deep += "_neg";
+    refused(expr(deep + "_c3ff0000000000000"), "has a bad value expression");
+  }
   // Data dims: no bounds, an axis past the tensor's rank, a static axis, a symbol the input binds,
   // a bound cut short.
   refused([](plan::PlanT& p, auto&) { p.data_symbols = {0, TensorId(p, "h"), 0}; }, "bad data symbols");
