@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "compiler/emit/data_dims.h"
+#include "compiler/emit/input_symbols.h"
 #include "compiler/emit/memory_planner.h"
 #include "compiler/emit/widening.h"
 #include "compiler/ops/control_flow.h"
@@ -17,7 +18,6 @@
 #include "compiler/ops/op_registry.h"
 #include "compiler/ops/shape_values.h"
 #include "runtime/base/hash.h"
-#include "runtime/base/value_expr.h"
 #include "runtime/cuda/kernel_list.h"
 #include "runtime/plan/plan_format.h"
 
@@ -382,64 +382,17 @@ class Emitter {
       if (t.kind == Kind::kState)
         return Unimplemented("the model has symbolic dims (" + *all.begin() + (all.size() > 1 ? ", ..." : "") + ") and the plan has state ('" +
                              t.value->name() + "'): plans with state (training) need static shapes; give them with --shape or --batch");
-    // Value symbols: "$K_E", element E of an integer input of static shape, which carries the
-    // symbols as its known values (passes/infer_shapes.cc); "$K_E_M", floor(M * element E) of
-    // float input K of the main graph. Named "input[E]" (or "M*input[E]") in the plan.
-    std::map<std::string, std::string> display;
-    for (const std::string& s : all) {
-      size_t input = 0, element = 0;
-      int64_t scale = 0;
-      if (!ir::DimExpr::ParseValueSymbol(s, &input, &element, &scale)) continue;
-      int source = -1;
-      for (const Program& p : programs_)
-        for (int id : p.inputs) {
-          const ir::Value* v = tensors_[size_t(id)].value;
-          if (p.body || !tensors_[size_t(id)].symbolic.empty()) continue;
-          const std::vector<ir::DimExpr>* known = v->known_values();
-          if (scale == 0 && known && element < known->size() && (*known)[element] == ir::DimExpr::Symbol(s)) source = id;
-          const ir::Graph* g = v->owner();
-          if (scale > 0 && g && !g->parent_node() && input < g->inputs().size() && g->inputs()[input] == v && ir::IsFloat(v->type().dtype()))
-            source = id;
-        }
-      if (source < 0) return Internal("a shape depends on value " + s + ", which no input of the plan holds");
-      bound.insert(s);
-      value_symbols_.push_back({s, source, int64_t(element), scale});
-      std::string name = tensors_[size_t(source)].value->name() + "[" + std::to_string(element) + "]";
-      display[s] = scale > 0 ? "floor(" + std::to_string(scale) + "*" + name + ")" : name;
-    }
-    // Value expressions ("$x_..."): sizes from float arithmetic over input values (a Range over
-    // float bounds); leaf i<K>e<E> becomes t<tensor>e<E>, tensor the entry input K.
-    std::set<std::string> displays;
-    for (const std::string& s : all) {
-      if (!value_expr::IsSymbol(s)) continue;
-      auto leaves = value_expr::Leaves(s);
-      if (!leaves) return Internal("a shape depends on a value expression that does not parse: " + s);
-      std::map<int64_t, int> tensor_of;  // graph input -> tensor id
-      for (const value_expr::Leaf& leaf : *leaves) {
-        int source = -1;
-        for (const Program& p : programs_)
-          for (int id : p.inputs) {
-            const ir::Value* v = tensors_[size_t(id)].value;
-            const ir::Graph* g = v->owner();
-            if (!p.body && tensors_[size_t(id)].symbolic.empty() && g && !g->parent_node() && size_t(leaf.index) < g->inputs().size() &&
-                g->inputs()[size_t(leaf.index)] == v && v->type().shape().NumElements() && leaf.element < *v->type().shape().NumElements())
-              source = id;
-          }
-        if (leaf.kind != 'i' || source < 0) return Internal("a shape depends on value " + s + ", which no input of the plan holds");
-        tensor_of[leaf.index] = source;
-      }
-      auto code = value_expr::MapLeaves(s, [&](const value_expr::Leaf& l) { return "t" + std::to_string(tensor_of[l.index]) + "e" + std::to_string(l.element); });
-      auto text = value_expr::Display(s, [&](const value_expr::Leaf& l) {
-        return tensors_[size_t(tensor_of[l.index])].value->name() + "[" + std::to_string(l.element) + "]";
-      });
-      if (!code || !text) return Internal("a shape depends on a value expression that does not parse: " + s);
-      std::string name = *text;
-      for (int k = 2; displays.count(name); ++k) name = *text + "#" + std::to_string(k);
-      displays.insert(name);
-      display[s] = name;
-      bound.insert(s);
-      expr_symbols_.push_back({s, *code});
-    }
+    // Symbols read from input values (emit/input_symbols.h).
+    std::vector<EntryInput> entry_inputs;
+    for (const Program& p : programs_)
+      for (int id : p.inputs)
+        if (!p.body && tensors_[size_t(id)].symbolic.empty()) entry_inputs.push_back({id, tensors_[size_t(id)].value});
+    PRECIS_ASSIGN_OR_RETURN(InputSymbols from_values, FindInputSymbols(all, entry_inputs));
+    std::map<std::string, std::string> display = std::move(from_values.display);
+    value_symbols_ = std::move(from_values.values);
+    expr_symbols_ = std::move(from_values.exprs);
+    for (const ValueSymbolSource& v : value_symbols_) bound.insert(v.symbol);
+    for (const ExprSymbolSource& e : expr_symbols_) bound.insert(e.symbol);
     for (const Program& p : programs_) {
       if (p.body) continue;
       for (int id : p.inputs)
@@ -633,17 +586,7 @@ class Emitter {
   std::vector<Program> programs_;
   std::vector<std::string> symbols_;  // sorted; empty for a static plan
   std::vector<std::string> atom_texts_;  // atoms of symbolic dims, in Plan.dim_atoms order
-  struct ValueSymbolSource {
-    std::string symbol;
-    int tensor;
-    int64_t element;
-    int64_t scale;  // plan.fbs value_symbol_scale
-  };
   std::vector<ValueSymbolSource> value_symbols_;
-  struct ExprSymbolSource {
-    std::string symbol;
-    std::string code;  // plan.fbs expr_symbol_code
-  };
   std::vector<ExprSymbolSource> expr_symbols_;
   std::vector<DataDimSource> data_dims_;
   std::vector<int64_t> atom_code_;

@@ -11,6 +11,7 @@
 #include "runtime/base/half.h"
 
 namespace precis::value_expr {
+
 namespace {
 
 constexpr const char* kSymbolPrefix = "$x_";
@@ -67,25 +68,30 @@ bool ParseConstant(const std::string& t, double* v) {
   return true;
 }
 
-// A parsed expression.
-struct Node {
+
+}  // namespace
+
+// A parsed expression (value_expr.h).
+struct ExprNode {
   enum Kind { kLeaf, kConst, kOp } kind = kLeaf;
   Leaf leaf;
   double value = 0;
   const OpInfo* op = nullptr;
-  std::vector<std::unique_ptr<Node>> args;
+  std::vector<std::unique_ptr<ExprNode>> args;
 };
 
-std::unique_ptr<Node> ParseAt(const std::vector<std::string>& tokens, size_t& pos, int depth) {
+namespace {
+
+std::unique_ptr<ExprNode> ParseAt(const std::vector<std::string>& tokens, size_t& pos, int depth) {
   if (pos >= tokens.size() || depth > int(kMaxTokens)) return nullptr;
   const std::string& t = tokens[pos++];
-  auto n = std::make_unique<Node>();
+  auto n = std::make_unique<ExprNode>();
   if (ParseLeaf(t, &n->leaf)) return n;
   if (ParseConstant(t, &n->value)) {
-    n->kind = Node::kConst;
+    n->kind = ExprNode::kConst;
     return n;
   }
-  n->kind = Node::kOp;
+  n->kind = ExprNode::kOp;
   n->op = FindOp(t);
   if (!n->op) return nullptr;
   for (int k = 0; k < n->op->operands; ++k) {
@@ -96,7 +102,7 @@ std::unique_ptr<Node> ParseAt(const std::vector<std::string>& tokens, size_t& po
   return n;
 }
 
-std::unique_ptr<Node> Parse(const std::string& text) {
+std::unique_ptr<ExprNode> Parse(const std::string& text) {
   std::vector<std::string> tokens = Split(text);
   if (tokens.size() > kMaxTokens + 4) return nullptr;
   size_t pos = 0;
@@ -105,22 +111,22 @@ std::unique_ptr<Node> Parse(const std::string& text) {
 }
 
 // A symbol's conversion node (int, bool, rlen).
-std::unique_ptr<Node> ParseSymbol(const std::string& name) {
+std::unique_ptr<ExprNode> ParseSymbol(const std::string& name) {
   if (!IsSymbol(name)) return nullptr;
   auto n = Parse(name.substr(std::strlen(kSymbolPrefix)));
-  if (!n || n->kind != Node::kOp || (std::strcmp(n->op->name, "int") != 0 && std::strcmp(n->op->name, "bool") != 0 && std::strcmp(n->op->name, "rlen") != 0))
+  if (!n || n->kind != ExprNode::kOp || (std::strcmp(n->op->name, "int") != 0 && std::strcmp(n->op->name, "bool") != 0 && std::strcmp(n->op->name, "rlen") != 0))
     return nullptr;
   return n;
 }
 
-void CollectLeaves(const Node& n, std::vector<Leaf>& out) {
-  if (n.kind == Node::kLeaf) out.push_back(n.leaf);
+void CollectLeaves(const ExprNode& n, std::vector<Leaf>& out) {
+  if (n.kind == ExprNode::kLeaf) out.push_back(n.leaf);
   for (const auto& a : n.args) CollectLeaves(*a, out);
 }
 
-std::string Write(const Node& n, const std::function<std::string(const Leaf&)>& map) {
-  if (n.kind == Node::kLeaf) return map(n.leaf);
-  if (n.kind == Node::kConst) return Constant(n.value);
+std::string Write(const ExprNode& n, const std::function<std::string(const Leaf&)>& map) {
+  if (n.kind == ExprNode::kLeaf) return map(n.leaf);
+  if (n.kind == ExprNode::kConst) return Constant(n.value);
   std::string s = n.op->name;
   for (const auto& a : n.args) s += "_" + Write(*a, map);
   return s;
@@ -132,9 +138,9 @@ std::string Number(double v) {
   return buf;
 }
 
-std::string Show(const Node& n, const std::function<std::string(const Leaf&)>& leaf_name) {
-  if (n.kind == Node::kLeaf) return leaf_name(n.leaf);
-  if (n.kind == Node::kConst) return Number(n.value);
+std::string Show(const ExprNode& n, const std::function<std::string(const Leaf&)>& leaf_name) {
+  if (n.kind == ExprNode::kLeaf) return leaf_name(n.leaf);
+  if (n.kind == ExprNode::kConst) return Number(n.value);
   const std::string op = n.op->name;
   std::vector<std::string> a;
   for (const auto& x : n.args) a.push_back(Show(*x, leaf_name));
@@ -156,9 +162,9 @@ double RoundTo(const char* type, double x) {
   return f;
 }
 
-StatusOr<double> Eval(const Node& n, const std::function<double(const Leaf&)>& value, const std::string& display) {
-  if (n.kind == Node::kLeaf) return value(n.leaf);
-  if (n.kind == Node::kConst) return n.value;
+StatusOr<double> Eval(const ExprNode& n, const std::function<double(const Leaf&)>& value, const std::string& display) {
+  if (n.kind == ExprNode::kLeaf) return value(n.leaf);
+  if (n.kind == ExprNode::kConst) return n.value;
   std::vector<double> a;
   for (const auto& x : n.args) {
     PRECIS_ASSIGN_OR_RETURN(double v, Eval(*x, value, display));
@@ -247,11 +253,24 @@ std::optional<std::string> Display(const std::string& name, const std::function<
   return Show(*n, leaf_name);
 }
 
-StatusOr<int64_t> Evaluate(const std::string& name, const std::function<double(const Leaf&)>& value, const std::string& display) {
-  auto n = ParseSymbol(name);
-  if (!n) return InvalidArgument("bad value expression '" + name + "'");
-  PRECIS_ASSIGN_OR_RETURN(double v, Eval(*n, value, display));
+std::optional<Expression> Expression::Parse(const std::string& name) {
+  std::shared_ptr<const ExprNode> root = ParseSymbol(name);
+  if (!root) return std::nullopt;
+  Expression e;
+  CollectLeaves(*root, e.leaves_);
+  e.root_ = std::move(root);
+  return e;
+}
+
+StatusOr<int64_t> Expression::Evaluate(const std::function<double(const Leaf&)>& value, const std::string& display) const {
+  PRECIS_ASSIGN_OR_RETURN(double v, Eval(*root_, value, display));
   return int64_t(v);
+}
+
+StatusOr<int64_t> Evaluate(const std::string& name, const std::function<double(const Leaf&)>& value, const std::string& display) {
+  auto e = Expression::Parse(name);
+  if (!e) return InvalidArgument("bad value expression '" + name + "'");
+  return e->Evaluate(value, display);
 }
 
 }  // namespace precis::value_expr

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,21 @@ std::optional<std::string> MapLeaves(const std::string& text, const std::functio
 // The symbol `name` written for people: "ceil((limit[0]-start[0])/delta[0])", leaves named by
 // `leaf_name`; roundings to FP32 are not written.
 std::optional<std::string> Display(const std::string& name, const std::function<std::string(const Leaf&)>& leaf_name);
+// A symbol parsed once (the session keeps one per plan symbol and evaluates it at each run).
+struct ExprNode;
+class Expression {
+ public:
+  // nullopt when `name` is no symbol or does not parse.
+  static std::optional<Expression> Parse(const std::string& name);
+  const std::vector<Leaf>& leaves() const { return leaves_; }
+  // The integer value, its leaves read by `value`; errors as Evaluate's below.
+  StatusOr<int64_t> Evaluate(const std::function<double(const Leaf&)>& value, const std::string& display) const;
+
+ private:
+  std::shared_ptr<const ExprNode> root_;
+  std::vector<Leaf> leaves_;
+};
+
 // The integer value of the symbol `name`, its leaves read by `value`. Errors name the symbol by
 // `display`: NaN or an infinity converted to an integer, a Range delta of 0.
 StatusOr<int64_t> Evaluate(const std::string& name, const std::function<double(const Leaf&)>& value, const std::string& display);

@@ -11,6 +11,21 @@
 #include "runtime/plan/memory_plan.h"
 
 namespace precis {
+namespace {
+
+// One element of a float, int32 or int64 input as a double (values that decide shapes).
+double ElementValue(DataType dtype, const uint8_t* at) {
+  switch (dtype) {
+    case DataType::kF64: { double x; std::memcpy(&x, at, 8); return x; }
+    case DataType::kF32: { float x; std::memcpy(&x, at, 4); return x; }
+    case DataType::kF16: { uint16_t x; std::memcpy(&x, at, 2); return HalfToFloat(x); }
+    case DataType::kBF16: { uint16_t x; std::memcpy(&x, at, 2); return Bf16ToFloat(x); }
+    case DataType::kI32: { int32_t x; std::memcpy(&x, at, 4); return x; }
+    default: { int64_t x; std::memcpy(&x, at, 8); return double(x); }
+  }
+}
+
+}  // namespace
 
 // A dynamic plan's symbols: named, distinct.
 Status Session::Impl::LoadSymbols() {
@@ -116,10 +131,9 @@ Status Session::Impl::LoadExprSymbols() {
             if (std::find(t.factors.begin(), t.factors.end(), int(sym)) != t.factors.end())
               return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' is both an input dim and a value expression");
     e.symbol = size_t(sym);
-    e.code = text->str();
-    auto leaves = value_expr::Leaves(e.code);
-    if (!value_expr::IsSymbol(e.code) || !leaves) return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' has a bad value expression");
-    for (const value_expr::Leaf& leaf : *leaves) {
+    e.expr = value_expr::Expression::Parse(text->str());
+    if (!e.expr) return InvalidArgument("plan symbol '" + symbols[size_t(sym)] + "' has a bad value expression");
+    for (const value_expr::Leaf& leaf : e.expr->leaves()) {
       bool entry_input = false;
       if (leaf.kind == 't' && leaf.index >= 0 && leaf.index < int64_t(tensors.size()))
         for (size_t p = 0; p < loaded.programs.size() && !entry_input; ++p)
@@ -147,17 +161,9 @@ Status Session::Impl::EvaluateExprSymbols(std::vector<int64_t>& b) const {
     if (!ready) continue;  // PrepareDynamicRun names the input that is not set
     auto value = [&](const value_expr::Leaf& leaf) -> double {
       const rt::Tensor& t = tensors[size_t(leaf.index)];
-      const uint8_t* at = staged.at(int(leaf.index)).bytes.get() + leaf.element * int64_t(DataTypeSize(t.dtype));
-      switch (t.dtype) {
-        case DataType::kF64: { double x; std::memcpy(&x, at, 8); return x; }
-        case DataType::kF32: { float x; std::memcpy(&x, at, 4); return x; }
-        case DataType::kF16: { uint16_t x; std::memcpy(&x, at, 2); return HalfToFloat(x); }
-        case DataType::kBF16: { uint16_t x; std::memcpy(&x, at, 2); return Bf16ToFloat(x); }
-        case DataType::kI32: { int32_t x; std::memcpy(&x, at, 4); return x; }
-        default: { int64_t x; std::memcpy(&x, at, 8); return double(x); }
-      }
+      return ElementValue(t.dtype, staged.at(int(leaf.index)).bytes.get() + leaf.element * int64_t(DataTypeSize(t.dtype)));
     };
-    PRECIS_ASSIGN_OR_RETURN(int64_t v, value_expr::Evaluate(e.code, value, symbols[e.symbol]));
+    PRECIS_ASSIGN_OR_RETURN(int64_t v, e.expr->Evaluate(value, symbols[e.symbol]));
     b[e.symbol] = v;
   }
   return Status::Ok();
@@ -402,15 +408,7 @@ Status Session::Impl::SetDynamicInput(int id, DataType dtype, const std::vector<
       v = *at != 0;  // a Loop's initial condition
     } else {
       // floor(M * value) of a float element, in double (a Resize scale times the input dim).
-      double f = 0;
-      if (t.dtype == DataType::kF64) std::memcpy(&f, at, 8);
-      if (t.dtype == DataType::kF32) { float x; std::memcpy(&x, at, 4); f = x; }
-      if (t.dtype == DataType::kF16 || t.dtype == DataType::kBF16) {
-        uint16_t x;
-        std::memcpy(&x, at, 2);
-        f = t.dtype == DataType::kF16 ? HalfToFloat(x) : Bf16ToFloat(x);
-      }
-      double m = std::floor(double(vs.scale) * f);
+      double m = std::floor(double(vs.scale) * ElementValue(t.dtype, at));
       if (std::isnan(m))
         return InvalidArgument("input '" + t.name + "': element " + std::to_string(vs.element) + " is NaN and decides a shape");
       v = int64_t(std::clamp(m, -double(int64_t(1) << 50), double(int64_t(1) << 50)));

@@ -13,6 +13,7 @@
 
 #include "precis/session.h"
 #include "runtime/base/aligned_buffer.h"
+#include "runtime/base/value_expr.h"
 #include "runtime/base/mapped_file.h"
 #include "runtime/exec/backend.h"
 #include "runtime/plan/plan_format.h"
@@ -77,7 +78,7 @@ struct Session::Impl {
   };
   struct ExprSymbol {  // plan.fbs Plan.expr_symbols and expr_symbol_code
     size_t symbol = 0;
-    std::string code;  // runtime/base/value_expr.h, with the "$x_" prefix
+    std::optional<value_expr::Expression> expr;  // plan.fbs expr_symbol_code, parsed at load
     std::vector<int> tensors;  // the inputs it reads
   };
   struct DataSymbol {  // plan.fbs Plan.data_symbols and data_symbol_bounds
