@@ -18,8 +18,10 @@ Status CheckVectorAlignment(const Plan* meta) {
   if (meta->tensors())
     for (const TensorDesc* d : *meta->tensors())
       if (Misaligned(d->dims()) || Misaligned(d->dim_code())) return InvalidArgument("plan tensor dims are misaligned");
-  if (Misaligned(meta->symbol_min()) || Misaligned(meta->symbol_max()) || Misaligned(meta->dim_atoms()))
-    return InvalidArgument("plan symbol bounds are misaligned");
+  if (Misaligned(meta->symbol_min()) || Misaligned(meta->symbol_max()) || Misaligned(meta->dim_atoms()) || Misaligned(meta->value_symbols()) ||
+      Misaligned(meta->value_symbol_scale()) || Misaligned(meta->data_symbols()) || Misaligned(meta->data_symbol_bounds()) ||
+      Misaligned(meta->expr_symbols()))
+    return InvalidArgument("plan symbol tables are misaligned");
   for (const Program* p : *meta->programs())
     if (p->steps())
       for (const Step* s : *p->steps())
