@@ -143,14 +143,170 @@ std::optional<std::vector<ir::Value*>> FusableInputs(const ir::Node& n) {
   return data;
 }
 
+// A reduction over the trailing dims of its input (rows of `row` elements): Softmax,
+// LayerNormalization, ReduceSum/ReduceMean/ReduceMax (passes/fuse_elementwise.h).
+struct RowOp {
+  enum Kind { kSoftmax, kLayerNorm, kReduceSum, kReduceMean, kReduceMax } kind;
+  int64_t row = 0;
+  int trailing = 0;          // the trailing dims of the frame the row spans
+  Dims frame;                // the input's dims
+  std::vector<ir::Value*> data;  // the inputs read (X; LayerNorm: X, Scale, B)
+  bool keepdims = true;      // reductions: the output keeps the reduced dims as 1s
+  float epsilon = 1e-5f;
+};
+
+std::optional<std::vector<int64_t>> ConstantInts(const ir::Value* v) {
+  if (!v || !v->is_constant() || !v->data() || v->data()->dtype() != ir::DType::kI64) return std::nullopt;
+  std::vector<int64_t> out(size_t(v->data()->NumElements()));
+  if (!out.empty()) std::memcpy(out.data(), v->data()->buffer().data(), out.size() * sizeof(int64_t));
+  return out;
+}
+
+std::optional<RowOp> FindRowOp(const ir::Node& n, int64_t opset) {
+  static const std::map<std::string, RowOp::Kind> kinds = {{"Softmax", RowOp::kSoftmax},     {"LayerNormalization", RowOp::kLayerNorm},
+                                                           {"ReduceSum", RowOp::kReduceSum}, {"ReduceMean", RowOp::kReduceMean},
+                                                           {"ReduceMax", RowOp::kReduceMax}};
+  auto kind = kinds.find(n.op_type());
+  if (kind == kinds.end() || !n.domain().empty() || n.inputs().empty() || !n.inputs()[0] || n.outputs().empty() || !n.outputs()[0]) return std::nullopt;
+  auto in = ShapeDims(n.inputs()[0]);
+  auto out = ShapeDims(n.outputs()[0]);
+  if (!in || !out || in->empty() || IsEmpty(*in)) return std::nullopt;
+  // Input and output dtypes may differ (a Softmax that writes FP16 directly): loads and stores
+  // convert.
+  auto attr_int = [&](const char* name, int64_t fallback) {
+    const ir::Attribute* a = n.FindAttribute(name);
+    return a && a->kind == ir::Attribute::Kind::kInt ? a->i : fallback;
+  };
+  const int64_t rank = int64_t(in->size());
+  RowOp op;
+  op.kind = kind->second;
+  op.frame = *in;
+  op.data = {n.inputs()[0]};
+  int64_t first = rank - 1;  // the first dim of the row
+  switch (op.kind) {
+    case RowOp::kSoftmax: {
+      if (n.outputs().size() != 1) return std::nullopt;
+      int64_t axis = attr_int("axis", opset < 13 ? 1 : -1);
+      if (axis < -rank || axis >= rank) return std::nullopt;
+      if (axis < 0) axis += rank;
+      if (opset >= 13 && axis != rank - 1) return std::nullopt;
+      first = axis;  // before opset 13: the input flattened to 2-D at axis
+      break;
+    }
+    case RowOp::kLayerNorm: {
+      // Mean and InvStdDev outputs, when present, must be unused (and not kept: the caller).
+      for (size_t k = 1; k < n.outputs().size(); ++k)
+        if (n.outputs()[k] && !n.outputs()[k]->uses().empty()) return std::nullopt;
+      if (n.inputs().size() < 2 || !n.inputs()[1] || attr_int("stash_type", 1) != 1) return std::nullopt;
+      int64_t axis = attr_int("axis", -1);
+      if (axis < -rank || axis >= rank) return std::nullopt;
+      first = axis < 0 ? axis + rank : axis;
+      op.data.push_back(n.inputs()[1]);
+      if (n.inputs().size() > 2 && n.inputs()[2]) op.data.push_back(n.inputs()[2]);
+      if (const ir::Attribute* a = n.FindAttribute("epsilon"); a && a->kind == ir::Attribute::Kind::kFloat) op.epsilon = a->f;
+      break;
+    }
+    default: {
+      if (n.outputs().size() != 1) return std::nullopt;
+      std::optional<std::vector<int64_t>> axes;
+      if (const ir::Attribute* a = n.FindAttribute("axes")) {
+        if (a->kind != ir::Attribute::Kind::kInts) return std::nullopt;
+        axes = a->ints;
+      } else if (n.inputs().size() > 1 && n.inputs()[1]) {
+        axes = ConstantInts(n.inputs()[1]);
+        if (!axes) return std::nullopt;
+      } else {
+        axes = std::vector<int64_t>{};
+      }
+      if (axes->empty()) {
+        if (attr_int("noop_with_empty_axes", 0)) return std::nullopt;
+        first = 0;
+      } else {
+        std::set<int64_t> set;
+        for (int64_t a : *axes) {
+          if (a < -rank || a >= rank) return std::nullopt;
+          set.insert(a < 0 ? a + rank : a);
+        }
+        first = *set.begin();
+        if (*set.rbegin() != rank - 1 || int64_t(set.size()) != rank - first) return std::nullopt;  // trailing axes only
+      }
+      op.keepdims = attr_int("keepdims", 1) != 0;
+      break;
+    }
+  }
+  op.trailing = int(rank - first);
+  op.row = 1;
+  for (int64_t k = first; k < rank; ++k) {
+    if (!(*in)[size_t(k)].is_static()) return std::nullopt;
+    op.row *= (*in)[size_t(k)].value();
+  }
+  if (op.row < 1 || op.row > fz::kMaxPeriod) return std::nullopt;
+  bool reduction = op.kind == RowOp::kReduceSum || op.kind == RowOp::kReduceMean || op.kind == RowOp::kReduceMax;
+  if (!reduction && *out != *in) return std::nullopt;
+  for (size_t k = 1; k < op.data.size(); ++k) {
+    if (!ShapeDims(op.data[k])) return std::nullopt;
+  }
+  return op;
+}
+
+// Whether `d` is `frame` with its last `trailing` dims as 1s (a row value in keepdims form).
+bool RowShaped(const Dims& d, const Dims& frame, int trailing) {
+  if (d.size() != frame.size() || trailing < 1 || size_t(trailing) > frame.size()) return false;
+  size_t lead = frame.size() - size_t(trailing);
+  for (size_t k = 0; k < d.size(); ++k)
+    if (k < lead ? d[k] != frame[k] : !IsOne(d[k])) return false;
+  return true;
+}
+
 struct Group {
   std::vector<ir::Node*> nodes;  // in graph order once finished
   bool alive = true;
   // Values the plan must keep (graph outputs, program outputs, state updates) computed inside the
   // group: extra outputs of the fused node (outputs 1, 2...).
   std::vector<ir::Value*> extra_outputs;
+  // A row group (one with a RowOp): the row length, the frame's dims and the trailing dims the
+  // row spans. Every member writes the frame, a row value (RowShaped) or, for a reduction without
+  // keepdims read by no member, the frame without its trailing dims.
+  int64_t row = 0;
+  int trailing = 0;
+  Dims frame;
 };
 constexpr size_t kMaxExtraOutputs = 7;
+constexpr int kMaxRowOps = 3;
+
+// Whether `nodes` can be one row program over rows of `row` (see Group).
+bool ValidRowGroup(const std::vector<ir::Node*>& nodes, int64_t row, int trailing, const Dims& frame,
+                   const std::unordered_map<const ir::Node*, RowOp>& row_ops,
+                   std::unordered_map<const ir::Node*, std::vector<ir::Value*>>& data_inputs) {
+  std::set<const ir::Node*> members(nodes.begin(), nodes.end());
+  int count = 0;
+  size_t weight = 0;
+  for (const ir::Node* m : nodes) {
+    const ir::Value* out = m->outputs()[0];
+    Dims o = *ShapeDims(out);
+    if (auto ro = row_ops.find(m); ro != row_ops.end()) {
+      ++count;
+      weight += ro->second.kind == RowOp::kLayerNorm ? 18 : 6;
+      if (ro->second.row != row || ro->second.trailing != trailing || ro->second.frame != frame) return false;
+      if (!ro->second.keepdims)
+        for (const ir::Use& u : out->uses())
+          if (members.count(u.node)) return false;
+    } else {
+      weight += 3;
+      if (o != frame && !RowShaped(o, frame, trailing)) return false;
+    }
+    for (const ir::Value* v : data_inputs[m]) {
+      if ((v->producer() && members.count(v->producer())) || ScalarConstant(v)) continue;
+      Dims vd = *ShapeDims(v);
+      if (vd == frame) continue;
+      auto per = Period(vd, frame);
+      if (!per) return false;
+      auto [inner, n] = *per;
+      if (!(n == 1 || inner % row == 0 || (inner == 1 && n % row == 0))) return false;
+    }
+  }
+  return count <= kMaxRowOps && weight <= fz::kMaxInstructions;
+}
 
 class Builder {
  public:
@@ -158,15 +314,25 @@ class Builder {
   // each of `extra` (outputs of other members) as output 1, 2... after it. Every node of the group
   // writes the last node's dims or one element (groups grow only along such values), so each load
   // broadcasts relative to the last node's output (Period).
-  void Build(const std::vector<ir::Node*>& nodes, const std::vector<ir::Value*>& extra) {
-    out_dims_ = *ShapeDims(nodes.back()->outputs()[0]);
+  // A row group (`group.row` > 0) becomes a row program: loads relative to the frame, each RowOp
+  // written out with reductions, outputs stored per element or per row by their dims.
+  void Build(const std::vector<ir::Node*>& nodes, const std::vector<ir::Value*>& extra, const Group& group,
+             const std::unordered_map<const ir::Node*, RowOp>& row_ops) {
+    out_dims_ = group.row ? group.frame : *ShapeDims(nodes.back()->outputs()[0]);
+    group_ = &group;
+    if (group.row) Emit({fz::Op::kRow, group.row, 0, 0});
     for (ir::Node* n : nodes) {
       std::vector<int64_t> regs;
       const std::string& op = n->op_type();
-      std::vector<ir::Value*> data = op == "Clip" ? std::vector<ir::Value*>{n->inputs()[0]} : n->inputs();
+      auto row_op = row_ops.find(n);
+      std::vector<ir::Value*> data = row_op != row_ops.end() ? row_op->second.data
+                                     : op == "Clip"          ? std::vector<ir::Value*>{n->inputs()[0]}
+                                                             : n->inputs();
       for (ir::Value* v : data) regs.push_back(Operand(v));
       int64_t r = -1;
-      if (auto b = BinaryOps().find(op); b != BinaryOps().end()) {
+      if (row_op != row_ops.end()) {
+        r = EmitRowOp(row_op->second, regs);
+      } else if (auto b = BinaryOps().find(op); b != BinaryOps().end()) {
         r = Emit({b->second, regs[0], regs[1], 0});
       } else if (auto u = UnaryOps().find(op); u != UnaryOps().end()) {
         r = Emit({u->second, regs[0], 0, 0});
@@ -201,12 +367,13 @@ class Builder {
         r = regs[0];
       }
       ir::DType t = n->outputs()[0]->type().dtype();
+      int64_t row_dims = StoreRowDims(n->outputs()[0]);
       if (n == nodes.back()) {
-        stores.push_back({fz::Op::kStore, 0, r, int64_t(ir::DTypeToOnnx(t))});
+        stores.push_back({fz::Op::kStore, 0, r, int64_t(ir::DTypeToOnnx(t)), row_dims});
       } else {
         // Stores go last (every load precedes every store); the store rounds by itself.
         if (auto e = std::find(extra.begin(), extra.end(), n->outputs()[0]); e != extra.end())
-          stores.push_back({fz::Op::kStore, 1 + (e - extra.begin()), r, int64_t(ir::DTypeToOnnx(t))});
+          stores.push_back({fz::Op::kStore, 1 + (e - extra.begin()), r, int64_t(ir::DTypeToOnnx(t)), row_dims});
         if (t != ir::DType::kF32) r = Emit({fz::Op::kRound, r, int64_t(ir::DTypeToOnnx(t)), 0});
       }
       regs_[n->outputs()[0]] = r;
@@ -246,19 +413,58 @@ class Builder {
     return r;
   }
 
+  // A Store's field d for value `v` (fused_program.h): 0 for the frame's dims, else the trailing
+  // dims of a row value (negative: dropped).
+  int64_t StoreRowDims(const ir::Value* v) const {
+    if (!group_->row) return 0;
+    Dims d = *ShapeDims(v);
+    if (d == group_->frame) return 0;
+    if (RowShaped(d, group_->frame, group_->trailing)) return group_->trailing;
+    return -group_->trailing;  // a reduction without keepdims (ValidRowGroup)
+  }
+
+  int64_t EmitRowOp(const RowOp& op, const std::vector<int64_t>& in) {
+    auto k = [&](float v) { return Emit({fz::Op::kConst, Const(v), 0, 0}); };
+    switch (op.kind) {
+      case RowOp::kSoftmax: {
+        // exp(x - max) / sum: the max's row is exactly 0 before exp, as the softmax kernels do.
+        int64_t m = Emit({fz::Op::kReduceMax, in[0], 0, 0});
+        int64_t e = Emit({fz::Op::kExp, Emit({fz::Op::kSub, in[0], m, 0}), 0, 0});
+        return Emit({fz::Op::kDiv, e, Emit({fz::Op::kReduceSum, e, 0, 0}), 0});
+      }
+      case RowOp::kLayerNorm: {
+        // Two passes of statistics (mean, then mean squared deviation), then the fast kernel's
+        // expression (x - mean) * inv_std * scale + bias.
+        int64_t n = k(float(op.row));
+        int64_t mean = Emit({fz::Op::kDiv, Emit({fz::Op::kReduceSum, in[0], 0, 0}), n, 0});
+        int64_t d = Emit({fz::Op::kSub, in[0], mean, 0});
+        int64_t var = Emit({fz::Op::kDiv, Emit({fz::Op::kReduceSum, Emit({fz::Op::kMul, d, d, 0}), 0, 0}), n, 0});
+        int64_t inv = Emit({fz::Op::kReciprocal, Emit({fz::Op::kSqrt, Emit({fz::Op::kAdd, var, k(op.epsilon), 0}), 0, 0}), 0, 0});
+        int64_t y = Emit({fz::Op::kMul, Emit({fz::Op::kMul, d, inv, 0}), in[1], 0});
+        return Emit({fz::Op::kAdd, y, in.size() > 2 ? in[2] : k(0.0f), 0});
+      }
+      case RowOp::kReduceSum: return Emit({fz::Op::kReduceSum, in[0], 0, 0});
+      case RowOp::kReduceMean: return Emit({fz::Op::kDiv, Emit({fz::Op::kReduceSum, in[0], 0, 0}), k(float(op.row)), 0});
+      case RowOp::kReduceMax: return Emit({fz::Op::kReduceMax, in[0], 0, 0});
+    }
+    return in[0];
+  }
+
   std::unordered_map<const ir::Value*, int64_t> regs_;
   Dims out_dims_;
+  const Group* group_ = nullptr;
 };
 
 }  // namespace
 
-std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::string>& keep) {
+std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::string>& keep, const FuseOptions& options) {
   std::set<const ir::Value*> outputs(graph.outputs().begin(), graph.outputs().end());
   for (const auto& v : graph.values())
     if (keep.count(v->name())) outputs.insert(v.get());
   std::vector<Group> groups;
   std::unordered_map<const ir::Node*, size_t> group_of;
   std::unordered_map<const ir::Node*, std::vector<ir::Value*>> data_inputs;
+  std::unordered_map<const ir::Node*, RowOp> row_ops;
   // External inputs of a group (non-scalar-constant values read from outside it).
   auto external_inputs = [&](const Group& g) {
     std::set<const ir::Node*> members(g.nodes.begin(), g.nodes.end());
@@ -270,37 +476,72 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
   };
   for (const auto& up : graph.nodes()) {
     ir::Node* n = up.get();
-    auto data = FusableInputs(*n);
+    std::optional<std::vector<ir::Value*>> data;
+    std::optional<RowOp> row_op;
+    if (options.rows) row_op = FindRowOp(*n, options.opset);
+    // LayerNormalization's Mean and InvStdDev: fused only when absent or unused (FindRowOp) and
+    // not kept.
+    if (row_op)
+      for (size_t k = 1; k < n->outputs().size(); ++k)
+        if (n->outputs()[k] && outputs.count(n->outputs()[k])) row_op.reset();
+    if (row_op) data = row_op->data;
+    else data = FusableInputs(*n);
     if (!data) continue;
     data_inputs[n] = *data;
     size_t g = groups.size();
-    groups.push_back(Group{{n}, true, {}});
+    groups.emplace_back();
+    groups.back().nodes = {n};
     group_of[n] = g;
+    if (row_op) {
+      groups[g].row = row_op->row;
+      groups[g].trailing = row_op->trailing;
+      groups[g].frame = row_op->frame;
+      row_ops[n] = *row_op;
+      if (!ValidRowGroup(groups[g].nodes, groups[g].row, groups[g].trailing, groups[g].frame, row_ops, data_inputs)) {
+        groups.pop_back();
+        group_of.erase(n);
+        row_ops.erase(n);
+        continue;
+      }
+    }
     for (ir::Value* v : *data) {
       if (v->kind() != ir::Value::Kind::kNodeOutput) continue;
-      // A value the plan keeps joins only as an extra output of the group, with the group's dims.
-      bool kept = outputs.count(v) > 0;
-      if (kept && (*ShapeDims(v) != *ShapeDims(n->outputs()[0]) || groups[g].extra_outputs.size() >= kMaxExtraOutputs)) continue;
       auto it = group_of.find(v->producer());
       if (it == group_of.end() || it->second == g) continue;
       bool only_here = std::all_of(v->uses().begin(), v->uses().end(), [&](const ir::Use& u) { return u.node == n; });
       if (!only_here) continue;
-      // A producer writing a broadcast operand (fewer elements than `n` writes) stays outside: its
-      // values would be computed once per output element.
-      auto vd = ShapeDims(v);
-      if (*vd != *ShapeDims(n->outputs()[0]) && !IsScalar(*vd)) continue;
-      Group merged{groups[it->second].nodes, true, {}};
+      // A value the plan keeps joins only as an extra output of the group.
+      bool kept = outputs.count(v) > 0;
+      if (kept && groups[g].extra_outputs.size() >= kMaxExtraOutputs) continue;
+      const Group& from_group = groups[it->second];
+      Group merged;
+      merged.nodes = from_group.nodes;
+      merged.extra_outputs = from_group.extra_outputs;
       merged.nodes.insert(merged.nodes.end(), groups[g].nodes.begin(), groups[g].nodes.end());
-      merged.extra_outputs = groups[it->second].extra_outputs;
       merged.extra_outputs.insert(merged.extra_outputs.end(), groups[g].extra_outputs.begin(), groups[g].extra_outputs.end());
       if (kept) merged.extra_outputs.push_back(v);
-      if (external_inputs(merged) > kMaxGroupInputs || merged.nodes.size() * 3 > fz::kMaxInstructions ||
-          merged.extra_outputs.size() > kMaxExtraOutputs)
-        continue;
+      if (from_group.row || groups[g].row) {
+        // Row groups: one row and frame; every member fits it (ValidRowGroup). A row value
+        // computed once per row may feed members that write the frame.
+        const Group& r = from_group.row ? from_group : groups[g];
+        if (from_group.row && groups[g].row && (from_group.row != groups[g].row || from_group.trailing != groups[g].trailing || from_group.frame != groups[g].frame))
+          continue;
+        merged.row = r.row;
+        merged.trailing = r.trailing;
+        merged.frame = r.frame;
+        if (!ValidRowGroup(merged.nodes, merged.row, merged.trailing, merged.frame, row_ops, data_inputs)) continue;
+      } else {
+        // A producer writing a broadcast operand (fewer elements than `n` writes) stays outside:
+        // its values would be computed once per output element. A kept value needs the group's dims.
+        auto vd = ShapeDims(v);
+        if (kept && *vd != *ShapeDims(n->outputs()[0])) continue;
+        if (*vd != *ShapeDims(n->outputs()[0]) && !IsScalar(*vd)) continue;
+        if (merged.nodes.size() * 3 > fz::kMaxInstructions) continue;
+      }
+      if (external_inputs(merged) > kMaxGroupInputs || merged.extra_outputs.size() > kMaxExtraOutputs) continue;
       size_t from = it->second;
       for (ir::Node* m : groups[from].nodes) group_of[m] = g;
-      groups[g].nodes = std::move(merged.nodes);
-      groups[g].extra_outputs = std::move(merged.extra_outputs);
+      groups[g] = std::move(merged);
       groups[from].alive = false;
       groups[from].nodes.clear();
       groups[from].extra_outputs.clear();
@@ -321,14 +562,16 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
     return std::any_of(n->inputs().begin(), n->inputs().end(), half) || std::any_of(n->outputs().begin(), n->outputs().end(), half);
   };
   for (Group& g : groups) {
-    if (!g.alive || g.nodes.empty() || (g.nodes.size() < 2 && !sixteen_bit(g.nodes[0]))) continue;
+    if (!g.alive || g.nodes.empty() || (g.nodes.size() < 2 && !sixteen_bit(g.nodes[0]) && !g.row)) continue;
     // One-element results (scalar arithmetic, mostly folded already) stay unfused: the fused
     // step's dims come from its full-size inputs.
     const ir::Node* last = *std::max_element(g.nodes.begin(), g.nodes.end(), [](const ir::Node* a, const ir::Node* b) { return a->index() < b->index(); });
-    if (IsScalar(*ShapeDims(last->outputs()[0]))) continue;
+    if (!g.row && IsScalar(*ShapeDims(last->outputs()[0]))) continue;
     std::sort(g.nodes.begin(), g.nodes.end(), [](const ir::Node* a, const ir::Node* b) { return a->index() < b->index(); });
     Builder b;
-    b.Build(g.nodes, g.extra_outputs);
+    b.Build(g.nodes, g.extra_outputs, g, row_ops);
+    size_t reductions = 0;
+    for (const ir::Node* n : g.nodes) reductions += row_ops.count(n);
     ir::Node* root = g.nodes.back();
     ir::Value* out = root->outputs()[0];
     FusedGroup info;
@@ -360,7 +603,11 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
     ir::Node* f = graph.AddNode("", "FusedElementwise", name, b.inputs, fused_outputs, std::move(attrs));
     f->mutable_precision().accumulate = ir::DType::kF32;
     f->mutable_precision().reason = "fused";
-    f->mutable_precision().evidence = "fuses " + std::to_string(g.nodes.size()) + (g.nodes.size() == 1 ? " elementwise node" : " elementwise nodes");
+    f->mutable_precision().evidence = "fuses " + std::to_string(g.nodes.size()) +
+                                      (reductions ? std::string(g.nodes.size() == 1 ? " node" : " nodes") + " (" + std::to_string(reductions) + " over rows of " +
+                                                        std::to_string(g.row) + ")"
+                                                  : g.nodes.size() == 1 ? " elementwise node" : " elementwise nodes");
+    info.row = g.row;
     root_to_fused[root] = f;
     for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) removal.push_back(*it);
     fused.push_back(std::move(info));

@@ -17,6 +17,17 @@
 // to its own 16-bit dtype where the unfused step would have stored 16 bits (Round), so a fused
 // plan gives the same bits as the unfused one.
 //
+// With `rows` (CPU plans), reductions over the trailing dims join too, as row programs
+// (fused_program.h): Softmax over its last axis (before opset 13: the dims from its axis on),
+// LayerNormalization (unused Mean/InvStdDev), and ReduceSum/ReduceMean/ReduceMax over trailing
+// axes, each with its elementwise producers (a residual Add, a scale, a mask over the row) and
+// consumers (Casts, a scale and bias). A row group has one row length and frame (its reductions'
+// input dims); every member writes the frame or a row value (the frame with its trailing dims
+// as 1s), which is computed once per row and may feed members that write the frame (a
+// decomposed RMSNorm's x * 1/rms). At most 3 reductions over rows per group. Numerics: the
+// reductions' order is the program's (16 interleaved FP32 partials), not the unfused kernels'
+// (double accumulators), so a fused row differs from the unfused plan by a few FP32 ulps.
+//
 // Runs after the precision report is built (the report describes the nodes; the fused node lists
 // the nodes it replaced in its `nodes` attribute). Returns the fused groups.
 #pragma once
@@ -33,10 +44,16 @@ struct FusedGroup {
   std::string node;                 // the FusedElementwise node's name
   std::string entry;                // its program's function name (fused_program.h)
   std::vector<std::string> replaced;  // the names of the nodes it replaced, in order
+  int64_t row = 0;                  // a row program's row length (0: elementwise)
+};
+
+struct FuseOptions {
+  bool rows = false;   // fuse reductions over rows too (row programs: CPU code generation only)
+  int64_t opset = 13;  // the ai.onnx opset (Softmax's axis before 13)
 };
 
 // Values named in `keep` stay tensors (program outputs and state updates of training plans), as
 // graph outputs do: extra outputs of the fused node that computes them.
-std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::string>& keep = {});
+std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::string>& keep = {}, const FuseOptions& options = {});
 
 }  // namespace precis::passes

@@ -41,7 +41,12 @@ Snapshot Take(const ir::Model& model) {
 StatusOr<bool> RunDce(ir::Model& m, PassContext&) { return RemoveDeadCode(*m.graph); }
 StatusOr<bool> RunFoldCasts(ir::Model& m, PassContext&) { return FoldCasts(*m.graph); }
 StatusOr<bool> RunFuseCasts(ir::Model& m, PassContext&) { return FuseCasts(*m.graph); }
-StatusOr<bool> RunFuseElementwise(ir::Model& m, PassContext&) { return !FuseElementwise(*m.graph).empty(); }
+StatusOr<bool> RunFuseElementwise(ir::Model& m, PassContext&) {
+  FuseOptions options;
+  options.rows = true;
+  if (auto it = m.opsets.find(""); it != m.opsets.end()) options.opset = it->second;
+  return !FuseElementwise(*m.graph, {}, options).empty();
+}
 
 StatusOr<bool> RunFoldBatchNorm(ir::Model& m, PassContext& c) {
   int folded = FoldBatchNorm(*m.graph, c.options.fold_low);

@@ -116,7 +116,8 @@ class Emitter {
     Attributes(body);
     body->addFnAttr(llvm::Attribute::AlwaysInline);
     for (int i = 0; i < pointers; ++i) body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
-    EmitBody(p, body);
+    if (p.row) EmitRowBody(p, body);
+    else EmitBody(p, body);
     return body;
   }
   llvm::Value* InputArg(llvm::Function* f, int64_t i) {
@@ -227,6 +228,191 @@ class Emitter {
     b_.CreateRetVoid();
   }
 
+  // A row program (fused_program.h): a loop over rows [begin, end); per row the passes, each a
+  // loop over chunks of kPartials elements (lanes_-wide sub-vectors u, so that element j of the
+  // row is in lane j % kPartials of the accumulators, as the interpreter's partials) and, for
+  // the last n % kPartials elements, one chunk with constant lane masks (masked loads and stores;
+  // masked-off lanes keep their accumulators). Per-row registers are scalars, computed once per
+  // row at the start of their level's pass (after the reductions they follow are combined).
+  void EmitRowBody(const fz::Program& p, llvm::Function* f) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    auto c64 = [&](int64_t v) { return llvm::ConstantInt::get(i64, uint64_t(v)); };
+    const int64_t n = p.row;
+    const unsigned sub = unsigned(fz::kPartials) / lanes_;  // sub-vectors per chunk
+    const size_t count = p.code.size();
+    auto is_reduce = [&](size_t r) { return p.code[r].op == fz::Op::kReduceSum || p.code[r].op == fz::Op::kReduceMax; };
+    auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
+    auto* row_block = llvm::BasicBlock::Create(ctx_, "row", f);
+    auto* done = llvm::BasicBlock::Create(ctx_, "done", f);
+    llvm::Value* begin = f->getArg(unsigned(f->arg_size() - 2));
+    llvm::Value* end = f->getArg(unsigned(f->arg_size() - 1));
+    b_.SetInsertPoint(entry);
+    b_.CreateCondBr(b_.CreateICmpSLT(begin, end), row_block, done);
+    b_.SetInsertPoint(row_block);
+    llvm::PHINode* row = b_.CreatePHI(i64, 2, "row");
+    row->addIncoming(begin, entry);
+    llvm::Value* row_base = b_.CreateMul(row, c64(n), "row.base", true, true);
+    // Along-the-row loads start at (row * n) % count.
+    std::vector<llvm::Value*> along(count, nullptr);
+    for (size_t r = 0; r < count; ++r) {
+      const fz::Instr& in = p.code[r];
+      if (in.op == fz::Op::kLoad && in.c != 0 && !p.per_row[r]) along[r] = b_.CreateURem(row_base, c64(in.d));
+    }
+    std::vector<llvm::Value*> scalar(count, nullptr);  // per-row registers
+    auto k = [&](int64_t index) { return F32(p.consts[size_t(index)]); };
+    // The per-row (non-reduction) registers of level `level`, as scalars.
+    auto row_registers = [&](int level) {
+      width_ = 0;
+      for (size_t r = 0; r < count; ++r) {
+        const fz::Instr& in = p.code[r];
+        if (!p.per_row[r] || is_reduce(r) || p.level[r] != level || in.op == fz::Op::kStore || in.op == fz::Op::kRow) continue;
+        llvm::Value* a = in.a >= 0 && size_t(in.a) < r ? scalar[size_t(in.a)] : nullptr;
+        llvm::Value* bv = fz::IsBinary(in.op) ? scalar[size_t(in.b)] : nullptr;
+        switch (in.op) {
+          case fz::Op::kLoad:
+            scalar[r] = Load(DataType(in.b), InputArg(f, in.a), in.d == 1 ? c64(0) : b_.CreateURem(b_.CreateUDiv(row_base, c64(in.c)), c64(in.d)), false);
+            break;
+          case fz::Op::kConst: scalar[r] = k(in.a); break;
+          case fz::Op::kRound: scalar[r] = Round(DataType(in.b), a); break;
+          default: scalar[r] = EmitArithmetic(b_, in, a, bv, k); break;
+        }
+      }
+    };
+    for (int pass = 0; pass < p.passes; ++pass) {
+      const bool last = pass == p.passes - 1;
+      row_registers(pass);
+      std::vector<size_t> reductions;  // accumulated in this pass
+      for (size_t r = 0; r < count; ++r)
+        if (is_reduce(r) && p.level[r] == pass + 1) reductions.push_back(r);
+      width_ = lanes_;
+      auto init = [&](size_t r) { return F32(p.code[r].op == fz::Op::kReduceSum ? -0.0f : -INFINITY); };
+      // acc[i * sub + u]: reduction reductions[i], sub-vector u.
+      std::vector<llvm::Value*> acc;
+      for (size_t r : reductions)
+        for (unsigned u = 0; u < sub; ++u) acc.push_back(init(r));
+      // One chunk at element `j0` of the row; `valid` elements of it (kPartials: all).
+      auto chunk = [&](llvm::Value* j0, int64_t valid) {
+        for (unsigned u = 0; u < sub; ++u) {
+          int64_t lane0 = int64_t(u * lanes_);
+          if (lane0 >= valid) break;
+          llvm::Value* mask = nullptr;
+          if (valid < lane0 + int64_t(lanes_)) {
+            std::vector<llvm::Constant*> bits;
+            for (unsigned l = 0; l < lanes_; ++l) bits.push_back(b_.getInt1(lane0 + int64_t(l) < valid));
+            mask = llvm::ConstantVector::get(bits);
+          }
+          llvm::Value* jj = b_.CreateAdd(j0, c64(lane0), "", true, true);
+          llvm::Value* element = b_.CreateAdd(row_base, jj, "", true, true);
+          std::vector<llvm::Value*> regs(count, nullptr);
+          auto operand = [&](int64_t reg) {
+            return p.per_row[size_t(reg)] ? b_.CreateVectorSplat(lanes_, scalar[size_t(reg)]) : regs[size_t(reg)];
+          };
+          for (size_t r = 0; r < count; ++r) {
+            const fz::Instr& in = p.code[r];
+            if (in.op == fz::Op::kRow) continue;
+            if (in.op == fz::Op::kStore) {
+              if (!last || in.d != 0) continue;
+              StoreElements(DataType(in.c), OutputArg(f, in.a), element, operand(in.b), mask);
+              continue;
+            }
+            if (is_reduce(r)) {
+              if (p.level[r] != pass + 1) continue;
+              size_t slot = size_t(std::find(reductions.begin(), reductions.end(), r) - reductions.begin()) * sub + u;
+              llvm::Value* v = regs[size_t(in.a)];
+              llvm::Value* next = in.op == fz::Op::kReduceSum ? b_.CreateFAdd(acc[slot], v) : EmitArithmetic(b_, {fz::Op::kMax}, acc[slot], v, k);
+              acc[slot] = mask ? b_.CreateSelect(mask, next, acc[slot]) : next;
+              continue;
+            }
+            if (p.per_row[r] || p.level[r] > pass) continue;
+            switch (in.op) {
+              case fz::Op::kLoad: {
+                llvm::Value* index = in.c == 0 ? element : b_.CreateAdd(along[r], jj, "", true, true);
+                regs[r] = Load(DataType(in.b), InputArg(f, in.a), index, false, mask);
+                break;
+              }
+              case fz::Op::kRound: regs[r] = Round(DataType(in.b), operand(in.a)); break;
+              default:
+                regs[r] = EmitArithmetic(b_, in, operand(in.a), fz::IsBinary(in.op) ? operand(in.b) : nullptr, k);
+                break;
+            }
+          }
+        }
+      };
+      const int64_t full = n / fz::kPartials, rest = n % fz::kPartials;
+      if (full > 0) {
+        llvm::BasicBlock* before = b_.GetInsertBlock();
+        auto* loop = llvm::BasicBlock::Create(ctx_, "pass" + std::to_string(pass), f, done);
+        b_.CreateBr(loop);
+        b_.SetInsertPoint(loop);
+        llvm::PHINode* j0 = b_.CreatePHI(i64, 2, "j0");
+        j0->addIncoming(c64(0), before);
+        std::vector<llvm::PHINode*> phis;
+        for (llvm::Value*& a : acc) {
+          llvm::PHINode* phi = b_.CreatePHI(a->getType(), 2);
+          phi->addIncoming(a, before);
+          phis.push_back(phi);
+          a = phi;
+        }
+        chunk(j0, fz::kPartials);
+        llvm::Value* next = b_.CreateAdd(j0, c64(fz::kPartials), "", true, true);
+        llvm::BasicBlock* latch = b_.GetInsertBlock();
+        j0->addIncoming(next, latch);
+        for (size_t s = 0; s < phis.size(); ++s) phis[s]->addIncoming(acc[s], latch);
+        auto* after = llvm::BasicBlock::Create(ctx_, "pass" + std::to_string(pass) + ".end", f, done);
+        NotVectorized(b_.CreateCondBr(b_.CreateICmpSLT(next, c64(full * fz::kPartials)), loop, after));
+        b_.SetInsertPoint(after);
+        for (size_t s = 0; s < phis.size(); ++s) {
+          llvm::PHINode* out = b_.CreatePHI(acc[s]->getType(), 1);
+          out->addIncoming(acc[s], latch);
+          acc[s] = out;
+        }
+      }
+      if (rest > 0) chunk(c64(full * fz::kPartials), rest);
+      // Combine the partials: p[l] = op(p[l], p[l + w]) for w = 8, 4, 2, 1.
+      for (size_t i = 0; i < reductions.size(); ++i) {
+        const fz::Instr& in = p.code[reductions[i]];
+        auto op = [&](llvm::Value* x, llvm::Value* y) { return in.op == fz::Op::kReduceSum ? b_.CreateFAdd(x, y) : EmitArithmetic(b_, {fz::Op::kMax}, x, y, k); };
+        llvm::Value* v = acc[i * sub];
+        for (unsigned u = 1; u < sub; ++u) v = op(v, acc[i * sub + u]);  // lanes_ 8: the w = 8 step
+        for (unsigned w = lanes_ / 2; w >= 1; w /= 2) {
+          std::vector<int> lo, hi;
+          for (unsigned l = 0; l < w; ++l) {
+            lo.push_back(int(l));
+            hi.push_back(int(l + w));
+          }
+          llvm::Value* x = w == 1 ? b_.CreateExtractElement(v, uint64_t(0)) : b_.CreateShuffleVector(v, lo);
+          llvm::Value* y = w == 1 ? b_.CreateExtractElement(v, uint64_t(1)) : b_.CreateShuffleVector(v, hi);
+          v = op(x, y);
+        }
+        scalar[reductions[i]] = v;
+      }
+    }
+    row_registers(p.passes);
+    for (const fz::Instr& in : p.code)
+      if (in.op == fz::Op::kStore && in.d != 0) {
+        width_ = 0;
+        StoreElements(DataType(in.c), OutputArg(f, in.a), row, scalar[size_t(in.b)], nullptr);
+      }
+    llvm::Value* next_row = b_.CreateAdd(row, c64(1), "", true, true);
+    row->addIncoming(next_row, b_.GetInsertBlock());
+    NotVectorized(b_.CreateCondBr(b_.CreateICmpSLT(next_row, end), row_block, done));
+    b_.SetInsertPoint(done);
+    b_.CreateRetVoid();
+  }
+
+  // Stores `v` (width_ lanes, or a scalar) at element `index` of `base`, rounded to `dtype`;
+  // `mask`: only those lanes.
+  void StoreElements(DataType dtype, llvm::Value* base, llvm::Value* index, llvm::Value* v, llvm::Value* mask) {
+    llvm::Value* bits = v;
+    llvm::Type* elem = b_.getFloatTy();
+    if (dtype == DataType::kF16) bits = ToF16(v), elem = b_.getInt16Ty();
+    else if (dtype == DataType::kBF16) bits = ToBf16(v), elem = b_.getInt16Ty();
+    llvm::Value* address = b_.CreateGEP(elem, base, index);
+    llvm::Align align(dtype == DataType::kF32 ? 4 : 2);
+    if (mask && width_) b_.CreateMaskedStore(bits, address, align, mask);
+    else b_.CreateAlignedStore(bits, address, align);
+  }
+
   // Marks a loop's back edge: LLVM's loop vectorizer leaves it alone (the vector body is ours).
   void NotVectorized(llvm::BranchInst* back_edge) {
     llvm::Metadata* off[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"), llvm::ConstantAsMetadata::get(b_.getFalse())};
@@ -242,11 +428,16 @@ class Emitter {
 
   // Element `index` (the vector body: elements index.. of the lanes; `splat`: one element for
   // every lane) widened to FP32. Vector accesses keep the element's alignment.
-  llvm::Value* Load(DataType dtype, llvm::Value* base, llvm::Value* index, bool splat) {
+  // `mask` (vector body only): the lanes to read; the others read as 0 (row programs' last chunk).
+  llvm::Value* Load(DataType dtype, llvm::Value* base, llvm::Value* index, bool splat, llvm::Value* mask = nullptr) {
     unsigned lanes = width_;
     if (splat) width_ = 0;
     llvm::Type* elem = dtype == DataType::kF16 ? (width_ ? b_.getInt16Ty() : b_.getHalfTy()) : dtype == DataType::kBF16 ? b_.getInt16Ty() : b_.getFloatTy();
-    llvm::Value* raw = b_.CreateAlignedLoad(Lanes(elem), b_.CreateGEP(elem, base, index), llvm::Align(dtype == DataType::kF32 ? 4 : 2));
+    llvm::Align align(dtype == DataType::kF32 ? 4 : 2);
+    llvm::Value* address = b_.CreateGEP(elem, base, index);
+    llvm::Value* raw = nullptr;
+    if (mask && width_) raw = b_.CreateMaskedLoad(Lanes(elem), address, align, mask, llvm::Constant::getNullValue(Lanes(elem)));
+    else raw = b_.CreateAlignedLoad(Lanes(elem), address, align);
     llvm::Value* v = raw;
     if (dtype == DataType::kF16) v = width_ ? FromF16(raw) : b_.CreateFPExt(raw, b_.getFloatTy());
     else if (dtype == DataType::kBF16) v = Bf16BitsToFloat(b_, raw);

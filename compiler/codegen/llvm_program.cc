@@ -78,7 +78,10 @@ llvm::Value* EmitArithmetic(llvm::IRBuilder<>& b, const rt::fused::Instr& in, ll
     case fz::Op::kLoad:
     case fz::Op::kConst:
     case fz::Op::kRound:
-    case fz::Op::kStore: break;
+    case fz::Op::kStore:
+    case fz::Op::kRow:
+    case fz::Op::kReduceSum:
+    case fz::Op::kReduceMax: break;
   }
   return a;
 }

@@ -53,7 +53,8 @@ llvm::Value* FloatToBf16Bits(llvm::IRBuilder<>& b, llvm::Value* v);
 // BF16 bits (i16 or i16 vector) -> float (exact).
 llvm::Value* Bf16BitsToFloat(llvm::IRBuilder<>& b, llvm::Value* bits);
 
-// The value of an arithmetic instruction (every op but Load, Const, Round and Store) on operands
+// The value of an arithmetic instruction (every op but Load, Const, Round, Store, Row and the
+// reductions) on operands
 // `a` and `b` (registers; b is null for unary ops), `k(index)` giving the program's constant
 // `index` as a value of a's type.
 llvm::Value* EmitArithmetic(llvm::IRBuilder<>& b, const rt::fused::Instr& in, llvm::Value* a, llvm::Value* bv,

@@ -311,6 +311,8 @@ std::string FindPtxas() {
 
 StatusOr<std::vector<GpuModule>> GenerateGpuModules(const std::vector<fz::Program>& programs, bool assemble) {
   std::vector<GpuModule> out;
+  for (const fz::Program& p : programs)
+    if (p.row) return Unimplemented("fused program " + p.EntryName() + " reduces over rows, which the NVPTX generator does not do yet (CUDA plans fuse elementwise chains only)");
   const std::string ptxas = assemble ? FindPtxas() : "";
   for (const std::string& sm : GpuTargets()) {
     auto start = std::chrono::steady_clock::now();

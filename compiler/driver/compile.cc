@@ -93,7 +93,9 @@ void AddGeneratedKernels(const GeneratedCode& result, std::string& json, std::st
   w.EndArray();
   w.Key("kernels").BeginArray();
   for (const auto& g : result.fused) {
-    w.BeginObject().Key("node").String(g.node).Key("entry").String(g.entry).Key("replaced").BeginArray();
+    w.BeginObject().Key("node").String(g.node).Key("entry").String(g.entry);
+    if (g.row) w.Key("row").Int(g.row);
+    w.Key("replaced").BeginArray();
     for (const std::string& n : g.replaced) w.String(n);
     w.EndArray().EndObject();
   }
@@ -114,9 +116,9 @@ void AddGeneratedKernels(const GeneratedCode& result, std::string& json, std::st
 
 // Fuses elementwise chains (after the report, which describes the unfused nodes) and generates
 // their code into `emit`'s modules.
-Status GenerateCode(ir::Model& model, emit::EmitOptions& emit, CompileResult& result, PhaseTimer& timer, const std::string& target) {
+Status GenerateCode(ir::Model& model, emit::EmitOptions& emit, CompileResult& result, PhaseTimer& timer, const std::string& target, bool rows) {
   GeneratedCode code;
-  PRECIS_RETURN_IF_ERROR(FuseAndGenerate(model, {model.graph.get()}, {}, emit, code, target));
+  PRECIS_RETURN_IF_ERROR(FuseAndGenerate(model, {model.graph.get()}, {}, emit, code, target, rows));
   result.fused = std::move(code.fused);
   result.modules = std::move(code.modules);
   timer.Mark("fuse elementwise and generate code");
@@ -126,10 +128,13 @@ Status GenerateCode(ir::Model& model, emit::EmitOptions& emit, CompileResult& re
 }  // namespace
 
 Status FuseAndGenerate(const ir::Model& model, const std::vector<ir::Graph*>& graphs, const std::set<std::string>& keep, emit::EmitOptions& emit,
-                       GeneratedCode& out, const std::string& target) {
+                       GeneratedCode& out, const std::string& target, bool rows) {
   std::vector<rt::fused::Program> programs;
   for (ir::Graph* g : graphs) {
-    std::vector<passes::FusedGroup> fused = passes::FuseElementwise(*g, keep);
+    passes::FuseOptions fuse;
+    fuse.rows = rows;
+    if (auto it = model.opsets.find(""); it != model.opsets.end()) fuse.opset = it->second;
+    std::vector<passes::FusedGroup> fused = passes::FuseElementwise(*g, keep, fuse);
     out.fused.insert(out.fused.end(), fused.begin(), fused.end());
     for (const auto& n : g->nodes()) {
       if (n->op_type() != "FusedElementwise") continue;
@@ -257,7 +262,7 @@ StatusOr<CompileResult> Compile(ir::Model& model, const CompileOptions& options)
   emit.report_json = result.report.json;
   emit.report_text = result.report.text;
   if ((options.codegen && options.target == "cpu") || (options.gpu_codegen && options.codegen && options.target == "cuda")) {
-    PRECIS_RETURN_IF_ERROR(GenerateCode(model, emit, result, timer, options.target));
+    PRECIS_RETURN_IF_ERROR(GenerateCode(model, emit, result, timer, options.target, options.fuse_rows));
     result.report.json = emit.report_json;
     result.report.text = emit.report_text;
   }

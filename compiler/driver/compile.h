@@ -38,8 +38,9 @@ struct GeneratedCode {
 // adds the "generated_kernels" section to `emit`'s report (JSON and text). Runs after the report
 // is built. Verifies `model` afterwards.
 // `target` "cpu": x86-64 objects; "cuda": PTX and cubins (compiler/codegen/nvptx_codegen.h).
+// `rows`: reductions over rows join the groups too (softmax, normalizations, trailing Reduce*).
 Status FuseAndGenerate(const ir::Model& model, const std::vector<ir::Graph*>& graphs, const std::set<std::string>& keep, emit::EmitOptions& emit,
-                       GeneratedCode& out, const std::string& target = "cpu");
+                       GeneratedCode& out, const std::string& target = "cpu", bool rows = true);
 
 struct CompileOptions {
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape NAME=1x3x224x224
@@ -75,6 +76,10 @@ struct CompileOptions {
   // CPU plans: fuse elementwise chains (passes/fuse_elementwise.h) and generate their code for
   // x86-64-v3 and x86-64-v4 into the plan (compiler/codegen/cpu_codegen.h); `--no-codegen`.
   bool codegen = true;
+  // With code generation: fuse reductions over rows (Softmax, LayerNormalization, trailing
+  // ReduceSum/Mean/Max) with their elementwise neighbours too; `--no-row-fusion` keeps them as
+  // library kernels (whose sums accumulate in double, not in 16 FP32 partials).
+  bool fuse_rows = true;
   // CUDA plans: the same fusion, with the kernels generated as PTX for sm_80/sm_90 and assembled to
   // cubin where ptxas is installed (compiler/codegen/nvptx_codegen.h); `--codegen`. Off by default
   // until a GPU run has checked the generated kernels (README).

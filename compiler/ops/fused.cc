@@ -1,6 +1,7 @@
 // FusedElementwise: a chain of elementwise nodes fused by passes/fuse_elementwise.cc; its
 // program (runtime/kernels/fused_program.h) is in the `code` and `consts` attributes. Output o
-// has the dtype its Store declares and the dims of the inputs that are not broadcast (all equal).
+// has the dtype its Store declares and the dims of the inputs that are not broadcast (all equal;
+// a row program's frame), or for a row output the frame with its trailing dims as 1s or dropped.
 #include "compiler/ops/op_registry.h"
 #include "runtime/kernels/fused_program.h"
 
@@ -34,9 +35,28 @@ Status InferFused(InferContext& ctx) {
     dims = d;
   }
   if (!dims) dims = std::vector<ir::Dim>{};
+  // Row programs: a row output has the frame's trailing dims as 1s, or drops them.
+  int64_t trailing_product = 1;
+  bool trailing_static = true;
   for (size_t o = 0; o < ctx.num_outputs(); ++o) {
     PRECIS_ASSIGN_OR_RETURN(ir::DType t, ir::DTypeFromOnnx(int32_t(program->OutputDtype(int(o)))));
-    ctx.SetOutput(o, t, *dims);
+    int64_t row_dims = program->OutputRowDims(int(o));
+    std::vector<ir::Dim> out = *dims;
+    if (row_dims != 0) {
+      size_t k = size_t(row_dims < 0 ? -row_dims : row_dims);
+      if (k > out.size()) return ctx.Error("output " + std::to_string(o) + " spans " + std::to_string(k) + " trailing dims of a rank-" + std::to_string(out.size()) + " frame");
+      trailing_product = 1;
+      trailing_static = true;
+      for (size_t d = out.size() - k; d < out.size(); ++d) {
+        if (out[d].is_static()) trailing_product *= out[d].value();
+        else trailing_static = false;
+        out[d] = ir::Dim::Static(1);
+      }
+      if (trailing_static && trailing_product != program->row)
+        return ctx.Error("output " + std::to_string(o) + "'s trailing dims hold " + std::to_string(trailing_product) + " elements, not the row's " + std::to_string(program->row));
+      if (row_dims < 0) out.resize(out.size() - k);
+    }
+    ctx.SetOutput(o, t, out);
   }
   return Status::Ok();
 }

@@ -8,6 +8,21 @@
 // chain rounds wherever the unfused steps stored 16 bits; Store rounds to the output's dtype
 // (round to nearest even). Register r is the value of instruction r.
 //
+// Row programs (instruction 0 is Row n): the elements form rows of n consecutive elements, and
+// ReduceSum/ReduceMax give a register the value of a whole row (softmax, normalizations, trailing
+// reductions with their elementwise neighbours). Every register is then either per element or
+// per row (constants, loads that read one element per row, reductions, and arithmetic on such
+// registers only), and has a level: 0 for loads and constants, one more than its operand for a
+// reduction, the highest of its operands otherwise. A row runs in passes 0..P-1 over its
+// elements: pass k evaluates the per-element registers of level <= k (recomputed in every pass:
+// the same operations give the same bits) and accumulates the reductions of level k + 1; element
+// stores happen in the last pass, row stores (one value per row) after it. A reduction's order is
+// fixed, so that the interpreter and every target compute the same bits: element j goes into
+// partial j % 16 in increasing j, starting from -0 (sum) or -inf (max), and the 16 partials
+// combine as p[l] = op(p[l], p[l + w]) for w = 8, 4, 2, 1. Loads in a row program read element
+// e = row * n + j whole (inner = count = 0), once per row (count 1, or inner a multiple of n), or
+// along the row (inner 1, count a multiple of n).
+//
 // Encoding in the step: attribute `code` (ints, five per instruction: op, a, b, c, d), `consts`
 // (floats), `entry` (string: the generated function, "fused_" + 16 hex digits of Hash()).
 #pragma once
@@ -41,7 +56,9 @@ enum class Op : int64_t {
   kClipLow = 14,    // a: register, b: const index; a < lo ? lo : a
   kClipHigh = 15,   // a > hi ? hi : a
   kRound = 16,      // a: register, b: dtype (FLOAT16 or BFLOAT16)
-  kStore = 17,      // a: output index, b: register, c: output dtype
+  kStore = 17,      // a: output index, b: register, c: output dtype; d: 0 stores every element,
+                    // else (row programs) one value per row, the output having the trailing
+                    // d > 0 dims of the frame as 1s or, for d < 0, the frame without its -d last dims
   // Transcendentals (a: register): the approximations of runtime/kernels/approx_math.h, the CPU
   // fast kernels' functions operation for operation.
   kExp = 18,
@@ -51,8 +68,13 @@ enum class Op : int64_t {
   kGeluErf = 22,    // 0.5 a (1 + erf(a / sqrt 2))
   kGeluTanh = 23,   // 0.5 a (1 + tanh(sqrt(2 / pi) (a + 0.044715 a^3)))
   kPRelu = 24,      // a, b: registers; a < 0 ? b * a : a (the PRelu kernel, b the slope)
+  kRow = 25,        // instruction 0 only: a = the row length n >= 1 (a row program); no value
+  kReduceSum = 26,  // a: a per-element register; the row's sum (fixed order, above)
+  kReduceMax = 27,  // the row's max, by kMax's rule (a NaN wins and stays)
 };
-constexpr int64_t kNumOps = 25;
+constexpr int64_t kNumOps = 28;
+constexpr int kPartials = 16;  // partial accumulators of a reduction
+constexpr int kMaxPasses = 8;   // passes over a row
 constexpr size_t kMaxInstructions = 256;
 constexpr size_t kMaxOperands = 16;  // inputs and outputs each
 
@@ -67,6 +89,14 @@ struct Program {
   std::vector<Instr> code;
   std::vector<float> consts;
   int num_inputs = 0, num_outputs = 0;  // every input is loaded and every output stored once
+  // Row programs (set by Decode): the row length (0: an elementwise program), per register its
+  // level and whether it is per row, the number of passes, and an input read whole (its element
+  // count is the frame's: rows = its count / row).
+  int64_t row = 0;
+  std::vector<int> level;
+  std::vector<bool> per_row;
+  int passes = 1;
+  int frame_input = -1;
 
   std::vector<int64_t> Encode() const;
   // Content hash of the encoded program and its constants (names its generated function).
@@ -78,15 +108,21 @@ struct Program {
   bool InputBroadcast(int i) const;
   const Instr* InputLoad(int i) const;
   DataType OutputDtype(int o) const;
+  // Output o's Store field d: 0 for an element output, else its trailing row dims (kStore).
+  int64_t OutputRowDims(int o) const;
   // Whether output 0 may take input 0's bytes: input 0 is read element for element (not
-  // broadcast) and has the output's element size. (Every load precedes every store, Decode.)
+  // broadcast), output 0 is written element for element, and both have one element size. (Every
+  // load precedes every store, Decode; a row program stores only in its last pass, after which
+  // nothing reads the row again.)
   bool InPlaceOk() const;
 };
 
 // Checks and decodes `code`/`consts`: known ops, registers defined before use and not a Store,
 // loads, consts and stores in range, dtypes FP32/FP16/BF16, inputs 0..n-1 each loaded exactly once
-// and outputs 0..m-1 each stored exactly once (n, m <= kMaxOperands), no load after a store.
-// Errors say what is wrong.
+// and outputs 0..m-1 each stored exactly once (n, m <= kMaxOperands), no load after a store; row
+// programs: Row first and only there, loads of the three kinds, an input read whole, reductions
+// of per-element registers, row stores of per-row registers (elementwise programs store every
+// element). Errors say what is wrong.
 StatusOr<Program> Decode(const std::vector<int64_t>& code, const std::vector<float>& consts);
 
 // The operation of one arithmetic instruction on FP32 values (also the definition the code
@@ -100,15 +136,21 @@ bool IsBinary(Op op);
 
 // Decodes a FusedElementwise step's program and checks its tensors against it: one tensor per
 // program input and output, the declared dtypes, every output of one element count N, every input
-// of N elements with the outputs' dims or, where broadcast, of `count` elements; the `entry` attribute,
+// of N elements with the outputs' dims or, where broadcast, of `count` elements (row programs:
+// inputs read whole and element outputs have one frame's dims, of N elements, N a multiple of the
+// row; row outputs N / row elements); the `entry` attribute,
 // when present, must name the program (a plan whose attributes were changed is refused); output 0
 // may share input 0's bytes only where InPlaceOk().
 StatusOr<Program> DecodeStep(const KernelArgs& args);
 
-// The reference evaluation of elements [begin, end): inputs[i] and outputs[o] point at the
-// tensors' data (dtypes as the program declares). Runs in blocks through `regs` (at least
-// code.size() * kBlock floats).
+// The units a step's work divides into: elements of output 0, or rows for row programs.
+int64_t WorkUnits(const Program& p, const KernelArgs& args);
+
+// The reference evaluation of units [begin, end) (elements; rows of a row program): inputs[i]
+// and outputs[o] point at the tensors' data (dtypes as the program declares). Runs in blocks
+// through `regs` (at least ScratchFloats(p) floats).
 constexpr int64_t kBlock = 256;
+size_t ScratchFloats(const Program& p);
 void Evaluate(const Program& p, const void* const* inputs, void* const* outputs, int64_t begin, int64_t end, float* regs);
 
 }  // namespace precis::rt::fused

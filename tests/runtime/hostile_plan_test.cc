@@ -17,6 +17,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/ir/text.h"
 #include "precis/session.h"
+#include "runtime/kernels/fused_program.h"
 #include "tests/runtime/plan_test_util.h"
 
 namespace precis {
@@ -42,7 +43,9 @@ const std::vector<uint8_t>& Plan() {
   static const std::vector<uint8_t> bytes = [] {
     auto model = ir::ParseModel(kModel);
     EXPECT_TRUE(model.ok()) << model.status().ToString();
-    auto result = driver::Compile(**model, driver::CompileOptions{});
+    driver::CompileOptions options;
+    options.fuse_rows = false;  // the Softmax stays a step of its own (its attributes are tampered with)
+    auto result = driver::Compile(**model, options);
     EXPECT_TRUE(result.ok()) << result.status().ToString();
     return result->plan.bytes;
   }();
@@ -230,7 +233,9 @@ graph "fused" {
 }
 )");
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  auto compiled = driver::Compile(**model, driver::CompileOptions{});
+  driver::CompileOptions options;
+  options.fuse_rows = false;  // an elementwise program between the Softmax steps, b its input 0
+  auto compiled = driver::Compile(**model, options);
   ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
   const std::vector<uint8_t>& bytes = compiled->plan.bytes;
   auto refused = [&](const Edit& edit, const std::string& message) {
@@ -258,6 +263,50 @@ graph "fused" {
     auto& step = StepOf(p, "FusedElementwise");
     step.inputs[0] = step.inputs[1];
   }, "has dims");
+}
+
+// Row programs (reductions over rows): a program changed after compilation whose entry was
+// updated to match (so only the tensors can refuse it) fails against its step's tensors: a row
+// length that does not divide the frame, rows that do not match a row output, a row output
+// stored as an element output.
+TEST(HostilePlan, RowProgramsThatDoNotMatchTheirTensors) {
+  auto model = ir::ParseModel(R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "rows" {
+  input %x: f32[2,4,8]
+  const %axes: i64[1] = [2]
+  %e = Exp(%x)
+  %s = ReduceSum(%e, %axes) {keepdims = 0}
+  output %s
+}
+)");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto compiled = driver::Compile(**model, driver::CompileOptions{});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  const std::vector<uint8_t>& bytes = compiled->plan.bytes;
+  auto session = Session::FromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  // Rewrites the fused step's program with `change` and names the function of the new program.
+  auto reprogram = [&](const std::function<void(std::vector<int64_t>&)>& change, const std::string& message) {
+    std::vector<uint8_t> b = RewritePlan(bytes, [&](plan::PlanT& p, auto&) {
+      plan::StepT& step = StepOf(p, "FusedElementwise");
+      std::vector<int64_t>& code = AttrOf(step, "code").ints;
+      ASSERT_EQ(code[0], 25) << "not a row program";
+      change(code);
+      auto decoded = rt::fused::Decode(code, AttrOf(step, "consts").floats);
+      ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+      AttrOf(step, "entry").s = decoded->EntryName();
+    });
+    auto s = Session::FromBuffer(b.data(), b.size());
+    ASSERT_FALSE(s.ok()) << "expected: " << message;
+    EXPECT_NE(s.status().ToString().find(message), std::string::npos) << s.status().ToString();
+  };
+  reprogram([](std::vector<int64_t>& code) { code[1] = 7; }, "not rows of 7");
+  reprogram([](std::vector<int64_t>& code) { code[1] = 16; }, "its rows (4)");
+  reprogram([](std::vector<int64_t>& code) {
+    for (size_t k = 0; k < code.size(); k += 5)
+      if (code[k] == 17) code[k + 4] = 0;  // the row store becomes an element store
+  }, "the dims 2x4x8");
 }
 
 // Control flow: bodies are programs that only their step runs, always later programs (so no body
@@ -360,7 +409,9 @@ TEST(HostilePlan, DynamicPlans) {
     text.replace(text.find("%x: f32[2,4]"), 12, "%x: f32[batch,4]");
     auto model = ir::ParseModel(text);
     EXPECT_TRUE(model.ok()) << model.status().ToString();
-    auto result = driver::Compile(**model, driver::CompileOptions{});
+    driver::CompileOptions options;
+    options.fuse_rows = false;  // the Softmax stays a step of its own (its attributes are tampered with)
+    auto result = driver::Compile(**model, options);
     EXPECT_TRUE(result.ok()) << result.status().ToString();
     return result->plan.bytes;
   }();

@@ -22,7 +22,7 @@ constexpr const char* kCompileUsage =
     "                      [--report FILE.json] [--report-text]\n"
     "                      [--calibrate random:N|DIR|FILE.npz] [--overflow-limit X] [--error-budget X]\n"
     "                      [--keep-fp32 OP[,OP]] [--keep-fp32-nodes REGEX] [--force-low REGEX]\n"
-    "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--no-fold-batchnorm] [--no-codegen] [--codegen] [--quiet]\n"
+    "                      [--keep-io-types|--no-keep-io-types] [--no-fold] [--no-fold-batchnorm] [--no-codegen] [--codegen] [--no-row-fusion] [--quiet]\n"
     "                      [--verify-passes] (verify the IR after every pass; also PRECIS_VERIFY_PASSES=1)\n"
     "       precis compile MODEL.onnx --train ... (a training plan: precis compile --train --help)\n"
     "Without --shape, symbolic input dims (batch, seq) stay symbolic: a dynamic plan that runs at any input shape\n"
@@ -31,7 +31,8 @@ constexpr const char* kCompileUsage =
     "input is present unless --shape NAME=none (docs/sequences.md).\n"
     "--codegen: with --device cuda, fuse elementwise chains into generated GPU kernels (PTX for sm_80/sm_90, cubin\n"
     "where ptxas is installed; docs/codegen.md); not yet run on a GPU, so off by default. CPU plans always have them\n"
-    "unless --no-codegen.\n";
+    "unless --no-codegen. Generated kernels fuse softmax, layer norms and trailing reductions with their elementwise\n"
+    "neighbours too; --no-row-fusion keeps those as library kernels (their sums accumulate in double).\n";
 
 }  // namespace
 
@@ -78,6 +79,8 @@ int CompileCommand(const std::vector<std::string>& args) {
       options.fold_batchnorm = false;
     } else if (a == "--no-codegen") {
       options.codegen = false;
+    } else if (a == "--no-row-fusion") {
+      options.fuse_rows = false;
     } else if (a == "--codegen") {
       options.gpu_codegen = true;  // CUDA plans: generated kernels (CPU plans have them by default)
     } else if (a == "--no-epilogue-fusion") {
@@ -208,9 +211,11 @@ int CompileCommand(const std::vector<std::string>& args) {
                   e.bias, e.activations, l.nhwc_convs, l.nchw_convs, l.region_ops, l.transposes, l.reshapes);
     }
     if (options.codegen && (options.target == "cpu" || options.gpu_codegen)) {
-      size_t replaced = 0;
-      for (const auto& g : result->fused) replaced += g.replaced.size();
-      std::printf("  codegen    %zu fused elementwise kernels (%zu nodes)", result->fused.size(), replaced);
+      size_t replaced = 0, rows = 0;
+      for (const auto& g : result->fused) replaced += g.replaced.size(), rows += g.row > 0;
+      std::printf("  codegen    %zu fused elementwise kernels (%zu nodes", result->fused.size(), replaced);
+      if (rows) std::printf("; %zu over rows: softmax, normalizations, reductions", rows);
+      std::printf(")");
       for (const auto& m : result->modules) std::printf("%s %s %s in %s ms", &m == &result->modules[0] ? ":" : ",", m.target.c_str(), FormatBytes(m.bytes).c_str(), FormatMs(m.ms).c_str());
       std::printf("\n");
     }

@@ -14,13 +14,13 @@ class FusedReferenceKernel : public Kernel {
     PRECIS_ASSIGN_OR_RETURN(program_, fused::DecodeStep(args));
     return Status::Ok();
   }
-  size_t ScratchBytes() const override { return program_.code.size() * size_t(fused::kBlock) * sizeof(float); }
+  size_t ScratchBytes() const override { return fused::ScratchFloats(program_) * sizeof(float); }
   Status Run(const KernelArgs& args, CpuContext& ctx) override {
     void* ins[fused::kMaxOperands];
     void* outs[fused::kMaxOperands];
     for (size_t i = 0; i < args.inputs.size(); ++i) ins[i] = args.inputs[i]->data;
     for (size_t o = 0; o < args.outputs.size(); ++o) outs[o] = args.outputs[o]->data;
-    fused::Evaluate(program_, ins, outs, 0, args.outputs[0]->numel, reinterpret_cast<float*>(ctx.scratch));
+    fused::Evaluate(program_, ins, outs, 0, fused::WorkUnits(program_, args), reinterpret_cast<float*>(ctx.scratch));
     return Status::Ok();
   }
 

@@ -20,6 +20,7 @@ class FusedElementwiseKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, CudaContext& ctx) override {
     PRECIS_ASSIGN_OR_RETURN(fused::Program p, fused::DecodeStep(args));
+    if (p.row) return args.Error("a fused program over rows has no GPU kernel yet (CPU plans only)");
     if (!ctx.code || !ctx.code->library)
       return args.Error("the plan has no generated kernel this GPU runs (" + (ctx.code ? ctx.code->why_none : std::string("no modules")) +
                         "); compile it again with --device cuda, or without --codegen");
