@@ -17,7 +17,7 @@
 // to its own 16-bit dtype where the unfused step would have stored 16 bits (Round), so a fused
 // plan gives the same bits as the unfused one.
 //
-// With `rows` (CPU plans), reductions over the trailing dims join too, as row programs
+// With `rows`, reductions over the trailing dims join too, as row programs
 // (fused_program.h): Softmax over its last axis (before opset 13: the dims from its axis on),
 // LayerNormalization (unused Mean/InvStdDev), and ReduceSum/ReduceMean/ReduceMax over trailing
 // axes, each with its elementwise producers (a residual Add, a scale, a mask over the row) and
@@ -48,7 +48,7 @@ struct FusedGroup {
 };
 
 struct FuseOptions {
-  bool rows = false;   // fuse reductions over rows too (row programs: CPU code generation only)
+  bool rows = false;   // fuse reductions over rows too (row programs)
   int64_t opset = 13;  // the ai.onnx opset (Softmax's axis before 13)
 };
 

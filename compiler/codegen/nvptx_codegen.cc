@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -86,6 +87,7 @@ class Emitter {
       f->addParamAttr(unsigned(a), llvm::Attribute::NoAlias);
       if (is_input) f->addParamAttr(unsigned(a), llvm::Attribute::ReadOnly);
     }
+    if (p.row) return EmitRows(p, f);
     llvm::Value* count = f->getArg(unsigned(p.num_inputs + p.num_outputs));
 
     // Blocks: the vector loop over quads of elements (when every operand read or written element
@@ -157,6 +159,170 @@ class Emitter {
   }
 
  private:
+  // A row program (fused_program.h): a half-warp (16 lanes) per row, rows strided over the grid
+  // (the `count` argument is the number of rows). Lane l takes the row's elements l, l + 16,
+  // l + 32... in order, so its accumulator is exactly partial l of the program's fixed order; the
+  // partials combine by shfl.sync.down within the half-warp (p[l] op= p[l + w] for w = 8, 4, 2,
+  // 1) and lane 0's total goes to the 16 lanes (shfl.sync.idx): the interpreter's and the x86
+  // code's operations in their order. Per-row registers are computed by every lane; lane 0
+  // writes the row outputs.
+  void EmitRows(const fz::Program& p, llvm::Function* f) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::Type* i32 = b_.getInt32Ty();
+    auto c64 = [&](int64_t v) { return llvm::ConstantInt::get(i64, uint64_t(v)); };
+    const int64_t n = p.row;
+    const size_t count = p.code.size();
+    auto is_reduce = [&](size_t r) { return p.code[r].op == fz::Op::kReduceSum || p.code[r].op == fz::Op::kReduceMax; };
+    width_ = 0;
+    llvm::Value* rows = f->getArg(unsigned(p.num_inputs + p.num_outputs));
+    auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
+    auto* row_block = llvm::BasicBlock::Create(ctx_, "row", f);
+    auto* done = llvm::BasicBlock::Create(ctx_, "done", f);
+    b_.SetInsertPoint(entry);
+    auto sreg = [&](llvm::Intrinsic::ID id) { return b_.CreateZExt(b_.CreateIntrinsic(id, {}, {}), i64); };
+    llvm::Value* ntid = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
+    llvm::Value* thread = b_.CreateAdd(b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), ntid),
+                                       sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "thread", true, true);
+    llvm::Value* lane = b_.CreateAnd(thread, c64(fz::kPartials - 1), "lane");
+    llvm::Value* first = b_.CreateLShr(thread, 4, "first_row");
+    llvm::Value* stride = b_.CreateLShr(b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), ntid), 4, "row_stride");
+    // The half-warp's 16 lanes of the warp (blocks are multiples of 32 threads).
+    llvm::Value* members = b_.CreateShl(b_.getInt32(0xffff), b_.CreateAnd(b_.CreateTrunc(thread, i32), b_.getInt32(16)), "members");
+    llvm::Value* segment = b_.getInt32(((32 - fz::kPartials) << 8) | 31);  // shfl's c: 16-lane segments
+    b_.CreateCondBr(b_.CreateICmpULT(first, rows), row_block, done);
+
+    b_.SetInsertPoint(row_block);
+    llvm::PHINode* row = b_.CreatePHI(i64, 2, "row");
+    row->addIncoming(first, entry);
+    llvm::Value* row_base = b_.CreateMul(row, c64(n), "row.base", true, true);
+    std::vector<llvm::Value*> along(count, nullptr);
+    for (size_t r = 0; r < count; ++r) {
+      const fz::Instr& in = p.code[r];
+      if (in.op == fz::Op::kLoad && in.c != 0 && !p.per_row[r]) along[r] = b_.CreateURem(row_base, c64(in.d));
+    }
+    std::vector<llvm::Value*> scalar(count, nullptr);
+    auto k = [&](int64_t index) { return F32(p.consts[size_t(index)]); };
+    auto row_registers = [&](int level) {
+      for (size_t r = 0; r < count; ++r) {
+        const fz::Instr& in = p.code[r];
+        if (!p.per_row[r] || is_reduce(r) || p.level[r] != level || in.op == fz::Op::kStore || in.op == fz::Op::kRow) continue;
+        llvm::Value* a = in.a >= 0 && size_t(in.a) < r ? scalar[size_t(in.a)] : nullptr;
+        llvm::Value* bv = fz::IsBinary(in.op) ? scalar[size_t(in.b)] : nullptr;
+        switch (in.op) {
+          case fz::Op::kLoad:
+            scalar[r] = Load(DataType(in.b), f->getArg(unsigned(in.a)),
+                             in.d == 1 ? c64(0) : b_.CreateURem(b_.CreateUDiv(row_base, c64(in.c)), c64(in.d)));
+            break;
+          case fz::Op::kConst: scalar[r] = k(in.a); break;
+          case fz::Op::kRound: scalar[r] = RoundTo(DataType(in.b), a); break;
+          default: scalar[r] = EmitArithmetic(b_, in, a, bv, k); break;
+        }
+      }
+    };
+    auto shuffle = [&](llvm::Intrinsic::ID id, llvm::Value* v, llvm::Value* lane_arg) {
+      return b_.CreateIntrinsic(id, {}, {members, v, lane_arg, segment});
+    };
+    for (int pass = 0; pass < p.passes; ++pass) {
+      const bool last = pass == p.passes - 1;
+      row_registers(pass);
+      std::vector<size_t> reductions;
+      for (size_t r = 0; r < count; ++r)
+        if (is_reduce(r) && p.level[r] == pass + 1) reductions.push_back(r);
+      auto op = [&](size_t r, llvm::Value* x, llvm::Value* y) {
+        return p.code[r].op == fz::Op::kReduceSum ? b_.CreateFAdd(x, y) : EmitArithmetic(b_, {fz::Op::kMax}, x, y, k);
+      };
+      // The loop over the lane's elements j = lane, lane + 16, ... < n.
+      llvm::BasicBlock* before = b_.GetInsertBlock();
+      auto* loop = llvm::BasicBlock::Create(ctx_, "pass" + std::to_string(pass), f, done);
+      auto* after = llvm::BasicBlock::Create(ctx_, "pass" + std::to_string(pass) + ".end", f, done);
+      std::vector<llvm::Value*> init;
+      for (size_t r : reductions) init.push_back(F32(p.code[r].op == fz::Op::kReduceSum ? -0.0f : -INFINITY));
+      b_.CreateCondBr(b_.CreateICmpULT(lane, c64(n)), loop, after);
+      b_.SetInsertPoint(loop);
+      llvm::PHINode* j = b_.CreatePHI(i64, 2, "j");
+      j->addIncoming(lane, before);
+      std::vector<llvm::PHINode*> acc;
+      for (llvm::Value* v : init) {
+        acc.push_back(b_.CreatePHI(v->getType(), 2));
+        acc.back()->addIncoming(v, before);
+      }
+      llvm::Value* element = b_.CreateAdd(row_base, j, "", true, true);
+      std::vector<llvm::Value*> regs(count, nullptr);
+      std::vector<llvm::Value*> next_acc(acc.begin(), acc.end());
+      auto operand = [&](int64_t reg) { return p.per_row[size_t(reg)] ? scalar[size_t(reg)] : regs[size_t(reg)]; };
+      for (size_t r = 0; r < count; ++r) {
+        const fz::Instr& in = p.code[r];
+        if (in.op == fz::Op::kRow) continue;
+        if (in.op == fz::Op::kStore) {
+          if (last && in.d == 0) Store(DataType(in.c), f->getArg(unsigned(p.num_inputs + in.a)), element, operand(in.b));
+          continue;
+        }
+        if (is_reduce(r)) {
+          if (p.level[r] != pass + 1) continue;
+          size_t slot = size_t(std::find(reductions.begin(), reductions.end(), r) - reductions.begin());
+          next_acc[slot] = op(r, next_acc[slot], regs[size_t(in.a)]);
+          continue;
+        }
+        if (p.per_row[r] || p.level[r] > pass) continue;
+        switch (in.op) {
+          case fz::Op::kLoad:
+            regs[r] = Load(DataType(in.b), f->getArg(unsigned(in.a)), in.c == 0 ? element : b_.CreateAdd(along[r], j, "", true, true));
+            break;
+          case fz::Op::kRound: regs[r] = RoundTo(DataType(in.b), operand(in.a)); break;
+          default: regs[r] = EmitArithmetic(b_, in, operand(in.a), fz::IsBinary(in.op) ? operand(in.b) : nullptr, k); break;
+        }
+      }
+      llvm::Value* j_next = b_.CreateAdd(j, c64(fz::kPartials), "", true, true);
+      llvm::BasicBlock* latch = b_.GetInsertBlock();
+      j->addIncoming(j_next, latch);
+      for (size_t s = 0; s < acc.size(); ++s) acc[s]->addIncoming(next_acc[s], latch);
+      b_.CreateCondBr(b_.CreateICmpULT(j_next, c64(n)), loop, after);
+      b_.SetInsertPoint(after);
+      std::vector<llvm::PHINode*> totals;  // PHIs first, at the top of the block
+      for (size_t s = 0; s < reductions.size(); ++s) {
+        totals.push_back(b_.CreatePHI(init[s]->getType(), 2));
+        totals.back()->addIncoming(init[s], before);
+        totals.back()->addIncoming(next_acc[s], latch);
+      }
+      for (size_t s = 0; s < reductions.size(); ++s) {
+        llvm::Value* v = totals[s];
+        for (int w = fz::kPartials / 2; w >= 1; w /= 2) v = op(reductions[s], v, shuffle(llvm::Intrinsic::nvvm_shfl_sync_down_f32, v, b_.getInt32(uint32_t(w))));
+        scalar[reductions[s]] = shuffle(llvm::Intrinsic::nvvm_shfl_sync_idx_f32, v, b_.getInt32(0));
+      }
+    }
+    row_registers(p.passes);
+    bool row_outputs = false;
+    for (const fz::Instr& in : p.code) row_outputs = row_outputs || (in.op == fz::Op::kStore && in.d != 0);
+    if (row_outputs) {
+      auto* store = llvm::BasicBlock::Create(ctx_, "row.store", f, done);
+      auto* stored = llvm::BasicBlock::Create(ctx_, "row.stored", f, done);
+      b_.CreateCondBr(b_.CreateICmpEQ(lane, c64(0)), store, stored);
+      b_.SetInsertPoint(store);
+      for (const fz::Instr& in : p.code)
+        if (in.op == fz::Op::kStore && in.d != 0) Store(DataType(in.c), f->getArg(unsigned(p.num_inputs + in.a)), row, scalar[size_t(in.b)]);
+      b_.CreateBr(stored);
+      b_.SetInsertPoint(stored);
+    }
+    llvm::Value* next_row = b_.CreateAdd(row, stride, "", true, true);
+    row->addIncoming(next_row, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpULT(next_row, rows), row_block, done);
+    b_.SetInsertPoint(done);
+    b_.CreateRetVoid();
+  }
+
+  // Rounds through a 16-bit dtype and back (FP32: unchanged).
+  llvm::Value* RoundTo(DataType dtype, llvm::Value* a) {
+    if (dtype == DataType::kBF16) return Bf16BitsToFloat(b_, FloatToBf16Bits(b_, a));
+    if (dtype == DataType::kF16) return b_.CreateFPExt(b_.CreateFPTrunc(a, Lanes(b_.getHalfTy())), Lanes(b_.getFloatTy()));
+    return a;
+  }
+  // Stores `v` at element `index` of `base`, rounded to `dtype`.
+  void Store(DataType dtype, llvm::Value* base, llvm::Value* index, llvm::Value* v) {
+    const uint64_t size = DataTypeSize(dtype) * (width_ ? width_ : 1);
+    if (dtype == DataType::kF32) b_.CreateAlignedStore(v, b_.CreateGEP(b_.getFloatTy(), base, index), llvm::Align(size));
+    else b_.CreateAlignedStore(Narrow(dtype, v), b_.CreateGEP(b_.getInt16Ty(), base, index), llvm::Align(size));
+  }
+
   static constexpr unsigned kLanes = 4;  // elements per thread in the vector loop
 
   // `t`, or a vector of kLanes of it in the vector loop.
@@ -211,20 +377,10 @@ class Emitter {
         return v;
       }
       case fz::Op::kConst: return k(in.a);
-      case fz::Op::kRound: {
-        DataType dtype = DataType(in.b);
-        if (dtype == DataType::kBF16) return Bf16BitsToFloat(b_, FloatToBf16Bits(b_, a));
-        if (dtype == DataType::kF16) return b_.CreateFPExt(b_.CreateFPTrunc(a, Lanes(b_.getHalfTy())), Lanes(b_.getFloatTy()));
-        return a;
-      }
-      case fz::Op::kStore: {
-        llvm::Value* base = f->getArg(unsigned(p.num_inputs + in.a));
-        DataType dtype = DataType(in.c);
-        const uint64_t size = DataTypeSize(dtype) * (width_ ? width_ : 1);
-        if (dtype == DataType::kF32) b_.CreateAlignedStore(bv, b_.CreateGEP(b_.getFloatTy(), base, i), llvm::Align(size));
-        else b_.CreateAlignedStore(Narrow(dtype, bv), b_.CreateGEP(b_.getInt16Ty(), base, i), llvm::Align(size));
+      case fz::Op::kRound: return RoundTo(DataType(in.b), a);
+      case fz::Op::kStore:
+        Store(DataType(in.c), f->getArg(unsigned(p.num_inputs + in.a)), i, bv);
         return bv;
-      }
       default: return EmitArithmetic(b_, in, a, bv, k);
     }
   }
@@ -311,8 +467,6 @@ std::string FindPtxas() {
 
 StatusOr<std::vector<GpuModule>> GenerateGpuModules(const std::vector<fz::Program>& programs, bool assemble) {
   std::vector<GpuModule> out;
-  for (const fz::Program& p : programs)
-    if (p.row) return Unimplemented("fused program " + p.EntryName() + " reduces over rows, which the NVPTX generator does not do yet (CUDA plans fuse elementwise chains only)");
   const std::string ptxas = assemble ? FindPtxas() : "";
   for (const std::string& sm : GpuTargets()) {
     auto start = std::chrono::steady_clock::now();

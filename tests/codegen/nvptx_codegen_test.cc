@@ -4,8 +4,10 @@
 // with `.rn`, which ptxas may not contract into FMA; no `.ftz`, no `fma`), converts FP16 with
 // `cvt.f32.f16`/`cvt.rn.f16.f32`, uses no local memory, reads the read-only inputs through the
 // non-coherent cache, accesses four elements at a time (`ld.global.v4`), and ptxas (CUDA toolkit,
-// where installed) assembles every module with zero spill bytes. Whether the kernels compute the interpreter's bits on a GPU is for
-// tests/cuda/gpu_check.sh on a lent GPU: these checks cannot run them.
+// where installed) assembles every module with zero spill bytes. Row programs (reductions over
+// rows): a half-warp per row combining its 16 partials with shfl.sync over 16-lane segments, the
+// same IEEE rules, no local memory, no spills. Whether the kernels compute the interpreter's bits
+// on a GPU is for tests/cuda/gpu_check.sh on a lent GPU: these checks cannot run them.
 #include <random>
 #include <regex>
 #include <set>
@@ -93,11 +95,48 @@ TEST(NvptxCodegen, Fp16EpilogueConvertsWithRoundToNearest) {
   EXPECT_NE(ir->find("llvm.nvvm.read.ptx.sreg.tid.x"), std::string::npos);
 }
 
+// Row programs: 36 random ones (row lengths 1 to 4099) and an FP16 softmax.
+std::vector<fz::Program> RowPrograms() {
+  std::mt19937 rng(5);
+  std::vector<fz::Program> programs;
+  for (int64_t n : {1, 15, 16, 17, 33, 768, 4099})
+    for (int k = 0; k < 5; ++k) programs.push_back(RandomRowProgram(rng, n));
+  fz::Program softmax;
+  const int64_t f16 = int64_t(DataType::kF16);
+  softmax.code = {{fz::Op::kRow, 768}, {fz::Op::kLoad, 0, f16}, {fz::Op::kReduceMax, 1}, {fz::Op::kSub, 1, 2},
+                  {fz::Op::kExp, 3},   {fz::Op::kReduceSum, 4}, {fz::Op::kDiv, 4, 5},   {fz::Op::kStore, 0, 6, f16}};
+  auto decoded = fz::Decode(softmax.Encode(), {});
+  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
+  programs.push_back(*decoded);
+  return programs;
+}
+
+TEST(NvptxCodegen, RowProgramsReduceOverHalfWarps) {
+  std::vector<fz::Program> programs = RowPrograms();
+  auto modules = codegen::GenerateGpuModules(programs, false);
+  ASSERT_TRUE(modules.ok()) << modules.status().ToString();
+  for (const codegen::GpuModule& m : *modules) {
+    SCOPED_TRACE(m.target);
+    const std::string& ptx = m.ptx;
+    // Each reduction: 4 shfl.down steps (w = 8, 4, 2, 1) and one broadcast from the segment's lane 0,
+    // over 16-lane segments (c = 0x101f = 4127).
+    EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(shfl\.sync\.down\.b32\s+%f\d+, %f\d+, 8, 4127, %r\d+;)"))) << ptx.substr(0, 4000);
+    EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(shfl\.sync\.idx\.b32\s+%f\d+, %f\d+, 0, 4127, %r\d+;)")));
+    EXPECT_EQ(Count(ptx, "shfl.sync.down"), 4 * Count(ptx, "shfl.sync.idx"));
+    std::smatch bad;
+    EXPECT_FALSE(std::regex_search(ptx, bad, std::regex(R"(\b(add|sub|mul|div)\.f32\b)"))) << bad.str(0);
+    EXPECT_EQ(ptx.find("fma."), std::string::npos);
+    EXPECT_EQ(ptx.find(".ftz"), std::string::npos);
+    EXPECT_EQ(ptx.find(".local"), std::string::npos) << "local memory";
+  }
+}
+
 TEST(NvptxCodegen, PtxasAssemblesEveryModuleWithoutSpills) {
   const std::string ptxas = codegen::FindPtxas();
   if (ptxas.empty()) GTEST_SKIP() << "no ptxas (CUDA toolkit) at /usr/local/cuda/bin/ptxas or $PRECIS_PTXAS: PTX not assembled";
   std::mt19937 rng(11);
-  std::vector<fz::Program> programs = {Fp16Gelu()};
+  std::vector<fz::Program> programs = RowPrograms();
+  programs.push_back(Fp16Gelu());
   for (int k = 0; k < 40; ++k) programs.push_back(RandomProgram(rng));
   auto modules = codegen::GenerateGpuModules(programs, true);
   ASSERT_TRUE(modules.ok()) << modules.status().ToString();

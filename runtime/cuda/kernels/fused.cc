@@ -20,7 +20,6 @@ class FusedElementwiseKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, CudaContext& ctx) override {
     PRECIS_ASSIGN_OR_RETURN(fused::Program p, fused::DecodeStep(args));
-    if (p.row) return args.Error("a fused program over rows has no GPU kernel yet (CPU plans only)");
     if (!ctx.code || !ctx.code->library)
       return args.Error("the plan has no generated kernel this GPU runs (" + (ctx.code ? ctx.code->why_none : std::string("no modules")) +
                         "); compile it again with --device cuda, or without --codegen");
@@ -28,8 +27,10 @@ class FusedElementwiseKernel : public Kernel {
     PRECIS_CUDA_CHECK(args, cudaLibraryGetKernel(&kernel_, static_cast<cudaLibrary_t>(ctx.code->library), entry_.c_str()));
     inputs_ = p.num_inputs;
     outputs_ = p.num_outputs;
-    count_ = args.out(0)->numel;
-    int64_t blocks = (count_ + kThreads * kPerThread - 1) / (kThreads * kPerThread);
+    // Row programs: a half-warp (16 threads) per row, `count` the rows (nvptx_codegen.cc).
+    count_ = fused::WorkUnits(p, args);
+    const int64_t per_block = p.row ? kThreads / fused::kPartials : kThreads * kPerThread;
+    int64_t blocks = (count_ + per_block - 1) / per_block;
     int64_t most = int64_t(ctx.prop ? ctx.prop->multiProcessorCount : 1) * 8;
     blocks_ = unsigned(std::clamp<int64_t>(blocks, 1, std::max<int64_t>(most, 1)));
     return Status::Ok();
