@@ -48,7 +48,7 @@ def compile_plan(precis, model, plan, shape_arg, precision, extra):
     out = r.stdout
     steps = int(re.search(r"steps\s+(\d+)", out).group(1))
     arena = re.search(r"arena\s+(\S+ \S+)", out).group(1)
-    m = re.search(r"codegen\s+(\d+) fused elementwise kernels \((\d+) nodes\)(.*)", out)
+    m = re.search(r"codegen\s+(\d+) fused elementwise kernels \((\d+) nodes[^)]*\)(.*)", out)
     kernels, nodes, gen_ms = (int(m.group(1)), int(m.group(2)), sum(float(x) for x in re.findall(r"in ([\d.]+) ms", m.group(3)))) if m else (0, 0, 0.0)
     return steps, arena, kernels, nodes, gen_ms
 

@@ -636,7 +636,7 @@ class TrainingAssembler {
         for (const auto& [state, value] : p.update_predicates) keep.insert(value);
       }
       GeneratedCode code;
-      PRECIS_RETURN_IF_ERROR(FuseAndGenerate(model_, {&g_, eval_.graph.get()}, keep, options, code));
+      PRECIS_RETURN_IF_ERROR(FuseAndGenerate(model_, {&g_, eval_.graph.get()}, keep, options, code, "cpu", o_.fuse_rows));
       Status eval_ok = ir::Verify(eval_);
       if (!eval_ok.ok()) return eval_ok.WithContext("internal error: the evaluation graph fails verification after elementwise fusion");
       result_.fused_kernels = int(code.fused.size());

@@ -66,6 +66,9 @@ struct TrainOptions {
   // CPU plans: fuse elementwise chains of both programs and generate their code (compile.h
   // FuseAndGenerate; program outputs and state updates stay tensors); `--no-codegen`.
   bool codegen = true;
+  // With code generation: reductions over rows (forward Softmax/LayerNormalization and their
+  // gradients' ReduceSums) fuse too; `--no-row-fusion` keeps them apart.
+  bool fuse_rows = true;
   // The source model kept in the plan for precis export: given the names of the plan's state
   // tensors, the model's bytes, self-contained (the caller may leave out the initializers' data
   // that the state holds anyway; external data of the others inlined). Unset: no source model.

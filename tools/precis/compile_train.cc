@@ -23,7 +23,7 @@ constexpr const char* kTrainUsage =
     "       [--ignore-index N] [--optimizer sgd|adamw] [--lr X] [--momentum X] [--nesterov] [--weight-decay X]\n"
     "       [--betas A,B] [--eps X] [--lr-schedule constant|cosine|step] [--warmup-steps N] [--freeze REGEX]\n"
     "       [--shape NAME=DIMS ...] [--precision fp32|fp16|bf16] [--loss-scale dynamic|none|VALUE] [--init-scale X]\n"
-    "       [--growth-interval N] [--clip-grad-norm X] [--report REPORT.json] [--device cpu|cuda] [--no-codegen] [--quiet]\n"
+    "       [--growth-interval N] [--clip-grad-norm X] [--report REPORT.json] [--device cpu|cuda] [--no-codegen] [--no-row-fusion] [--quiet]\n"
     "       -o TRAIN.plan\n"
     "--device cuda: a plan for the CUDA backend (every step has a CUDA kernel; not yet run on a GPU).\n"
     "mixed precision (--precision fp16|bf16): 16-bit forward and backward products with FP32 accumulation, FP32 master\n"
@@ -92,6 +92,7 @@ int CompileTrainCommand(const std::vector<std::string>& args) {
     if (a == "--quiet") quiet = true;
     else if (a == "--nesterov") o.nesterov = true;
     else if (a == "--no-codegen") o.codegen = false;
+    else if (a == "--no-row-fusion") o.fuse_rows = false;
     else if ((a == "-o" || a == "--output") && (v = value())) out = *v;
     else if (a == "--loss" && (v = value())) o.loss = *v;
     else if (a == "--label" && (v = value())) o.label = *v;
