@@ -240,7 +240,7 @@ class Emitter {
     const int64_t n = p.row;
     const unsigned sub = unsigned(fz::kPartials) / lanes_;  // sub-vectors per chunk
     const size_t count = p.code.size();
-    auto is_reduce = [&](size_t r) { return p.code[r].op == fz::Op::kReduceSum || p.code[r].op == fz::Op::kReduceMax; };
+    auto is_reduce = [&](size_t r) { return fz::IsReduction(p.code[r].op); };
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     auto* row_block = llvm::BasicBlock::Create(ctx_, "row", f);
     auto* done = llvm::BasicBlock::Create(ctx_, "done", f);
@@ -252,31 +252,14 @@ class Emitter {
     llvm::PHINode* row = b_.CreatePHI(i64, 2, "row");
     row->addIncoming(begin, entry);
     llvm::Value* row_base = b_.CreateMul(row, c64(n), "row.base", true, true);
-    // Along-the-row loads start at (row * n) % count.
-    std::vector<llvm::Value*> along(count, nullptr);
-    for (size_t r = 0; r < count; ++r) {
-      const fz::Instr& in = p.code[r];
-      if (in.op == fz::Op::kLoad && in.c != 0 && !p.per_row[r]) along[r] = b_.CreateURem(row_base, c64(in.d));
-    }
+    std::vector<llvm::Value*> along = AlongRowStarts(b_, p, row_base);
     std::vector<llvm::Value*> scalar(count, nullptr);  // per-row registers
     auto k = [&](int64_t index) { return F32(p.consts[size_t(index)]); };
-    // The per-row (non-reduction) registers of level `level`, as scalars.
     auto row_registers = [&](int level) {
       width_ = 0;
-      for (size_t r = 0; r < count; ++r) {
-        const fz::Instr& in = p.code[r];
-        if (!p.per_row[r] || is_reduce(r) || p.level[r] != level || in.op == fz::Op::kStore || in.op == fz::Op::kRow) continue;
-        llvm::Value* a = in.a >= 0 && size_t(in.a) < r ? scalar[size_t(in.a)] : nullptr;
-        llvm::Value* bv = fz::IsBinary(in.op) ? scalar[size_t(in.b)] : nullptr;
-        switch (in.op) {
-          case fz::Op::kLoad:
-            scalar[r] = Load(DataType(in.b), InputArg(f, in.a), in.d == 1 ? c64(0) : b_.CreateURem(b_.CreateUDiv(row_base, c64(in.c)), c64(in.d)), false);
-            break;
-          case fz::Op::kConst: scalar[r] = k(in.a); break;
-          case fz::Op::kRound: scalar[r] = Round(DataType(in.b), a); break;
-          default: scalar[r] = EmitArithmetic(b_, in, a, bv, k); break;
-        }
-      }
+      EmitRowRegisters(
+          b_, p, level, row_base, scalar, [&](const fz::Instr& in, llvm::Value* index) { return Load(DataType(in.b), InputArg(f, in.a), index, false); },
+          [&](DataType dtype, llvm::Value* v) { return Round(dtype, v); }, k);
     };
     for (int pass = 0; pass < p.passes; ++pass) {
       const bool last = pass == p.passes - 1;

@@ -86,6 +86,34 @@ llvm::Value* EmitArithmetic(llvm::IRBuilder<>& b, const rt::fused::Instr& in, ll
   return a;
 }
 
+std::vector<llvm::Value*> AlongRowStarts(llvm::IRBuilder<>& b, const rt::fused::Program& p, llvm::Value* row_base) {
+  std::vector<llvm::Value*> along(p.code.size(), nullptr);
+  for (size_t r = 0; r < p.code.size(); ++r) {
+    const rt::fused::Instr& in = p.code[r];
+    if (in.op == rt::fused::Op::kLoad && in.c != 0 && !p.per_row[r]) along[r] = b.CreateURem(row_base, b.getInt64(uint64_t(in.d)));
+  }
+  return along;
+}
+
+void EmitRowRegisters(llvm::IRBuilder<>& b, const rt::fused::Program& p, int level, llvm::Value* row_base, std::vector<llvm::Value*>& scalar,
+                      const std::function<llvm::Value*(const rt::fused::Instr&, llvm::Value*)>& load,
+                      const std::function<llvm::Value*(DataType, llvm::Value*)>& round, const std::function<llvm::Value*(int64_t)>& k) {
+  namespace fz = rt::fused;
+  for (size_t r = 0; r < p.code.size(); ++r) {
+    const fz::Instr& in = p.code[r];
+    if (!p.per_row[r] || fz::IsReduction(in.op) || p.level[r] != level || in.op == fz::Op::kStore || in.op == fz::Op::kRow) continue;
+    llvm::Value* a = in.a >= 0 && size_t(in.a) < r ? scalar[size_t(in.a)] : nullptr;
+    switch (in.op) {
+      case fz::Op::kLoad:
+        scalar[r] = load(in, in.d == 1 ? b.getInt64(0) : b.CreateURem(b.CreateUDiv(row_base, b.getInt64(uint64_t(in.c))), b.getInt64(uint64_t(in.d))));
+        break;
+      case fz::Op::kConst: scalar[r] = k(in.a); break;
+      case fz::Op::kRound: scalar[r] = round(DataType(in.b), a); break;
+      default: scalar[r] = EmitArithmetic(b, in, a, fz::IsBinary(in.op) ? scalar[size_t(in.b)] : nullptr, k); break;
+    }
+  }
+}
+
 Status VerifyAndOptimize(llvm::Module& mod, llvm::TargetMachine& tm, const std::string& what) {
   std::string errors;
   llvm::raw_string_ostream es(errors);

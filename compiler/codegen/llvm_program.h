@@ -60,6 +60,16 @@ llvm::Value* Bf16BitsToFloat(llvm::IRBuilder<>& b, llvm::Value* bits);
 llvm::Value* EmitArithmetic(llvm::IRBuilder<>& b, const rt::fused::Instr& in, llvm::Value* a, llvm::Value* bv,
                             const std::function<llvm::Value*(int64_t)>& k);
 
+// Row programs (both targets). The first element along the row of each along-the-row load:
+// row_base % count, row_base = row * n (null for the other instructions).
+std::vector<llvm::Value*> AlongRowStarts(llvm::IRBuilder<>& b, const rt::fused::Program& p, llvm::Value* row_base);
+// The per-row registers of `level` that are not reductions, as scalars into `scalar` (whose
+// reductions the caller has set): a per-row load reads element ((row_base / inner) % count)
+// through `load(instruction, index)`, Round goes through `round`, constants through `k`.
+void EmitRowRegisters(llvm::IRBuilder<>& b, const rt::fused::Program& p, int level, llvm::Value* row_base, std::vector<llvm::Value*>& scalar,
+                      const std::function<llvm::Value*(const rt::fused::Instr&, llvm::Value*)>& load,
+                      const std::function<llvm::Value*(DataType, llvm::Value*)>& round, const std::function<llvm::Value*(int64_t)>& k);
+
 // Verifies `mod`, optimizes it at O3 for `tm` and verifies the result (errors name `what`).
 Status VerifyAndOptimize(llvm::Module& mod, llvm::TargetMachine& tm, const std::string& what);
 // `mod`'s code for `tm`: a relocatable object, or assembly text (PTX) when `assembly`.

@@ -44,6 +44,7 @@ const char* OpName(Op op) {
 }
 
 bool IsBinary(Op op) { return (op >= Op::kAdd && op <= Op::kMin) || op == Op::kPRelu; }
+bool IsReduction(Op op) { return op == Op::kReduceSum || op == Op::kReduceMax; }
 bool IsUnary(Op op) { return (op >= Op::kNeg && op <= Op::kClipHigh) || op == Op::kRound || (op >= Op::kExp && op <= Op::kGeluTanh); }
 
 float Apply(Op op, float a, float b, float k) {
@@ -323,7 +324,7 @@ void EvaluateRows(const Program& p, const void* const* inputs, void* const* outp
       bool last = pass == p.passes - 1;
       for (size_t r = 0; r < count; ++r) {
         const Instr& in = p.code[r];
-        if ((in.op == Op::kReduceSum || in.op == Op::kReduceMax) && p.level[r] == pass + 1)
+        if (IsReduction(in.op) && p.level[r] == pass + 1)
           std::fill(partials + r * kPartials, partials + (r + 1) * kPartials, in.op == Op::kReduceSum ? -0.0f : -INFINITY);
       }
       for (int64_t j0 = 0; j0 < p.row; j0 += kBlock) {
@@ -337,8 +338,8 @@ void EvaluateRows(const Program& p, const void* const* inputs, void* const* outp
             for (int64_t i = 0; i < n; ++i) StoreOne(DataType(in.c), outputs[in.a], first + i, v[i]);
             continue;
           }
-          if (p.level[r] > pass + 1 || (p.level[r] == pass + 1 && in.op != Op::kReduceSum && in.op != Op::kReduceMax)) continue;
-          if (in.op == Op::kReduceSum || in.op == Op::kReduceMax) {
+          if (p.level[r] > pass + 1 || (p.level[r] == pass + 1 && !IsReduction(in.op))) continue;
+          if (IsReduction(in.op)) {
             float* y = regs + r * size_t(kBlock);
             if (p.level[r] <= pass) {
               std::fill(y, y + n, row_value[r]);
@@ -357,7 +358,7 @@ void EvaluateRows(const Program& p, const void* const* inputs, void* const* outp
       }
       for (size_t r = 0; r < count; ++r) {
         const Instr& in = p.code[r];
-        if ((in.op != Op::kReduceSum && in.op != Op::kReduceMax) || p.level[r] != pass + 1) continue;
+        if (!IsReduction(in.op) || p.level[r] != pass + 1) continue;
         float* acc = partials + r * kPartials;
         for (int w = kPartials / 2; w >= 1; w /= 2)
           for (int l = 0; l < w; ++l) acc[l] = in.op == Op::kReduceSum ? acc[l] + acc[l + w] : Apply(Op::kMax, acc[l], acc[l + w], 0);
@@ -369,7 +370,7 @@ void EvaluateRows(const Program& p, const void* const* inputs, void* const* outp
     for (size_t r = 0; r < count; ++r) {
       const Instr& in = p.code[r];
       if (in.op == Op::kRow || in.op == Op::kStore || !p.per_row[r]) continue;
-      if (in.op == Op::kReduceSum || in.op == Op::kReduceMax) regs[r * size_t(kBlock)] = row_value[r];
+      if (IsReduction(in.op)) regs[r * size_t(kBlock)] = row_value[r];
       else Step(p, in, r, regs, inputs, row * p.row, 1);
     }
     for (const Instr& in : p.code)

@@ -133,6 +133,7 @@ float RoundTo(DataType dtype, float v);
 const char* OpName(Op op);
 bool IsUnary(Op op);
 bool IsBinary(Op op);
+bool IsReduction(Op op);  // ReduceSum, ReduceMax
 
 // Decodes a FusedElementwise step's program and checks its tensors against it: one tensor per
 // program input and output, the declared dtypes, every output of one element count N, every input

@@ -21,13 +21,13 @@
 #include "runtime/cpu/kernels/fast_math.h"
 #include "runtime/kernels/approx_math.h"
 #include "runtime/kernels/fused_program.h"
+#include "tests/codegen/codegen_test_util.h"
 #include "tests/codegen/random_program.h"
 
 namespace precis {
 namespace {
 
 namespace fz = rt::fused;
-using Entry = void (*)(const void* const*, void* const*, int64_t, int64_t);
 
 float SpecialOrRandom(std::mt19937& rng, bool special) {
   static const float kSpecial[] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, 1e-40f, -1e-45f, 7e4f, -7e4f, 3e38f, 65504.0f, 65520.0f,
@@ -59,37 +59,6 @@ Buffers MakeBuffers(const fz::Program& p, int64_t n, std::mt19937& rng, bool spe
     b.out_ref.emplace_back(size_t(n) * DataTypeSize(p.OutputDtype(o)), 0xcd);
   }
   return b;
-}
-
-// Equal bits, or both NaN (NaN payloads may differ between conversions).
-bool SameValue(DataType t, const uint8_t* a, const uint8_t* b) {
-  if (t == DataType::kF32) {
-    float x, y;
-    std::memcpy(&x, a, 4);
-    std::memcpy(&y, b, 4);
-    return std::memcmp(a, b, 4) == 0 || (std::isnan(x) && std::isnan(y));
-  }
-  uint16_t x, y;
-  std::memcpy(&x, a, 2);
-  std::memcpy(&y, b, 2);
-  float fx = t == DataType::kF16 ? HalfToFloat(x) : Bf16ToFloat(x), fy = t == DataType::kF16 ? HalfToFloat(y) : Bf16ToFloat(y);
-  return x == y || (std::isnan(fx) && std::isnan(fy));
-}
-
-// Every module this CPU runs (an AVX-512 machine runs both), loaded, with its target; empty (the
-// reason in `why`) when it runs neither.
-std::vector<std::pair<std::string, std::unique_ptr<rt::ElfModule>>> LoadAllForHost(const std::vector<codegen::CpuModule>& modules,
-                                                                                   std::string* why) {
-  const CpuFeatures& f = HostCpuFeatures();
-  std::vector<std::pair<std::string, std::unique_ptr<rt::ElfModule>>> out;
-  for (const auto& m : modules) {
-    if ((m.target == "x86-64-v4" && !f.x86_64_v4) || (m.target == "x86-64-v3" && !f.x86_64_v3)) continue;
-    auto loaded = rt::ElfModule::Load(m.object.data(), m.object.size());
-    EXPECT_TRUE(loaded.ok()) << m.target << ": " << loaded.status().ToString();
-    if (loaded.ok()) out.emplace_back(m.target, std::move(*loaded));
-  }
-  if (out.empty()) *why = "this CPU runs neither x86-64-v4 nor x86-64-v3 code";
-  return out;
 }
 
 TEST(CpuCodegen, RandomProgramsMatchTheInterpreterBitForBit) {

@@ -38,6 +38,8 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+from checks import same_bits  # same folder
+
 SIZES = [1, 2, 31, 32, 33, 4096, 4099]
 
 
@@ -159,13 +161,6 @@ def arena_bytes(stdout):
 
 def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-def same_bits(a, b):
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    na, nb = np.isnan(a), np.isnan(b)
-    return bool((na == nb).all() and (a[~na].view(np.uint32) == b[~nb].view(np.uint32)).all())
 
 
 def main():

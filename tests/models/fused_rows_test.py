@@ -35,6 +35,8 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+from checks import run_plan, same_bits  # same folder
+
 LENGTHS = [1, 31, 32, 33, 768, 4099]
 OUTPUTS = ["ln", "sm", "rms", "rs", "dm"]
 
@@ -93,13 +95,6 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def same_bits(a, b):
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    na, nb = np.isnan(a), np.isnan(b)
-    return bool((na == nb).all() and (a[~na].view(np.uint32) == b[~nb].view(np.uint32)).all())
-
-
 def ulp16(v, precision):
     """One ulp of the 16-bit value v (FP16: 10 fraction bits, normal or not; BF16: 7)."""
     bits = 10 if precision == "fp16" else 7
@@ -152,20 +147,14 @@ def main():
                     mask[rng.random((3, d)) < 0.5] = -np.inf
                     mask[1, :] = -np.inf
                     x[0, 2, d // 2] = np.nan
-                files = []
-                for name, v in (("x", x), ("y", y), ("mask", mask)):
-                    p = os.path.join(work, f"{name}.npy")
-                    np.save(p, v)
-                    files += ["--input", f"{name}={p}"]
                 outs = {}
                 for mode, plan, extra, env in (("gen", plans["gen"], [], None), ("nogen", plans["nogen"], [], None),
                                                ("ref", plans["gen"], ["--reference"], None),
                                                ("v3", plans["gen"], [], dict(os.environ, PRECIS_CPU_CODEGEN="x86-64-v3"))):
-                    out_dir = os.path.join(work, f"out_{mode}")
-                    r = run([precis, "run", plan, "--output-dir", out_dir] + files + extra, env=env)
-                    check(r.returncode == 0, f"{case} {data} {mode}: run failed: {r.stderr.strip()}")
-                    if r.returncode == 0:
-                        outs[mode] = {k: np.load(os.path.join(out_dir, k + ".npy")) for k in OUTPUTS}
+                    got, err = run_plan(precis, plan, {"x": x, "y": y, "mask": mask}, os.path.join(work, f"out_{mode}"), OUTPUTS, extra, env)
+                    check(got is not None, f"{case} {data} {mode}: run failed: {err}")
+                    if got is not None:
+                        outs[mode] = dict(zip(OUTPUTS, got))
                 if len(outs) < 4:
                     continue
                 want = reference(x, y, mask, g, b)
