@@ -274,6 +274,11 @@ struct Group {
 constexpr size_t kMaxExtraOutputs = 7;
 constexpr int kMaxRowOps = 3;
 
+bool Transcendental(const ir::Node* n) {
+  static const std::set<std::string> ops = {"Exp", "Erf", "Tanh", "Sigmoid", "Gelu"};
+  return ops.count(n->op_type()) > 0;
+}
+
 // Whether `nodes` can be one row program over rows of `row` (see Group).
 bool ValidRowGroup(const std::vector<ir::Node*>& nodes, int64_t row, int trailing, const Dims& frame,
                    const std::unordered_map<const ir::Node*, RowOp>& row_ops,
@@ -530,6 +535,13 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
         merged.trailing = r.trailing;
         merged.frame = r.frame;
         if (!ValidRowGroup(merged.nodes, merged.row, merged.trailing, merged.frame, row_ops, data_inputs)) continue;
+        // An elementwise producer of a softmax or a layer norm is evaluated again in each of
+        // their 3 passes over the row (a Reduce* has one): a cheap one (a residual Add, a scale, a mask) costs less than writing and
+        // reading its result, an expensive one (exp, erf, tanh, sigmoid, GELU) does not. Such
+        // producers stay a kernel of their own, as XLA keeps expensive producers out of reductions.
+        if (!from_group.row && row_ops.count(n) && row_ops.at(n).kind != RowOp::kReduceSum && row_ops.at(n).kind != RowOp::kReduceMean &&
+            row_ops.at(n).kind != RowOp::kReduceMax && std::any_of(from_group.nodes.begin(), from_group.nodes.end(), Transcendental))
+          continue;
       } else {
         // A producer writing a broadcast operand (fewer elements than `n` writes) stays outside:
         // its values would be computed once per output element. A kept value needs the group's dims.

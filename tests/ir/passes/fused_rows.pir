@@ -126,3 +126,25 @@ graph "legacy_softmax" {
   %o = Softmax(%n) {axis = 1} name "softmax"
   output %o
 }
+
+// -----
+
+// RUN: --passes infer,fuse-elementwise,dce
+// An expensive producer (GELU) of a layer norm stays out of the row program, where it would be
+// evaluated in each of the 3 passes: GELU and the residual Add after it are one elementwise
+// kernel, the layer norm reads their result.
+// CHECK-LABEL: graph "expensive_producer"
+// CHECK: %a: f32[2,8] = FusedElementwise(%x, %r) {code = [0, 0, 1, 0, 0, 22, 0, 0, 0, 0, 0, 1, 1, 0, 0, 2, 1, 2, 0, 0, 17, 0, 3, 1, 0]
+// CHECK-SAME: nodes = ["gelu", "residual"]
+// CHECK: %y: f32[2,8] = FusedElementwise(%a, %s) {code = [25, 8,
+// CHECK-SAME: nodes = ["ln"]
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 20}}
+graph "expensive_producer" {
+  input %x: f32[2,8]
+  input %r: f32[2,8]
+  const %s: f32[8] = [1, 2, 3, 4, 5, 6, 7, 8]
+  %g = Gelu(%x) name "gelu"
+  %a = Add(%g, %r) name "residual"
+  %y = LayerNormalization(%a, %s) {axis = -1} name "ln"
+  output %y
+}
