@@ -18,6 +18,8 @@
 // - LayerNormalization: |y - ref| <= 2 ulp(ref) + 4e-6 against the reference kernel (same float
 //   formula; the double statistics differ only in summation order, which can move the float mean
 //   by an ulp: ~5e-7 for the mean of 5 used here, times inv_std and |scale| <= 1).
+// - ReduceSum/ReduceMean: bitwise equal over leading or middle axes (double sums in the
+//   reference's order); within 1 ulp of the stored type over trailing axes (8 double lanes).
 // - f16/bf16 storage: within 1 ulp of the 16-bit type of the reference kernel's result (both
 //   compute in float and round once; the float results differ by the approximation above).
 // The measured maxima of the approximations are printed (and recorded as test properties).
@@ -461,6 +463,41 @@ TEST(FastKernels, TransposeMatchesReferenceBitwise) {
       }
 }
 
+// ---------------------------------------------------------------- sums over axes
+
+// ReduceSum/ReduceMean over one block of axes: columns (leading or middle axes) accumulate in
+// double in the reference's order, so they are bitwise equal to it; rows (trailing axes) sum in 8
+// interleaved double lanes, within one ulp of the stored type.
+TEST(FastKernels, ReduceSumAndMeanMatchReference) {
+  struct Case {
+    std::vector<int64_t> x, axes, y;
+    bool rows;
+  };
+  const Case cases[] = {{{16, 64, 256}, {0}, {64, 256}, false},  // a batched weight gradient
+                        {{5, 1100}, {0}, {1100}, false},         // a bias gradient, two column blocks
+                        {{3, 5, 6, 7}, {1, 2}, {3, 7}, false},   // a middle block
+                        {{2, 1, 600}, {0, 1}, {600}, false},     // a size-1 reduced dim
+                        {{4, 7, 768}, {2}, {4, 7}, true},        // rows
+                        {{6, 4099}, {-1}, {6}, true}};
+  for (const char* op : {"ReduceSum", "ReduceMean"})
+    for (DataType dt : kTypes)
+      for (const Case& c : cases) {
+        Buffer x = Random(dt, c.x, 51, 3.0f), want(dt, c.y), got(dt, c.y);
+        AttrList ra, fa;
+        ra.Ints("axes", c.axes).Int("keepdims", 0);
+        fa.Ints("axes", c.axes).Int("keepdims", 0);
+        RunReference(op, {&x}, {&want}, ra);
+        RunFast(op, {&x}, {&got}, fa, 2);
+        std::string what = std::string(op) + " " + TypeName(dt) + " " + DimsText(c.x);
+        if (!c.rows) {
+          ExpectBitwise(got, want, what);
+          continue;
+        }
+        for (int64_t i = 0; i < want.t.numel; ++i)
+          ASSERT_LE(std::fabs(got.Get(i) - want.Get(i)), StorageUlp(dt, want.Get(i))) << what << " element " << i;
+      }
+}
+
 // ---------------------------------------------------------------- declines
 
 // ---------------------------------------------------------------- training kernels
@@ -615,6 +652,10 @@ TEST(FastKernels, DeclineWhatTheyDoNotSupport) {
   Buffer s = Random(DataType::kF32, {1}, 43);  // Scale broadcast inside the normalized dims
   AttrList ln;
   expect_declined("LayerNormalization", {&x, &s}, &y, ln);
+  Buffer x3 = Random(DataType::kF32, {3, 4, 5}, 44), y3(DataType::kF32, {4});  // axes 0 and 2: two blocks
+  AttrList two_blocks;
+  two_blocks.Ints("axes", {0, 2});
+  expect_declined("ReduceSum", {&x3}, &y3, two_blocks);
 }
 
 }  // namespace

@@ -220,6 +220,7 @@ void RegisterFastKernels(KernelRegistry& r) {
   fast::AddFastUnaryKernels(r);
   fast::AddFastSoftmaxKernels(r);
   fast::AddFastNormKernels(r);
+  fast::AddFastReduceKernels(r);
   fast::AddFastTrainingKernels(r);
   fast::AddFastTransposeKernels(r);
   fast::AddFastNhwcPoolKernels(r);
