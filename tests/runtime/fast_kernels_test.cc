@@ -5,7 +5,7 @@
 // checks that it declines what it does not support (f64, a ReduceSum over two blocks of axes).
 //
 // Tolerances, with the reason:
-// - Add/Sub/Mul/Div, Relu, Clip, Transpose: bitwise equal to the reference (same float
+// - Add/Sub/Mul/Div, Relu, Clip, Transpose, Where: bitwise equal to the reference (same float
 //   operations on the same elements; only loop structure and threading differ).
 // - Exp: |y - exp(x)| <= 2 ulp(exp(x)) in the normal range (Cephes-style polynomial), exact
 //   specials (0 below -104, inf above 89, NaN).
@@ -526,6 +526,30 @@ TEST(FastKernels, ReduceSumAndMeanMatchReference) {
         for (int64_t i = 0; i < want.t.numel; ++i)
           ASSERT_LE(std::fabs(got.Get(i) - want.Get(i)), StorageUlp(dt, want.Get(i))) << what << " element " << i;
       }
+}
+
+// ---------------------------------------------------------------- where
+
+// Where(condition, X, Y) with the broadcasts attention masks make: bitwise the reference (a copy).
+TEST(FastKernels, WhereMatchesReferenceBitwise) {
+  struct Case {
+    std::vector<int64_t> c, x, y, out;
+  };
+  const Case cases[] = {{{8, 8}, {2, 4, 8, 8}, {}, {2, 4, 8, 8}},                 // causal mask, scalar fill
+                        {{2, 1, 1, 8}, {2, 4, 8, 8}, {2, 4, 8, 8}, {2, 4, 8, 8}},   // padding mask
+                        {{3, 5}, {3, 5}, {3, 5}, {3, 5}},                         // no broadcast
+                        {{1}, {4, 1, 33}, {4, 6, 33}, {4, 6, 33}},                // one condition, X broadcast
+                        {{6, 1}, {1, 33}, {6, 33}, {6, 33}}};
+  std::mt19937 rng(61);
+  for (DataType dt : kTypes)
+    for (const Case& k : cases) {
+      Buffer c(DataType::kBool, k.c), x = Random(dt, k.x, 62), y = Random(dt, k.y, 63), want(dt, k.out), got(dt, k.out);
+      for (int64_t i = 0; i < c.t.numel; ++i) c.t.data[i] = uint8_t(rng() & 1);
+      AttrList ra, fa;
+      RunReference("Where", {&c, &x, &y}, {&want}, ra);
+      RunFast("Where", {&c, &x, &y}, {&got}, fa, 2);
+      ExpectBitwise(got, want, std::string("Where ") + TypeName(dt) + " " + DimsText(k.out));
+    }
 }
 
 // ---------------------------------------------------------------- declines

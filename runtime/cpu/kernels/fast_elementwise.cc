@@ -221,6 +221,7 @@ void RegisterFastKernels(KernelRegistry& r) {
   fast::AddFastSoftmaxKernels(r);
   fast::AddFastNormKernels(r);
   fast::AddFastReduceKernels(r);
+  fast::AddFastWhereKernel(r);
   fast::AddFastTrainingKernels(r);
   fast::AddFastTransposeKernels(r);
   fast::AddFastNhwcPoolKernels(r);

@@ -142,6 +142,7 @@ void AddFastUnaryKernels(KernelRegistry& r);      // fast_unary.cc
 void AddFastSoftmaxKernels(KernelRegistry& r);    // fast_softmax.cc
 void AddFastNormKernels(KernelRegistry& r);       // fast_norm.cc
 void AddFastReduceKernels(KernelRegistry& r);     // fast_reduce.cc
+void AddFastWhereKernel(KernelRegistry& r);       // fast_where.cc
 void AddFastTrainingKernels(KernelRegistry& r);   // fast_train.cc
 void AddFastTransposeKernels(KernelRegistry& r);  // fast_transpose.cc
 void AddFastNhwcPoolKernels(KernelRegistry& r);   // fast_nhwc_pool.cc (channels-last steps)
