@@ -125,6 +125,8 @@ class FastSoftmaxKernel : public Kernel {
   // max is NaN or infinite take the reference kernel's double-precision formula.
   template <typename T>
   void Columns(const T* x, T* y, int64_t m) const {
+    // Branch-free loops over the columns (they vectorize): special columns run along with a
+    // max of 0, keep their input bits in the output and are redone at the end.
     float mx[kColumns];
     bool special[kColumns];
     double sum[kColumns];
@@ -135,28 +137,34 @@ class FastSoftmaxKernel : public Kernel {
       const T* row = x + c * inner_;
       for (int64_t k = 0; k < m; ++k) {
         float v = Load(row[k]);
-        if (v != v) special[k] = true;
-        else if (v > mx[k]) mx[k] = v;
+        special[k] = special[k] | (v != v);
+        mx[k] = v > mx[k] ? v : mx[k];
       }
     }
-    for (int64_t k = 0; k < m; ++k) special[k] = special[k] || std::isinf(mx[k]);
+    for (int64_t k = 0; k < m; ++k) {
+      special[k] = special[k] || std::isinf(mx[k]);
+      if (special[k]) mx[k] = 0;
+    }
     auto exp_shifted = [](float v, float mk) {
       float d = v - mk, bb = d - v, lo = (v - (d - bb)) + (-mk - bb);  // d + lo = v - mk exactly (ExpShiftSum)
       return ExpApprox(d, d > -104.0f ? lo : 0.0f);
     };
     for (int64_t c = 0; c < n_; ++c) {
       const T* row = x + c * inner_;
-      for (int64_t k = 0; k < m; ++k)
-        if (!special[k]) sum[k] += double(exp_shifted(Load(row[k]), mx[k]));
+      for (int64_t k = 0; k < m; ++k) sum[k] += double(exp_shifted(Load(row[k]), mx[k]));
     }
+    double factor[kColumns];  // 1 / sum, or log(sum) + max
+    for (int64_t k = 0; k < m; ++k) factor[k] = kLog ? double(mx[k]) + std::log(sum[k]) : 1.0 / sum[k];
     for (int64_t c = 0; c < n_; ++c) {
       const T* row = x + c * inner_;
       T* out = y + c * inner_;
       for (int64_t k = 0; k < m; ++k) {
-        if (special[k]) continue;
-        float v = Load(row[k]);
-        if constexpr (kLog) out[k] = Store<T>(float(double(v) - (double(mx[k]) + std::log(sum[k]))));
-        else out[k] = Store<T>(float(double(exp_shifted(v, mx[k])) * (1.0 / sum[k])));
+        T in = row[k];
+        float v = Load(in);
+        T result;
+        if constexpr (kLog) result = Store<T>(float(double(v) - factor[k]));
+        else result = Store<T>(float(double(exp_shifted(v, mx[k])) * factor[k]));
+        out[k] = special[k] ? in : result;
       }
     }
     for (int64_t k = 0; k < m; ++k)
