@@ -144,9 +144,10 @@ std::optional<std::vector<ir::Value*>> FusableInputs(const ir::Node& n) {
 }
 
 // A reduction over the trailing dims of its input (rows of `row` elements): Softmax,
-// LayerNormalization, ReduceSum/ReduceMean/ReduceMax (passes/fuse_elementwise.h).
+// LayerNormalization, InstanceNormalization (rows of one channel's spatial dims, its scale and
+// bias once per row), ReduceSum/ReduceMean/ReduceMax (passes/fuse_elementwise.h).
 struct RowOp {
-  enum Kind { kSoftmax, kLayerNorm, kReduceSum, kReduceMean, kReduceMax } kind;
+  enum Kind { kSoftmax, kLayerNorm, kInstanceNorm, kReduceSum, kReduceMean, kReduceMax } kind;
   int64_t row = 0;
   int trailing = 0;          // the trailing dims of the frame the row spans
   Dims frame;                // the input's dims
@@ -164,6 +165,7 @@ std::optional<std::vector<int64_t>> ConstantInts(const ir::Value* v) {
 
 std::optional<RowOp> FindRowOp(const ir::Node& n, int64_t opset) {
   static const std::map<std::string, RowOp::Kind> kinds = {{"Softmax", RowOp::kSoftmax},     {"LayerNormalization", RowOp::kLayerNorm},
+                                                           {"InstanceNormalization", RowOp::kInstanceNorm},
                                                            {"ReduceSum", RowOp::kReduceSum}, {"ReduceMean", RowOp::kReduceMean},
                                                            {"ReduceMax", RowOp::kReduceMax}};
   auto kind = kinds.find(n.op_type());
@@ -203,6 +205,15 @@ std::optional<RowOp> FindRowOp(const ir::Node& n, int64_t opset) {
       first = axis < 0 ? axis + rank : axis;
       op.data.push_back(n.inputs()[1]);
       if (n.inputs().size() > 2 && n.inputs()[2]) op.data.push_back(n.inputs()[2]);
+      if (const ir::Attribute* a = n.FindAttribute("epsilon"); a && a->kind == ir::Attribute::Kind::kFloat) op.epsilon = a->f;
+      break;
+    }
+    case RowOp::kInstanceNorm: {
+      // [N, C, spatial...]: a row per (n, c); scale and bias [C] are read once per row.
+      if (n.outputs().size() != 1 || rank < 3 || n.inputs().size() < 3 || !n.inputs()[1] || !n.inputs()[2]) return std::nullopt;
+      first = 2;
+      op.data.push_back(n.inputs()[1]);
+      op.data.push_back(n.inputs()[2]);
       if (const ir::Attribute* a = n.FindAttribute("epsilon"); a && a->kind == ir::Attribute::Kind::kFloat) op.epsilon = a->f;
       break;
     }
@@ -249,6 +260,15 @@ std::optional<RowOp> FindRowOp(const ir::Node& n, int64_t opset) {
   return op;
 }
 
+// The dims input `i` of a row operation is read with, against its frame: its own, but for
+// InstanceNormalization's scale and bias [C], which are per channel: [C, 1, ...] (not a numpy
+// broadcast of [C]).
+Dims ReadDims(const RowOp& op, size_t i, const ir::Value* v) {
+  Dims d = *ShapeDims(v);
+  if (op.kind == RowOp::kInstanceNorm && i > 0 && d.size() == 1) d.insert(d.end(), op.frame.size() - 2, ir::Dim::Static(1));
+  return d;
+}
+
 // Whether `d` is `frame` with its last `trailing` dims as 1s (a row value in keepdims form).
 bool RowShaped(const Dims& d, const Dims& frame, int trailing) {
   if (d.size() != frame.size() || trailing < 1 || size_t(trailing) > frame.size()) return false;
@@ -291,7 +311,7 @@ bool ValidRowGroup(const std::vector<ir::Node*>& nodes, int64_t row, int trailin
     Dims o = *ShapeDims(out);
     if (auto ro = row_ops.find(m); ro != row_ops.end()) {
       ++count;
-      weight += ro->second.kind == RowOp::kLayerNorm ? 18 : 6;
+      weight += ro->second.kind == RowOp::kLayerNorm || ro->second.kind == RowOp::kInstanceNorm ? 18 : 6;
       if (ro->second.row != row || ro->second.trailing != trailing || ro->second.frame != frame) return false;
       if (!ro->second.keepdims)
         for (const ir::Use& u : out->uses())
@@ -300,9 +320,11 @@ bool ValidRowGroup(const std::vector<ir::Node*>& nodes, int64_t row, int trailin
       weight += 3;
       if (o != frame && !RowShaped(o, frame, trailing)) return false;
     }
-    for (const ir::Value* v : data_inputs[m]) {
+    auto ro = row_ops.find(m);
+    for (size_t i = 0; i < data_inputs[m].size(); ++i) {
+      const ir::Value* v = data_inputs[m][i];
       if ((v->producer() && members.count(v->producer())) || ScalarConstant(v)) continue;
-      Dims vd = *ShapeDims(v);
+      Dims vd = ro != row_ops.end() ? ReadDims(ro->second, i, v) : *ShapeDims(v);
       if (vd == frame) continue;
       auto per = Period(vd, frame);
       if (!per) return false;
@@ -333,7 +355,8 @@ class Builder {
       std::vector<ir::Value*> data = row_op != row_ops.end() ? row_op->second.data
                                      : op == "Clip"          ? std::vector<ir::Value*>{n->inputs()[0]}
                                                              : n->inputs();
-      for (ir::Value* v : data) regs.push_back(Operand(v));
+      for (size_t i = 0; i < data.size(); ++i)
+        regs.push_back(row_op != row_ops.end() ? Operand(data[i], ReadDims(row_op->second, i, data[i])) : Operand(data[i]));
       int64_t r = -1;
       if (row_op != row_ops.end()) {
         r = EmitRowOp(row_op->second, regs);
@@ -402,19 +425,21 @@ class Builder {
     return int64_t(program.consts.size()) - 1;
   }
   // The register holding `v` for a node of the group writing `out`.
-  int64_t Operand(ir::Value* v) {
-    if (auto it = regs_.find(v); it != regs_.end()) return it->second;
+  // `read`: the dims `v` is read with (ReadDims), when not its own.
+  int64_t Operand(ir::Value* v, std::optional<Dims> read = std::nullopt) {
+    if (read && *read == *ShapeDims(v)) read.reset();
+    if (auto it = regs_.find(v); it != regs_.end() && !read) return it->second;
     int64_t r;
     if (auto k = ScalarConstant(v)) {
       r = Emit({fz::Op::kConst, Const(*k), 0, 0});
     } else {
-      Dims dims = *ShapeDims(v);
+      Dims dims = read ? *read : *ShapeDims(v);
       int64_t inner = 0, count = 0;
       if (dims != out_dims_) std::tie(inner, count) = *Period(dims, out_dims_);
       r = Emit({fz::Op::kLoad, int64_t(inputs.size()), int64_t(ir::DTypeToOnnx(v->type().dtype())), inner, count});
       inputs.push_back(v);
     }
-    regs_[v] = r;
+    if (!read) regs_[v] = r;
     return r;
   }
 
@@ -437,9 +462,11 @@ class Builder {
         int64_t e = Emit({fz::Op::kExp, Emit({fz::Op::kSub, in[0], m, 0}), 0, 0});
         return Emit({fz::Op::kDiv, e, Emit({fz::Op::kReduceSum, e, 0, 0}), 0});
       }
-      case RowOp::kLayerNorm: {
+      case RowOp::kLayerNorm:
+      case RowOp::kInstanceNorm: {
         // Two passes of statistics (mean, then mean squared deviation), then the fast kernel's
-        // expression (x - mean) * inv_std * scale + bias.
+        // expression (x - mean) * inv_std * scale + bias (InstanceNormalization: scale and bias
+        // of the row's channel).
         int64_t n = k(float(op.row));
         int64_t mean = Emit({fz::Op::kDiv, Emit({fz::Op::kReduceSum, in[0], 0, 0}), n, 0});
         int64_t d = Emit({fz::Op::kSub, in[0], mean, 0});

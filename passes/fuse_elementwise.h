@@ -19,7 +19,8 @@
 //
 // With `rows`, reductions over the trailing dims join too, as row programs
 // (fused_program.h): Softmax over its last axis (before opset 13: the dims from its axis on),
-// LayerNormalization (unused Mean/InvStdDev), and ReduceSum/ReduceMean/ReduceMax over trailing
+// LayerNormalization (unused Mean/InvStdDev), InstanceNormalization (a row per channel and
+// batch), and ReduceSum/ReduceMean/ReduceMax over trailing
 // axes, each with its elementwise producers (a residual Add, a scale, a mask over the row) and
 // consumers (Casts, a scale and bias). A row group has one row length and frame (its reductions'
 // input dims); every member writes the frame or a row value (the frame with its trailing dims

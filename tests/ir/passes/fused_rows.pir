@@ -148,3 +148,21 @@ graph "expensive_producer" {
   %y = LayerNormalization(%a, %s) {axis = -1} name "ln"
   output %y
 }
+
+// -----
+
+// RUN: --passes infer,fuse-elementwise,dce
+// InstanceNormalization: a row per (n, c) over the spatial dims (4 x 5 = 20); scale and bias [3]
+// are per channel, read once per row (inner 20, count 3), not broadcast as numpy would [3].
+// CHECK-LABEL: graph "instance_norm"
+// CHECK: %y: f32[2,3,4,5] = FusedElementwise(%x, %s, %b) {code = [25, 20, 0, 0, 0, 0, 0, 1, 0, 0, 12, 1, 0, 0, 0, 0, 1, 1, 20, 3, 0, 2, 1, 20, 3,
+// CHECK-SAME: nodes = ["relu", "in"]
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "instance_norm" {
+  input %x: f32[2,3,4,5]
+  const %s: f32[3] = [1, 2, 3]
+  const %b: f32[3] = [0, 1, 0]
+  %r = Relu(%x) name "relu"
+  %y = InstanceNormalization(%r, %s, %b) {epsilon = 0.001} name "in"
+  output %y
+}
