@@ -26,8 +26,8 @@
 // input dims); every member writes the frame or a row value (the frame with its trailing dims
 // as 1s), which is computed once per row and may feed members that write the frame (a
 // decomposed RMSNorm's x * 1/rms). At most 3 reductions over rows per group. Numerics: the
-// reductions' order is the program's (16 interleaved FP32 partials), not the unfused kernels'
-// (double accumulators), so a fused row differs from the unfused plan by a few FP32 ulps.
+// reductions' order is the program's (16 interleaved double partials), not the unfused
+// kernels', so a fused row differs from the unfused plan by a few FP32 ulps.
 //
 // Runs after the precision report is built (the report describes the nodes; the fused node lists
 // the nodes it replaced in its `nodes` attribute). Returns the fused groups.

@@ -234,6 +234,7 @@ class Emitter {
   // the last n % kPartials elements, one chunk with constant lane masks (masked loads and stores;
   // masked-off lanes keep their accumulators). Per-row registers are scalars, computed once per
   // row at the start of their level's pass (after the reductions they follow are combined).
+  // Sums accumulate in vectors of doubles, rounded to FP32 once the partials are combined.
   void EmitRowBody(const fz::Program& p, llvm::Function* f) {
     llvm::Type* i64 = b_.getInt64Ty();
     auto c64 = [&](int64_t v) { return llvm::ConstantInt::get(i64, uint64_t(v)); };
@@ -268,7 +269,11 @@ class Emitter {
       for (size_t r = 0; r < count; ++r)
         if (is_reduce(r) && p.level[r] == pass + 1) reductions.push_back(r);
       width_ = lanes_;
-      auto init = [&](size_t r) { return F32(p.code[r].op == fz::Op::kReduceSum ? -0.0f : -INFINITY); };
+      // Sums accumulate in double (each FP32 element widened exactly), maxima in FP32.
+      auto init = [&](size_t r) -> llvm::Value* {
+        if (p.code[r].op == fz::Op::kReduceSum) return llvm::ConstantFP::get(llvm::FixedVectorType::get(b_.getDoubleTy(), lanes_), -0.0);
+        return F32(-INFINITY);
+      };
       // acc[i * sub + u]: reduction reductions[i], sub-vector u.
       std::vector<llvm::Value*> acc;
       for (size_t r : reductions)
@@ -302,7 +307,8 @@ class Emitter {
               if (p.level[r] != pass + 1) continue;
               size_t slot = size_t(std::find(reductions.begin(), reductions.end(), r) - reductions.begin()) * sub + u;
               llvm::Value* v = regs[size_t(in.a)];
-              llvm::Value* next = in.op == fz::Op::kReduceSum ? b_.CreateFAdd(acc[slot], v) : EmitArithmetic(b_, {fz::Op::kMax}, acc[slot], v, k);
+              llvm::Value* next = in.op == fz::Op::kReduceSum ? b_.CreateFAdd(acc[slot], b_.CreateFPExt(v, acc[slot]->getType()))
+                                                              : EmitArithmetic(b_, {fz::Op::kMax}, acc[slot], v, k);
               acc[slot] = mask ? b_.CreateSelect(mask, next, acc[slot]) : next;
               continue;
             }
@@ -367,7 +373,7 @@ class Emitter {
           llvm::Value* y = w == 1 ? b_.CreateExtractElement(v, uint64_t(1)) : b_.CreateShuffleVector(v, hi);
           v = op(x, y);
         }
-        scalar[reductions[i]] = v;
+        scalar[reductions[i]] = in.op == fz::Op::kReduceSum ? b_.CreateFPTrunc(v, b_.getFloatTy()) : v;
       }
     }
     row_registers(p.passes);

@@ -220,7 +220,9 @@ class Emitter {
       auto* loop = llvm::BasicBlock::Create(ctx_, "pass" + std::to_string(pass), f, done);
       auto* after = llvm::BasicBlock::Create(ctx_, "pass" + std::to_string(pass) + ".end", f, done);
       std::vector<llvm::Value*> init;
-      for (size_t r : reductions) init.push_back(F32(p.code[r].op == fz::Op::kReduceSum ? -0.0f : -INFINITY));
+      // Sums accumulate in double (each FP32 element widened exactly), maxima in FP32.
+      for (size_t r : reductions)
+        init.push_back(p.code[r].op == fz::Op::kReduceSum ? llvm::ConstantFP::get(b_.getDoubleTy(), -0.0) : F32(-INFINITY));
       b_.CreateCondBr(b_.CreateICmpULT(lane, c64(n)), loop, after);
       b_.SetInsertPoint(loop);
       llvm::PHINode* j = b_.CreatePHI(i64, 2, "j");
@@ -244,7 +246,8 @@ class Emitter {
         if (is_reduce(r)) {
           if (p.level[r] != pass + 1) continue;
           size_t slot = size_t(std::find(reductions.begin(), reductions.end(), r) - reductions.begin());
-          next_acc[slot] = op(r, next_acc[slot], regs[size_t(in.a)]);
+          llvm::Value* v = regs[size_t(in.a)];
+          next_acc[slot] = op(r, next_acc[slot], in.op == fz::Op::kReduceSum ? b_.CreateFPExt(v, b_.getDoubleTy()) : v);
           continue;
         }
         if (p.per_row[r] || p.level[r] > pass) continue;
@@ -270,7 +273,12 @@ class Emitter {
       }
       for (size_t s = 0; s < reductions.size(); ++s) {
         llvm::Value* v = totals[s];
-        for (int w = fz::kPartials / 2; w >= 1; w /= 2) v = op(reductions[s], v, shuffle(llvm::Intrinsic::nvvm_shfl_sync_down_f32, v, b_.getInt32(uint32_t(w))));
+        const bool sum = p.code[reductions[s]].op == fz::Op::kReduceSum;
+        for (int w = fz::kPartials / 2; w >= 1; w /= 2) {
+          llvm::Value* delta = b_.getInt32(uint32_t(w));
+          v = op(reductions[s], v, sum ? ShuffleDouble(v, delta, members, segment) : shuffle(llvm::Intrinsic::nvvm_shfl_sync_down_f32, v, delta));
+        }
+        if (sum) v = b_.CreateFPTrunc(v, b_.getFloatTy());
         scalar[reductions[s]] = shuffle(llvm::Intrinsic::nvvm_shfl_sync_idx_f32, v, b_.getInt32(0));
       }
     }
@@ -292,6 +300,18 @@ class Emitter {
     b_.CreateCondBr(b_.CreateICmpULT(next_row, rows), row_block, done);
     b_.SetInsertPoint(done);
     b_.CreateRetVoid();
+  }
+
+  // shfl.sync.down of a double: its two 32-bit halves, each shuffled.
+  llvm::Value* ShuffleDouble(llvm::Value* v, llvm::Value* delta, llvm::Value* members, llvm::Value* segment) {
+    llvm::Type* i32 = b_.getInt32Ty();
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::Value* bits = b_.CreateBitCast(v, i64);
+    auto down = [&](llvm::Value* half) { return b_.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_down_i32, {}, {members, half, delta, segment}); };
+    llvm::Value* lo = down(b_.CreateTrunc(bits, i32));
+    llvm::Value* hi = down(b_.CreateTrunc(b_.CreateLShr(bits, 32), i32));
+    llvm::Value* joined = b_.CreateOr(b_.CreateShl(b_.CreateZExt(hi, i64), 32), b_.CreateZExt(lo, i64));
+    return b_.CreateBitCast(joined, b_.getDoubleTy());
   }
 
   // Rounds through a 16-bit dtype and back (FP32: unchanged).

@@ -78,7 +78,7 @@ struct CompileOptions {
   bool codegen = true;
   // With code generation: fuse reductions over rows (Softmax, LayerNormalization, trailing
   // ReduceSum/Mean/Max) with their elementwise neighbours too; `--no-row-fusion` keeps them as
-  // library kernels (whose sums accumulate in double, not in 16 FP32 partials).
+  // library kernels (whose sums accumulate in double in their own order).
   bool fuse_rows = true;
   // CUDA plans: the same fusion, with the kernels generated as PTX for sm_80/sm_90 and assembled to
   // cubin where ptxas is installed (compiler/codegen/nvptx_codegen.h); `--codegen`. Off by default

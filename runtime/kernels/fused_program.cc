@@ -278,7 +278,9 @@ int64_t WorkUnits(const Program& p, const KernelArgs& args) {
   return args.in(size_t(p.frame_input))->numel / p.row;
 }
 
-size_t ScratchFloats(const Program& p) { return p.code.size() * size_t(kBlock + kPartials + 1); }
+// Registers (kBlock floats each), a row value per instruction, then the reductions' partials
+// (kPartials doubles per instruction, 8-byte aligned).
+size_t ScratchFloats(const Program& p) { return p.code.size() * size_t(kBlock + 1 + 2 * kPartials) + 2; }
 
 namespace {
 
@@ -317,15 +319,16 @@ void Step(const Program& p, const Instr& in, size_t r, float* regs, const void* 
 // The rows [begin, end) of a row program (fused_program.h: passes, levels, reduction order).
 void EvaluateRows(const Program& p, const void* const* inputs, void* const* outputs, int64_t begin, int64_t end, float* regs) {
   size_t count = p.code.size();
-  float* partials = regs + count * size_t(kBlock);    // kPartials per instruction
-  float* row_value = partials + count * size_t(kPartials);  // per reduction: the row's value
+  float* row_value = regs + count * size_t(kBlock);  // per reduction: the row's value
+  uintptr_t after = reinterpret_cast<uintptr_t>(row_value + count);
+  double* partials = reinterpret_cast<double*>((after + 7) / 8 * 8);  // kPartials per instruction
   for (int64_t row = begin; row < end; ++row) {
     for (int pass = 0; pass < p.passes; ++pass) {
       bool last = pass == p.passes - 1;
       for (size_t r = 0; r < count; ++r) {
         const Instr& in = p.code[r];
         if (IsReduction(in.op) && p.level[r] == pass + 1)
-          std::fill(partials + r * kPartials, partials + (r + 1) * kPartials, in.op == Op::kReduceSum ? -0.0f : -INFINITY);
+          std::fill(partials + r * kPartials, partials + (r + 1) * kPartials, in.op == Op::kReduceSum ? -0.0 : -double(INFINITY));
       }
       for (int64_t j0 = 0; j0 < p.row; j0 += kBlock) {
         int64_t n = std::min(kBlock, p.row - j0), first = row * p.row + j0;
@@ -346,10 +349,10 @@ void EvaluateRows(const Program& p, const void* const* inputs, void* const* outp
               continue;
             }
             const float* x = regs + size_t(in.a) * size_t(kBlock);
-            float* acc = partials + r * kPartials;
+            double* acc = partials + r * kPartials;
             for (int64_t i = 0; i < n; ++i) {
-              float& a = acc[(j0 + i) % kPartials];
-              a = in.op == Op::kReduceSum ? a + x[i] : Apply(Op::kMax, a, x[i], 0);
+              double& a = acc[(j0 + i) % kPartials];
+              a = in.op == Op::kReduceSum ? a + double(x[i]) : double(Apply(Op::kMax, float(a), x[i], 0));
             }
             continue;
           }
@@ -359,10 +362,11 @@ void EvaluateRows(const Program& p, const void* const* inputs, void* const* outp
       for (size_t r = 0; r < count; ++r) {
         const Instr& in = p.code[r];
         if (!IsReduction(in.op) || p.level[r] != pass + 1) continue;
-        float* acc = partials + r * kPartials;
+        double* acc = partials + r * kPartials;
         for (int w = kPartials / 2; w >= 1; w /= 2)
-          for (int l = 0; l < w; ++l) acc[l] = in.op == Op::kReduceSum ? acc[l] + acc[l + w] : Apply(Op::kMax, acc[l], acc[l + w], 0);
-        row_value[r] = acc[0];
+          for (int l = 0; l < w; ++l)
+            acc[l] = in.op == Op::kReduceSum ? acc[l] + acc[l + w] : double(Apply(Op::kMax, float(acc[l]), float(acc[l + w]), 0));
+        row_value[r] = float(acc[0]);
       }
     }
     // Row stores: per-row registers after the last pass (every level is known: evaluate the

@@ -19,7 +19,9 @@
 // stores happen in the last pass, row stores (one value per row) after it. A reduction's order is
 // fixed, so that the interpreter and every target compute the same bits: element j goes into
 // partial j % 16 in increasing j, starting from -0 (sum) or -inf (max), and the 16 partials
-// combine as p[l] = op(p[l], p[l + w]) for w = 8, 4, 2, 1. Loads in a row program read element
+// combine as p[l] = op(p[l], p[l + w]) for w = 8, 4, 2, 1. Sums run in double (each element
+// widened exactly, the total rounded to FP32 once), so their error does not grow with the row;
+// maxima in FP32. Loads in a row program read element
 // e = row * n + j whole (inner = count = 0), once per row (count 1, or inner a multiple of n), or
 // along the row (inner 1, count a multiple of n).
 //

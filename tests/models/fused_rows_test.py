@@ -18,8 +18,9 @@ on special rows (the mask -inf in half its elements and in one whole row; a NaN 
   2. generated code == the reference interpreter (--reference) == the x86-64-v3 objects, bit for
      bit (the reduction order is fixed: runtime/kernels/fused_program.h);
   3. FP32, random data: every output within 1e-6 of float64 numpy (relative to the output's
-     largest magnitude; measured at most 2.1e-7, the unfused plan 1.3e-7: the sums run in 16
-     interleaved FP32 partials, the unfused kernels' in double) and of onnxruntime;
+     largest magnitude; measured at most 2.0e-7, the unfused plan 1.3e-7: the sums run in 16
+     interleaved double partials, the unfused kernels' in double in another order) and of
+     onnxruntime (instance norm: plus its FP32 sums' rounding);
   4. the fused plan against the unfused one (whose kernels accumulate in double): FP32 within
      1e-6 of the output's largest magnitude (instance norm: plus the unfused formula's
      cancellation, 4 ulps of |x * a| + |mean * a|; onnxruntime's has the same); FP16/BF16 within one ulp of the 16-bit output (both
@@ -103,13 +104,17 @@ def reference(x, y, mask, g, b, s3, b3):
     return {"ln": ln, "sm": sm, "rms": rms, "rs": rs, "dm": dm, "inn": inn}
 
 
-def inn_slack(x, s3):
+def inn_slack(x, s3, float_sum=False):
     """Per element, 4 float ulps of |x * a| + |mean * a| (a = scale / sqrt(var + eps)): the
-    cancellation of the unfused instance norm's x * a + (bias - mean * a)."""
+    cancellation of the unfused instance norm's x * a + (bias - mean * a); with `float_sum`, also
+    4 sqrt(D) float roundings of the mean, times a (a sum over the row in FP32)."""
     rx = np.maximum(x.astype(np.float64), 0)
     mean = rx.mean(-1, keepdims=True)
     a = np.abs(s3[:, None]) / np.sqrt(((rx - mean) ** 2).mean(-1, keepdims=True) + 1e-5)
-    return (np.abs(rx) * a + np.abs(mean) * a) * 2.0 ** -22
+    slack = (np.abs(rx) * a + np.abs(mean) * a) * 2.0 ** -22
+    if float_sum:
+        slack = slack + 4 * np.sqrt(x.shape[-1]) * 2.0 ** -24 * np.abs(mean) * a
+    return slack
 
 
 def run(cmd, **kw):
@@ -206,7 +211,9 @@ def main():
                     if precision == "fp32" and data == "random":
                         for ref_name, ref in (("float64", want[k]), ("onnxruntime", ort_out[k])):
                             ref_scale = max(np.abs(ref).max(), 1e-30)
-                            slack = inn_slack(x, s3) if k == "inn" and ref_name == "onnxruntime" else 0
+                            # onnxruntime's instance norm also sums its row in FP32: sqrt(D) float
+                            # roundings of the mean (4x), times a.
+                            slack = inn_slack(x, s3, float_sum=True) if k == "inn" and ref_name == "onnxruntime" else 0
                             dev = np.abs(gen.astype(np.float64) - ref)
                             check(bool((dev <= 1e-6 * ref_scale + slack).all()),
                                   f"{case} {k}: differs from {ref_name} by {float(dev.max() / ref_scale):.3g} of the output's scale")
