@@ -154,6 +154,8 @@ struct RowOp {
   std::vector<ir::Value*> data;  // the inputs read (X; LayerNorm: X, Scale, B)
   bool keepdims = true;      // reductions: the output keeps the reduced dims as 1s
   float epsilon = 1e-5f;
+  // Softmax and the norms read their input in each of 3 passes; a Reduce* in one.
+  bool MultiPass() const { return kind == kSoftmax || kind == kLayerNorm || kind == kInstanceNorm; }
 };
 
 std::optional<std::vector<int64_t>> ConstantInts(const ir::Value* v) {
@@ -311,7 +313,7 @@ bool ValidRowGroup(const std::vector<ir::Node*>& nodes, int64_t row, int trailin
     Dims o = *ShapeDims(out);
     if (auto ro = row_ops.find(m); ro != row_ops.end()) {
       ++count;
-      weight += ro->second.kind == RowOp::kLayerNorm || ro->second.kind == RowOp::kInstanceNorm ? 18 : 6;
+      weight += ro->second.kind == RowOp::kSoftmax || !ro->second.MultiPass() ? 6 : 18;
       if (ro->second.row != row || ro->second.trailing != trailing || ro->second.frame != frame) return false;
       if (!ro->second.keepdims)
         for (const ir::Use& u : out->uses())
@@ -566,8 +568,8 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
         // their 3 passes over the row (a Reduce* has one): a cheap one (a residual Add, a scale, a mask) costs less than writing and
         // reading its result, an expensive one (exp, erf, tanh, sigmoid, GELU) does not. Such
         // producers stay a kernel of their own, as XLA keeps expensive producers out of reductions.
-        if (!from_group.row && row_ops.count(n) && row_ops.at(n).kind != RowOp::kReduceSum && row_ops.at(n).kind != RowOp::kReduceMean &&
-            row_ops.at(n).kind != RowOp::kReduceMax && std::any_of(from_group.nodes.begin(), from_group.nodes.end(), Transcendental))
+        if (!from_group.row && row_ops.count(n) && row_ops.at(n).MultiPass() &&
+            std::any_of(from_group.nodes.begin(), from_group.nodes.end(), Transcendental))
           continue;
       } else {
         // A producer writing a broadcast operand (fewer elements than `n` writes) stays outside:

@@ -111,13 +111,7 @@ PRECIS_CLONES void AxpyF32(float* y, float s, const float* x, int64_t n) {
 PRECIS_CLONES double ExpShiftSum(const float* x, float m, float* e, int64_t n) {
   constexpr int kLanes = 8;
   double acc[kLanes] = {};
-  auto one = [&](int64_t i) {
-    // d + lo = x - m exactly (Knuth's TwoSum), so exp sees the exact difference: a rounded d
-    // alone would cost |x - m| * 2^-24 of relative error, 1e-6 at a distance of 16.
-    // Where exp underflows anyway (x = -inf included, whose lo is NaN) lo is dropped.
-    float v = x[i], d = v - m, bb = d - v, lo = (v - (d - bb)) + (-m - bb);
-    return ExpApprox(d, d > -104.0f ? lo : 0.0f);
-  };
+  auto one = [&](int64_t i) { return ExpOfDifference(x[i], m); };
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
     for (int k = 0; k < kLanes; ++k) {

@@ -30,6 +30,13 @@ inline float ExpApprox(float hi, float lo = 0.0f) {
   approx::FloatOps o;
   return approx::Exp(o, hi, lo);
 }
+// exp(v - m) of the exact difference: d + lo = v - m (Knuth's TwoSum), so exp sees the exact
+// difference (a rounded d alone would cost |v - m| * 2^-24 of relative error, 1e-6 at a distance
+// of 16). Where exp underflows anyway (v = -inf included, whose lo is NaN) lo is dropped.
+inline float ExpOfDifference(float v, float m) {
+  float d = v - m, bb = d - v, lo = (v - (d - bb)) + (-m - bb);
+  return ExpApprox(d, d > -104.0f ? lo : 0.0f);
+}
 inline float ErfApprox(float x) {
   approx::FloatOps o;
   return approx::Erf(o, x);

@@ -101,21 +101,22 @@ class FastSoftmaxKernel : public Kernel {
     }
   }
 
-  // The reference kernel's row (reduce_softmax.cc) for rows with NaN or infinities.
+  // The reference kernel's row (reduce_softmax.cc) for rows (and columns: elements `stride`
+  // apart) with NaN or infinities.
   template <typename T>
-  void ReferenceRow(const T* x, T* y) const {
+  void ReferenceRow(const T* x, T* y, int64_t stride = 1) const {
     double m = -std::numeric_limits<double>::infinity();
     for (int64_t k = 0; k < n_; ++k) {
-      double v = double(Load(x[k]));
+      double v = double(Load(x[k * stride]));
       if (v > m || (std::isnan(v) && !std::isnan(m))) m = v;
     }
     if (std::isinf(m)) m = 0;
     double sum = 0;
-    for (int64_t k = 0; k < n_; ++k) sum += std::exp(double(Load(x[k])) - m);
+    for (int64_t k = 0; k < n_; ++k) sum += std::exp(double(Load(x[k * stride])) - m);
     double log_sum = std::log(sum);
     for (int64_t k = 0; k < n_; ++k) {
-      double v = double(Load(x[k])) - m;
-      y[k] = kLog ? Store<T>(v - log_sum) : Store<T>(std::exp(v) / sum);
+      double v = double(Load(x[k * stride])) - m;
+      y[k * stride] = kLog ? Store<T>(v - log_sum) : Store<T>(std::exp(v) / sum);
     }
   }
 
@@ -145,13 +146,9 @@ class FastSoftmaxKernel : public Kernel {
       special[k] = special[k] || std::isinf(mx[k]);
       if (special[k]) mx[k] = 0;
     }
-    auto exp_shifted = [](float v, float mk) {
-      float d = v - mk, bb = d - v, lo = (v - (d - bb)) + (-mk - bb);  // d + lo = v - mk exactly (ExpShiftSum)
-      return ExpApprox(d, d > -104.0f ? lo : 0.0f);
-    };
     for (int64_t c = 0; c < n_; ++c) {
       const T* row = x + c * inner_;
-      for (int64_t k = 0; k < m; ++k) sum[k] += double(exp_shifted(Load(row[k]), mx[k]));
+      for (int64_t k = 0; k < m; ++k) sum[k] += double(ExpOfDifference(Load(row[k]), mx[k]));
     }
     double factor[kColumns];  // 1 / sum, or log(sum) + max
     for (int64_t k = 0; k < m; ++k) factor[k] = kLog ? double(mx[k]) + std::log(sum[k]) : 1.0 / sum[k];
@@ -163,30 +160,12 @@ class FastSoftmaxKernel : public Kernel {
         float v = Load(in);
         T result;
         if constexpr (kLog) result = Store<T>(float(double(v) - factor[k]));
-        else result = Store<T>(float(double(exp_shifted(v, mx[k])) * factor[k]));
+        else result = Store<T>(float(double(ExpOfDifference(v, mx[k])) * factor[k]));
         out[k] = special[k] ? in : result;
       }
     }
     for (int64_t k = 0; k < m; ++k)
-      if (special[k]) ReferenceColumn(x + k, y + k);
-  }
-
-  // ReferenceRow over one column (stride inner_).
-  template <typename T>
-  void ReferenceColumn(const T* x, T* y) const {
-    double m = -std::numeric_limits<double>::infinity();
-    for (int64_t c = 0; c < n_; ++c) {
-      double v = double(Load(x[c * inner_]));
-      if (v > m || (std::isnan(v) && !std::isnan(m))) m = v;
-    }
-    if (std::isinf(m)) m = 0;
-    double sum = 0;
-    for (int64_t c = 0; c < n_; ++c) sum += std::exp(double(Load(x[c * inner_])) - m);
-    double log_sum = std::log(sum);
-    for (int64_t c = 0; c < n_; ++c) {
-      double v = double(Load(x[c * inner_])) - m;
-      y[c * inner_] = kLog ? Store<T>(v - log_sum) : Store<T>(std::exp(v) / sum);
-    }
+      if (special[k]) ReferenceRow(x + k, y + k, inner_);
   }
 
   static constexpr int64_t kColumns = 64;  // columns side by side per task
