@@ -1,5 +1,5 @@
 // FuseElementwise (see fuse_elementwise.h): find the fusable nodes, grow single-output groups
-// along single-use values, and replace each group of two or more (or one node with FP16/BF16
+// along values read inside the group only, and replace each group of two or more (or one node with FP16/BF16
 // tensors) by one FusedElementwise node.
 #include "passes/fuse_elementwise.h"
 
@@ -538,15 +538,24 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
         continue;
       }
     }
-    for (ir::Value* v : *data) {
-      if (v->kind() != ir::Value::Kind::kNodeOutput) continue;
+    // Merges the group of v's producer into group g (n's), when every reader of v is in g and the
+    // rules below allow it. Merging along values read only inside the group keeps the groups
+    // free of cycles: every value of the producer's group is then read inside the two groups only.
+    auto try_merge = [&](ir::Value* v) -> bool {
+      if (v->kind() != ir::Value::Kind::kNodeOutput) return false;
       auto it = group_of.find(v->producer());
-      if (it == group_of.end() || it->second == g) continue;
+      if (it == group_of.end() || it->second == g) return false;
       bool only_here = std::all_of(v->uses().begin(), v->uses().end(), [&](const ir::Use& u) { return u.node == n; });
-      if (!only_here) continue;
+      // Elementwise groups also take a value read by several of their members (x in GELU's
+      // x * (1 + erf(x / sqrt 2)) / 2): a group is then a DAG with one sink.
+      bool inside = std::all_of(v->uses().begin(), v->uses().end(), [&](const ir::Use& u) {
+        auto m = group_of.find(u.node);
+        return m != group_of.end() && m->second == g;
+      });
+      if (!inside) return false;
       // A value the plan keeps joins only as an extra output of the group.
       bool kept = outputs.count(v) > 0;
-      if (kept && groups[g].extra_outputs.size() >= kMaxExtraOutputs) continue;
+      if (kept && groups[g].extra_outputs.size() >= kMaxExtraOutputs) return false;
       const Group& from_group = groups[it->second];
       Group merged;
       merged.nodes = from_group.nodes;
@@ -555,37 +564,48 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
       merged.extra_outputs.insert(merged.extra_outputs.end(), groups[g].extra_outputs.begin(), groups[g].extra_outputs.end());
       if (kept) merged.extra_outputs.push_back(v);
       if (from_group.row || groups[g].row) {
+        if (!only_here) return false;
         // Row groups: one row and frame; every member fits it (ValidRowGroup). A row value
         // computed once per row may feed members that write the frame.
         const Group& r = from_group.row ? from_group : groups[g];
         if (from_group.row && groups[g].row && (from_group.row != groups[g].row || from_group.trailing != groups[g].trailing || from_group.frame != groups[g].frame))
-          continue;
+          return false;
         merged.row = r.row;
         merged.trailing = r.trailing;
         merged.frame = r.frame;
-        if (!ValidRowGroup(merged.nodes, merged.row, merged.trailing, merged.frame, row_ops, data_inputs)) continue;
+        if (!ValidRowGroup(merged.nodes, merged.row, merged.trailing, merged.frame, row_ops, data_inputs)) return false;
         // An elementwise producer of a softmax or a layer norm is evaluated again in each of
         // their 3 passes over the row (a Reduce* has one): a cheap one (a residual Add, a scale, a mask) costs less than writing and
         // reading its result, an expensive one (exp, erf, tanh, sigmoid, GELU) does not. Such
         // producers stay a kernel of their own, as XLA keeps expensive producers out of reductions.
         if (!from_group.row && row_ops.count(n) && row_ops.at(n).MultiPass() &&
             std::any_of(from_group.nodes.begin(), from_group.nodes.end(), Transcendental))
-          continue;
+          return false;
       } else {
         // A producer writing a broadcast operand (fewer elements than `n` writes) stays outside:
         // its values would be computed once per output element. A kept value needs the group's dims.
         auto vd = ShapeDims(v);
-        if (kept && *vd != *ShapeDims(n->outputs()[0])) continue;
-        if (*vd != *ShapeDims(n->outputs()[0]) && !IsScalar(*vd)) continue;
-        if (merged.nodes.size() * 3 > fz::kMaxInstructions) continue;
+        if (kept && *vd != *ShapeDims(n->outputs()[0])) return false;
+        if (*vd != *ShapeDims(n->outputs()[0]) && !IsScalar(*vd)) return false;
+        if (merged.nodes.size() * 3 > fz::kMaxInstructions) return false;
       }
-      if (external_inputs(merged) > kMaxGroupInputs || merged.extra_outputs.size() > kMaxExtraOutputs) continue;
+      if (external_inputs(merged) > kMaxGroupInputs || merged.extra_outputs.size() > kMaxExtraOutputs) return false;
       size_t from = it->second;
       for (ir::Node* m : groups[from].nodes) group_of[m] = g;
       groups[g] = std::move(merged);
       groups[from].alive = false;
       groups[from].nodes.clear();
       groups[from].extra_outputs.clear();
+      return true;
+    };
+    for (ir::Value* v : *data) try_merge(v);
+    // Values read by several members: merge again while the group grows.
+    for (bool grew = !groups[g].row; grew;) {
+      grew = false;
+      const std::vector<ir::Node*> members = groups[g].nodes;
+      for (ir::Node* m : members)
+        for (ir::Value* v : data_inputs[m])
+          if (!groups[g].row && try_merge(v)) grew = true;
     }
   }
 

@@ -7,9 +7,10 @@
 // Clip (constant scalar bounds) and Cast between FP32, FP16 and BF16, on FP32/FP16/BF16 tensors of
 // static shape where every input has the output's dims or broadcasts to them keeping one contiguous
 // block of dims (read periodically: scalars, per-channel and last-axis vectors). A node joins
-// the group of a fusable producer when it alone reads that producer's output and that output has
-// the node's dims (or one element), so no value computed inside a group is read by a node outside
-// it and fusing cannot make a cycle. A value the plan must keep (a graph output, or a value named
+// the group of a fusable producer when the group's members (the node among them) are the only
+// readers of that producer's output and that output has the node's dims (or one element): a group
+// is a chain or a DAG with one sink (GELU's x * (1 + erf(x / sqrt 2)) / 2 reads x twice). No value
+// computed inside a group is read by a node outside it, so fusing cannot make a cycle. A value the plan must keep (a graph output, or a value named
 // in `keep`: training plans' program outputs and state updates) joins the same way and becomes an
 // extra output of the fused node (at most 7), so an optimizer's update of a weight and its
 // moments is one step. Groups of two or more nodes are fused, up to 8 distinct inputs. Scalar

@@ -677,7 +677,9 @@ void CheckBf16Cases(bool native) {
 // step's scratch and run the FP32 matmul on it. Shapes give several blocks and a narrower last
 // one (K = 2100: blocks of 64 columns). Tolerance: the f32 one (exact widening, f32
 // accumulation; reductions of 2100 terms stay far below 1e-5 * sum|terms|), plus the rounding of
-// a 16-bit output, 2^-11 * |exact| for FP16.
+// a 16-bit output, 2^-11 * |exact| for FP16. B [K, N] is widened straight into oneDNN's packed
+// layout (K = 2100 and the last block's 22 columns are padded there); B [N, K] plain, then
+// reordered.
 TEST(DnnlHalfWeights, MatMulAndGemmRunInBlocks) {
   // 512 KiB blocks (the default is 4 MiB), so that K = 2100 gives 64-column blocks.
   struct BlockBytes {
@@ -708,6 +710,20 @@ TEST(DnnlHalfWeights, MatMulAndGemmRunInBlocks) {
       std::vector<int64_t> pa = c.a;
       if (pa.size() == 1) pa.insert(pa.begin(), 1);
       ExpectClose(Values(y), MatMulLoop(a.wide, pa, b.wide, {K, N}), "MatMul fp16 weights", 1e-5, 1e-6, c.out == kH ? 0x1p-11 : 0.0);
+    }
+  }
+  // One block without padding (K a multiple of 16, N of 64: brgemm's packed layout is filled
+  // exactly by widening B's rows into it).
+  for (DataType out : {kF, kH}) {
+    const int64_t k = 64, n = 192;
+    TypedBuffer a = RandomTyped(kF, {20, k}, 36), b = RandomTyped(kH, {k, n}, 37, true), y = RandomTyped(out, {20, n}, 0);
+    AttrList attrs;
+    SCOPED_TRACE("FP16 weights MatMul, one block, output " + std::string(DataTypeName(out)));
+    for (int threads : {1, 2}) {
+      Status s = RunKernelOn(KernelRegistry::Cpu().FindFast("MatMul")(), {&a.t, &b.t}, &y.t, attrs.Finish(), threads);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      ExpectClose(Values(y), MatMulLoop(a.wide, {20, k}, b.wide, {k, n}), "MatMul fp16 weights, one block", 1e-5, 1e-6,
+                  out == kH ? 0x1p-11 : 0.0);
     }
   }
   // The scratch holds a block of weights (64 columns here), not all of them.

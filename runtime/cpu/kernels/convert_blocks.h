@@ -17,6 +17,17 @@ void WidenBlock(DataType dtype, const uint8_t* src, int64_t src_stride, float* d
 // dst[r * dst_stride + c] = round(src[r * cols + c]) to `dtype` (FP16 or BF16).
 void NarrowBlock(DataType dtype, const float* src, uint8_t* dst, int64_t dst_stride, int64_t rows, int64_t cols, int threads);
 
+// A stretch of one row of a blocked layout: columns n0 .. n0 + len of a [K, N] matrix lie at
+// consecutive destination offsets off .. off + len (plus the row's offset).
+struct LayoutRun {
+  int64_t n0, len, off;
+};
+// dst[row_off[k] + run.off + j] = float(src[k * src_stride + run.n0 + j]) for k < rows, each run
+// and j < run.len: a plain 16-bit [K, N] matrix widened straight into a blocked FP32 layout whose
+// offsets add up per dimension (oneDNN's packed weights), in one pass.
+void WidenIntoLayout(DataType dtype, const uint8_t* src, int64_t src_stride, int64_t rows, const int64_t* row_off,
+                     const LayoutRun* runs, int64_t num_runs, float* dst, int threads);
+
 // The same for whole arrays of n elements (split among threads in contiguous chunks).
 void WidenArrayParallel(DataType dtype, const uint8_t* src, float* dst, int64_t n, int threads);
 void NarrowArrayParallel(DataType dtype, const float* src, uint8_t* dst, int64_t n, int threads);

@@ -16,6 +16,24 @@ void WidenBlock(DataType dtype, const uint8_t* src, int64_t src_stride, float* d
   });
 }
 
+void WidenIntoLayout(DataType dtype, const uint8_t* src, int64_t src_stride, int64_t rows, const int64_t* row_off,
+                     const LayoutRun* runs, int64_t num_runs, float* dst, int threads) {
+  const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
+  int64_t cols = 0;
+  for (int64_t i = 0; i < num_runs; ++i) cols += runs[i].len;
+  fast::ParallelFor(rows, cols, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const uint16_t* from = s + r * src_stride;
+      float* to = dst + row_off[r];
+      for (int64_t i = 0; i < num_runs; ++i) {
+        const LayoutRun& run = runs[i];
+        if (dtype == DataType::kF16) HalfToFloatArray(from + run.n0, to + run.off, size_t(run.len));
+        else Bf16ToFloatArray(from + run.n0, to + run.off, size_t(run.len));
+      }
+    }
+  });
+}
+
 void NarrowBlock(DataType dtype, const float* src, uint8_t* dst, int64_t dst_stride, int64_t rows, int64_t cols, int threads) {
   uint16_t* d = reinterpret_cast<uint16_t*>(dst);
   fast::ParallelFor(rows, cols, threads, [&](int64_t begin, int64_t end) {

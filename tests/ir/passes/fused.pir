@@ -95,3 +95,37 @@ graph "lone" {
   output %a
   output %b
 }
+// -----
+// RUN: --passes infer,fuse-elementwise,dce
+// Values read by several members of a group: %p is read by "q1" and "q2", both in the group of
+// "join", which becomes a DAG reading %p's inputs (p is a graph output too: the group's second
+// output, stored before output 0). %a is read inside a group ("div", "gate") and outside it
+// ("outside"): it stays the output of its own node and the group's input; the erf chain reads
+// the register of %a twice (load 0: div's and gate's operand).
+// CHECK-LABEL: graph "dag"
+// CHECK: %a: f32[2,3] = Add(%x, %b) name "bias"
+// CHECK-NEXT: %g: f32[2,3] = FusedElementwise(%a) {code = [0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 5, 0, 1, 0, 0, 19, 2, 0, 0, 0, 2, 3, 1, 0, 0, 4, 0, 4, 0, 0, 17, 0, 5, 1, 0]
+// CHECK-SAME: nodes = ["div", "erf", "add", "gate"]
+// CHECK-NEXT: %h: f32[2,3] = Neg(%a) name "outside"
+// CHECK-NEXT: %s: f32[2,3], %p: f32[2,3] = FusedElementwise(%x, %b) {code = [0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 4, 0, 1, 0, 0, 8, 2, 0, 0, 0, 9, 2, 0, 0, 0, 2, 3, 4, 0, 0, 17, 1, 2, 1, 0, 17, 0, 5, 1, 0]
+// CHECK-SAME: nodes = ["p", "q1", "q2", "join"]
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "dag" {
+  input %x: f32[2,3]
+  input %b: f32[2,3]
+  const %c: f32[] = [1.5]
+  %a = Add(%x, %b) name "bias"
+  %d = Div(%a, %c) name "div"
+  %e = Erf(%d) name "erf"
+  %f = Add(%e, %c) name "add"
+  %g = Mul(%a, %f) name "gate"
+  %h = Neg(%a) name "outside"
+  %p = Mul(%x, %b) name "p"
+  %q = Neg(%p) name "q1"
+  %r = Abs(%p) name "q2"
+  %s = Add(%q, %r) name "join"
+  output %g
+  output %h
+  output %s
+  output %p
+}
