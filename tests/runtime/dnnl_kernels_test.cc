@@ -384,7 +384,7 @@ TEST(DnnlConv, OneAndThreeD) {
 
 // ConvFilterGrad(X, dY) -> dW of the Conv described by `c` (its bias flag unused): in double,
 // dW[m, ci, k] = sum over n and o of dY[n, m, o] * X[n, g * Cg + ci, o * s - p + k * d].
-void CheckFilterGrad(const ConvCase& c) {
+Expected FilterGradLoop(const ConvCase& c, const Buffer& x, const Buffer& dy) {
   size_t n = c.kernel.size();
   ConvShape shape = ShapeOf(c);
   int64_t N = c.x[0], C = c.x[1], M = c.m, G = c.group, Cg = C / G, Mg = M / G;
@@ -392,7 +392,6 @@ void CheckFilterGrad(const ConvCase& c) {
   auto I = Pad3(in, 1), O = Pad3(out, 1), K = Pad3(c.kernel, 1), S = Pad3(Or(c.strides, n, 1), 1),
        D = Pad3(Or(c.dilations, n, 1), 1), P = Pad3(shape.pad_begin, 0);
   int64_t isz = I[0] * I[1] * I[2], osz = O[0] * O[1] * O[2];
-  Buffer x = Random(c.x, 12), dy = Random(shape.y, 13);
   Expected e;
   for (int64_t mo = 0; mo < M; ++mo)
     for (int64_t ci = 0; ci < Cg; ++ci)
@@ -414,6 +413,14 @@ void CheckFilterGrad(const ConvCase& c) {
             e.value.push_back(v);
             e.magnitude.push_back(mag);
           }
+  return e;
+}
+
+void CheckFilterGrad(const ConvCase& c) {
+  ConvShape shape = ShapeOf(c);
+  int64_t C = c.x[1], M = c.m, G = c.group;
+  Buffer x = Random(c.x, 12), dy = Random(shape.y, 13);
+  Expected e = FilterGradLoop(c, x, dy);
   AttrList attrs;
   SCOPED_TRACE("ConvFilterGrad x rank " + std::to_string(c.x.size()) + " C " + std::to_string(C) + " M " + std::to_string(M) +
                " group " + std::to_string(G) + " auto_pad '" + c.auto_pad + "'");
@@ -444,7 +451,8 @@ struct TransposeCase {
   bool w_constant = false;
 };
 
-void CheckConvTranspose(const TransposeCase& c) {
+// Y's dims and values of the ConvTranspose `c` on X, W and B (B used when c.bias), in double.
+Expected ConvTransposeLoop(const TransposeCase& c, const Buffer& x, const Buffer& w, const Buffer& b, std::vector<int64_t>* y_dims) {
   size_t n = c.kernel.size();
   int64_t N = c.x[0], C = c.x[1], G = c.group, Cg = C / G, Mg = c.mg, M = Mg * G;
   std::vector<int64_t> in(c.x.begin() + 2, c.x.end()), s = Or(c.strides, n, 1), d = Or(c.dilations, n, 1),
@@ -453,7 +461,7 @@ void CheckConvTranspose(const TransposeCase& c) {
   std::vector<int64_t> wd = {C, Mg}, yd = {N, M};
   wd.insert(wd.end(), c.kernel.begin(), c.kernel.end());
   yd.insert(yd.end(), out.begin(), out.end());
-  Buffer x = Random(c.x, 9), w = Random(wd, 10, c.w_constant), b = Random({M}, 11);
+  *y_dims = yd;
   auto I = Pad3(in, 1), O = Pad3(out, 1), K = Pad3(c.kernel, 1), S = Pad3(s, 1), D = Pad3(d, 1), P = Pad3(std::vector<int64_t>(p.begin(), p.begin() + long(n)), 0);
   int64_t osz = O[0] * O[1] * O[2], isz = I[0] * I[1] * I[2], ksz = K[0] * K[1] * K[2];
   Expected e;
@@ -482,6 +490,30 @@ void CheckConvTranspose(const TransposeCase& c) {
       e.value[i] += t;
       e.magnitude[i] += std::fabs(t);
     }
+  return e;
+}
+
+// W's dims [C, M/group, k...] of the ConvTranspose `c`.
+std::vector<int64_t> TransposeWeightDims(const TransposeCase& c) {
+  std::vector<int64_t> wd = {c.x[1], c.mg};
+  wd.insert(wd.end(), c.kernel.begin(), c.kernel.end());
+  return wd;
+}
+
+AttrList& TransposeAttrs(AttrList& attrs, const TransposeCase& c) {
+  attrs.Ints("kernel_shape", c.kernel).Int("group", c.group);
+  if (!c.strides.empty()) attrs.Ints("strides", c.strides);
+  if (!c.dilations.empty()) attrs.Ints("dilations", c.dilations);
+  if (!c.pads.empty()) attrs.Ints("pads", c.pads);
+  if (!c.output_padding.empty()) attrs.Ints("output_padding", c.output_padding);
+  return attrs;
+}
+
+void CheckConvTranspose(const TransposeCase& c) {
+  int64_t G = c.group, M = c.mg * G;
+  Buffer x = Random(c.x, 9), w = Random(TransposeWeightDims(c), 10, c.w_constant), b = Random({M}, 11);
+  std::vector<int64_t> yd;
+  Expected e = ConvTransposeLoop(c, x, w, b, &yd);
   AttrList attrs;
   attrs.Ints("kernel_shape", c.kernel).Int("group", G);
   if (!c.strides.empty()) attrs.Ints("strides", c.strides);
@@ -667,6 +699,33 @@ void CheckBf16Cases(bool native) {
     std::vector<TypedBuffer*> inputs = {&x, &w};
     if (c.c.bias) inputs.push_back(&b);
     CheckBf16Step("Conv", inputs, &y, ConvAttrs(attrs, c.c).Finish(), ConvLoop(c.c, x.wide, w.wide, b.wide), native);
+  }
+
+  // Mixed-precision training's convolution gradients: the filter gradient from BF16 X and dY
+  // into an FP32 (or BF16) dW, and the data gradient as a BF16 transposed convolution.
+  for (const auto& [c, out] : std::vector<std::pair<ConvCase, DataType>>{
+           {{{2, 16, 12, 12}, 24, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, ""}, kF},  // blocked layouts
+           {{{2, 3, 11, 9}, 4, {3, 3}, 1, {2, 2}, {}, {1, 0, 2, 1}, ""}, kF},   // stride 2, asymmetric pads
+           {{{2, 8, 10, 7}, 8, {3, 3}, 8, {2, 2}, {}, {1, 1, 1, 1}, ""}, kF},   // depthwise
+           {{{2, 32, 12, 12}, 16, {1, 1}, 1, {2, 2}, {}, {}, ""}, kB}}) {        // 1x1 stride 2, BF16 dW
+    ConvShape shape = ShapeOf(c);
+    TypedBuffer x = RandomTyped(kB, c.x, 12), dy = RandomTyped(kB, shape.y, 13), dw = RandomTyped(out, shape.w, 0);
+    AttrList attrs;
+    SCOPED_TRACE("BF16 ConvFilterGrad C " + std::to_string(c.x[1]) + " M " + std::to_string(c.m) + " group " + std::to_string(c.group) +
+                 ", dW " + TypeName(out));
+    CheckBf16Step("ConvFilterGrad", {&x, &dy}, &dw, ConvAttrs(attrs, c).Finish(), FilterGradLoop(c, x.wide, dy.wide), native);
+  }
+  for (const TransposeCase& c : std::vector<TransposeCase>{{{2, 16, 6, 6}, 8, {3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, {1, 1}, false},
+                                                           {{1, 6, 7, 5}, 1, {3, 3}, 6, {2, 2}, {}, {1, 1, 1, 1}, {1, 1}, true}}) {
+    TypedBuffer x = RandomTyped(kB, c.x, 9), w = RandomTyped(kB, TransposeWeightDims(c), 10), b = RandomTyped(kF, {c.mg * c.group}, 11);
+    std::vector<int64_t> yd;
+    Expected e = ConvTransposeLoop(c, x.wide, w.wide, b.wide, &yd);
+    TypedBuffer y = RandomTyped(kB, yd, 0);
+    AttrList attrs;
+    SCOPED_TRACE("BF16 ConvTranspose group " + std::to_string(c.group) + ", bias " + std::to_string(c.bias));
+    std::vector<TypedBuffer*> inputs = {&x, &w};
+    if (c.bias) inputs.push_back(&b);
+    CheckBf16Step("ConvTranspose", inputs, &y, TransposeAttrs(attrs, c).Finish(), e, native);
   }
 }
 

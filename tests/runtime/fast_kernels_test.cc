@@ -642,47 +642,54 @@ TEST(FastKernels, ReluGradMatchesReferenceBitwise) {
   }
 }
 
-// BatchNormalizationTraining and its gradient (f32): both sum in double, in different orders,
-// and compute Y with the same float formula, so Y, the mean and the variance are within 2 f32
-// ulps of the reference; dX (the reference's algebra rearranged, in double) and dscale, dB
-// within 2 ulps of the result plus 1e-6 of the largest term's ulp scale (|dY| <= 1, so 1e-9
-// absolute).
+// BatchNormalizationTraining and its gradient: both sum in double, in different orders, and
+// compute Y with the same float formula, so Y, the mean and the variance are within 2 f32 ulps
+// of the reference; dX (the reference's algebra rearranged, in double) and dscale, dB within 2
+// ulps of the result plus 1e-6 of the largest term's ulp scale (|dY| <= 1, so 1e-9 absolute).
+// 16-bit X, dY, Y and dX (mixed-precision training; scale, B and the statistics FP32): the
+// statistics as in f32 (16-bit values widen exactly), Y and dX within one storage ulp (both round
+// once, from float values within those bounds). Inner sizes below, at and past the fast kernel's
+// 256-element blocks.
 TEST(FastKernels, BatchNormTrainingAndGradMatchReference) {
-  const std::vector<int64_t> shapes[] = {{8, 5, 7, 9}, {4, 3, 1001}, {16, 6}, {2, 64, 28, 28}};
-  for (const auto& xd : shapes) {
-    int64_t C = xd[1];
-    Buffer x = Random(DataType::kF32, xd, 21, 3.0f), scale = Random(DataType::kF32, {C}, 22), bias = Random(DataType::kF32, {C}, 23);
-    for (int64_t i = 0; i < x.t.numel; ++i) x.Set(i, x.Get(i) + 1.5f);  // a mean away from 0
-    Buffer y_w(DataType::kF32, xd), y_g(DataType::kF32, xd), m_w(DataType::kF32, {C}), m_g(DataType::kF32, {C}),
-        v_w(DataType::kF32, {C}), v_g(DataType::kF32, {C});
-    AttrList ra, fa;
-    ra.Float("epsilon", 1e-5f);
-    fa.Float("epsilon", 1e-5f);
-    RunReference("BatchNormalizationTraining", {&x, &scale, &bias}, {&y_w, &m_w, &v_w}, ra);
-    RunFast("BatchNormalizationTraining", {&x, &scale, &bias}, {&y_g, &m_g, &v_g}, fa, 2);
-    std::string what = "BatchNormalizationTraining " + DimsText(xd);
-    auto close = [&](const Buffer& got, const Buffer& want, const std::string& name, double abs) {
-      for (int64_t i = 0; i < want.t.numel; ++i) {
-        double w = want.Get(i);
-        ASSERT_LE(std::fabs(got.Get(i) - w), 2 * StorageUlp(DataType::kF32, w) + abs) << what << " " << name << " element " << i;
-      }
-    };
-    close(y_g, y_w, "Y", 0);
-    close(m_g, m_w, "mean", 0);
-    close(v_g, v_w, "var", 0);
+  const std::vector<int64_t> shapes[] = {{8, 5, 7, 9}, {4, 3, 1001}, {16, 6}, {2, 64, 28, 28}, {2, 3, 256}};
+  for (DataType dt : kTypes)
+    for (const auto& xd : shapes) {
+      int64_t C = xd[1];
+      Buffer x = Random(dt, xd, 21, 3.0f), scale = Random(DataType::kF32, {C}, 22), bias = Random(DataType::kF32, {C}, 23);
+      for (int64_t i = 0; i < x.t.numel; ++i) x.Set(i, x.Get(i) + 1.5f);  // a mean away from 0
+      Buffer y_w(dt, xd), y_g(dt, xd), m_w(DataType::kF32, {C}), m_g(DataType::kF32, {C}), v_w(DataType::kF32, {C}), v_g(DataType::kF32, {C});
+      AttrList ra, fa;
+      ra.Float("epsilon", 1e-5f);
+      fa.Float("epsilon", 1e-5f);
+      RunReference("BatchNormalizationTraining", {&x, &scale, &bias}, {&y_w, &m_w, &v_w}, ra);
+      RunFast("BatchNormalizationTraining", {&x, &scale, &bias}, {&y_g, &m_g, &v_g}, fa, 2);
+      std::string what = std::string("BatchNormalizationTraining ") + TypeName(dt) + " " + DimsText(xd);
+      auto close = [&](const Buffer& got, const Buffer& want, const std::string& name, double abs) {
+        if (got.t.dtype != DataType::kF32) {
+          ExpectWithinStorageUlp(got, want, what + " " + name);
+          return;
+        }
+        for (int64_t i = 0; i < want.t.numel; ++i) {
+          double w = want.Get(i);
+          ASSERT_LE(std::fabs(got.Get(i) - w), 2 * StorageUlp(DataType::kF32, w) + abs) << what << " " << name << " element " << i;
+        }
+      };
+      close(y_g, y_w, "Y", 0);
+      close(m_g, m_w, "mean", 0);
+      close(v_g, v_w, "var", 0);
 
-    Buffer dy = Random(DataType::kF32, xd, 24);
-    Buffer dx_w(DataType::kF32, xd), dx_g(DataType::kF32, xd), ds_w(DataType::kF32, {C}), ds_g(DataType::kF32, {C}),
-        db_w(DataType::kF32, {C}), db_g(DataType::kF32, {C});
-    AttrList rg, fg;
-    rg.Float("epsilon", 1e-5f);
-    fg.Float("epsilon", 1e-5f);
-    RunReference("BatchNormalizationTrainingGrad", {&dy, &x, &scale, &m_w, &v_w}, {&dx_w, &ds_w, &db_w}, rg);
-    RunFast("BatchNormalizationTrainingGrad", {&dy, &x, &scale, &m_w, &v_w}, {&dx_g, &ds_g, &db_g}, fg, 2);
-    close(dx_g, dx_w, "dX", 1e-9);
-    close(ds_g, ds_w, "dscale", 1e-9);
-    close(db_g, db_w, "dB", 1e-9);
-  }
+      Buffer dy = Random(dt, xd, 24);
+      Buffer dx_w(dt, xd), dx_g(dt, xd), ds_w(DataType::kF32, {C}), ds_g(DataType::kF32, {C}), db_w(DataType::kF32, {C}),
+          db_g(DataType::kF32, {C});
+      AttrList rg, fg;
+      rg.Float("epsilon", 1e-5f);
+      fg.Float("epsilon", 1e-5f);
+      RunReference("BatchNormalizationTrainingGrad", {&dy, &x, &scale, &m_w, &v_w}, {&dx_w, &ds_w, &db_w}, rg);
+      RunFast("BatchNormalizationTrainingGrad", {&dy, &x, &scale, &m_w, &v_w}, {&dx_g, &ds_g, &db_g}, fg, 2);
+      close(dx_g, dx_w, "dX", 1e-9);
+      close(ds_g, ds_w, "dscale", 1e-9);
+      close(db_g, db_w, "dB", 1e-9);
+    }
 }
 
 TEST(FastKernels, DeclineWhatTheyDoNotSupport) {

@@ -1,7 +1,7 @@
 // oneDNN Conv, ConvTranspose and ConvFilterGrad (training plans' filter gradient) (1 to 3
 // spatial dims, groups incl. depthwise, strides, dilations, explicit or auto_pad padding,
-// optional bias; f32, and for Conv also BF16 X and W
-// with BF16/F32 B and Y on CPUs with native BF16, see dnnl_kernel.h). oneDNN picks the
+// optional bias; f32, and BF16 X and W with BF16/F32 B and Y on CPUs with native BF16, see
+// dnnl_kernel.h; ConvFilterGrad: BF16 X and dY, FP32 or BF16 dW). oneDNN picks the
 // activation and weight layouts (format_tag::any, usually channel-blocked): X is reordered into
 // a temporary in the step's scratch and the result reordered back into Y when oneDNN's choice
 // differs from plain NC..., and constant weights are reordered once at load. Padding follows
@@ -126,7 +126,8 @@ Status TransposeGeometry(const KernelArgs& args, const dnnl::memory::dims& in, c
 }
 
 // Checks the types and shapes shared by the kernels and returns the spatial dims of X and W.
-// Only the convolution takes BF16 (`allow_bf16`); the others take f32 steps only. `xd`, `wd`
+// `allow_bf16`: BF16 operands too (oneDNN's convolution and transposed convolution); the plain
+// layout variants take f32 steps only. `xd`, `wd`
 // and `yd` are X, W and Y's dims in ONNX's order (N, C, spatial...; M, C/group, k...): the
 // tensors' own, or the logical dims of a channels-last step.
 Status CheckOperands(const KernelArgs& args, bool allow_bf16, const dnnl::memory::dims& xd, const dnnl::memory::dims& wd,
@@ -253,7 +254,7 @@ class DnnlConvTransposeKernel : public DnnlConvBase<dnnl::deconvolution_forward:
  protected:
   Status Setup(const KernelArgs& args) override {
     dims in, kernel;
-    PRECIS_RETURN_IF_ERROR(CheckOperands(args, false, &in, &kernel));
+    PRECIS_RETURN_IF_ERROR(CheckOperands(args, true, &in, &kernel));
     const Tensor &x = *args.in(0), &w = *args.in(1), &y = *args.out(0);
     int64_t group = args.attrs.Int("group", 1), N = x.dims[0], C = x.dims[1], Mg = w.dims[1], M = Mg * group;
     if (group <= 0 || w.dims[0] != C || C % group != 0) return Unimplemented("channels do not match group");
@@ -269,10 +270,11 @@ class DnnlConvTransposeKernel : public DnnlConvBase<dnnl::deconvolution_forward:
     for (size_t i = kernel.size(); i-- > 1;) k_strides[i - 1] = k_strides[i] * kernel[i];
     dims w_dims = group == 1 ? Concat({M, C}, kernel) : Concat({group, Mg, Cg}, kernel);
     dims w_strides = group == 1 ? Concat({K, Mg * K}, k_strides) : Concat({Cg * Mg * K, K, Mg * K}, k_strides);
-    md bias = args.in(2) ? Plain({M}) : md();
-    dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, Any(x.dims),
-                                           Any(w_dims), bias, Any(y.dims), g.strides, g.dilations, g.pad_l, g.pad_r);
-    return Finish(args, dnnl::deconvolution_forward::primitive_desc(desc, Attr(), Engine()), Strided(w_dims, w_strides));
+    md bias = args.in(2) ? Plain({M}, DnnlType(*args.in(2))) : md();
+    dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+                                           Any(x.dims, DnnlType(x)), Any(w_dims, DnnlType(w)), bias, Any(y.dims, DnnlType(y)), g.strides,
+                                           g.dilations, g.pad_l, g.pad_r);
+    return Finish(args, dnnl::deconvolution_forward::primitive_desc(desc, Attr(), Engine()), Strided(w_dims, w_strides, DnnlType(w)));
   }
 };
 
@@ -315,15 +317,18 @@ class DnnlPointwiseConvKernel : public DnnlKernel {
   }
 };
 
-// ConvFilterGrad(X, dY) -> dW through oneDNN's backward-weights convolution (f32): X and dY are
+// ConvFilterGrad(X, dY) -> dW through oneDNN's backward-weights convolution (f32; BF16 X and dY
+// with an FP32 or BF16 dW on CPUs with native BF16, FP32 accumulation): X and dY are
 // reordered into the layouts oneDNN chose and dW reordered back to ONNX's [M, C/group, k...].
 class DnnlConvFilterGradKernel : public DnnlKernel {
  protected:
   Status Setup(const KernelArgs& args) override {
     const Tensor *x = args.in(0), *dy = args.in(1), *dw = args.out(0);
     if (!x || !dy || !dw) return Unimplemented("needs X, dY and dW");
-    for (const Tensor* t : {x, dy, dw})
-      if (t->dtype != DataType::kF32) return Unimplemented("oneDNN filter gradient: f32 only");
+    // f32, or BF16 X and dY with an f32 or BF16 dW (mixed-precision training: weight gradients
+    // in FP32), on CPUs with native BF16 (CheckDnnlTypes).
+    PRECIS_RETURN_IF_ERROR(CheckDnnlTypes("oneDNN filter gradient", {x, dy}, {dw}));
+    const dt in_t = DnnlType(*x), w_t = DnnlType(*dw);
     if (x->rank() < 3 || x->rank() > 5 || dy->rank() != x->rank() || dw->rank() != x->rank())
       return Unimplemented("oneDNN filter gradient: 1 to 3 spatial dims");
     if (x->numel == 0 || dy->numel == 0 || dw->numel == 0) return Unimplemented("empty tensor");
@@ -336,16 +341,16 @@ class DnnlConvFilterGradKernel : public DnnlKernel {
     PRECIS_RETURN_IF_ERROR(ConvGeometry(args, in, kernel, &g));
     if (dy->dims != Concat({N, M}, g.out)) return Unimplemented("dY's shape differs from the convolution's output");
     dims w_dims = group == 1 ? dw->dims : Concat({group, M / group, C / group}, kernel);
-    dnnl::convolution_forward::desc forward(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, Any(x->dims),
-                                            Any(w_dims), md(), Any(dy->dims), g.strides, g.dilations, g.pad_l, g.pad_r);
+    dnnl::convolution_forward::desc forward(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, Any(x->dims, in_t),
+                                            Any(w_dims, in_t), md(), Any(dy->dims, in_t), g.strides, g.dilations, g.pad_l, g.pad_r);
     dnnl::convolution_forward::primitive_desc hint(forward, Engine());
-    dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, Any(x->dims), Any(w_dims), Any(dy->dims),
-                                                  g.strides, g.dilations, g.pad_l, g.pad_r);
+    dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, Any(x->dims, in_t), Any(w_dims, w_t),
+                                                  Any(dy->dims, in_t), g.strides, g.dilations, g.pad_l, g.pad_r);
     dnnl::convolution_backward_weights::primitive_desc pd(desc, Attr(), Engine(), hint);
     if (IsReferenceImpl(pd)) return Unimplemented("oneDNN has only its reference filter gradient for this step");
-    dnnl::memory src = Arranged(Input(0, Plain(x->dims)), pd.src_desc());
-    dnnl::memory diff_dst = Arranged(Input(1, Plain(dy->dims)), pd.diff_dst_desc());
-    md w_plain = Plain(w_dims);
+    dnnl::memory src = Arranged(Input(0, Plain(x->dims, in_t)), pd.src_desc());
+    dnnl::memory diff_dst = Arranged(Input(1, Plain(dy->dims, in_t)), pd.diff_dst_desc());
+    md w_plain = Plain(w_dims, w_t);
     dnnl::memory dst = Output(0, w_plain);
     bool reorder_dst = pd.diff_weights_desc() != w_plain;
     dnnl::memory computed = reorder_dst ? Temporary(pd.diff_weights_desc()) : dst;

@@ -212,7 +212,9 @@ class FastMaxPoolGradKernel : public Kernel {
     return Status::Ok();
   }
 
-  size_t ScratchBytes() const override { return plane_bytes_ * size_t(threads_); }
+  // 16-bit steps: per thread, the plane's sums and its X widened (vector conversions, then the
+  // window scan over floats: the same maxima, as widening is exact).
+  size_t ScratchBytes() const override { return 2 * plane_bytes_ * size_t(threads_); }
 
   Status Run(const KernelArgs& args, CpuContext& ctx) override {
     const int64_t in_size = windows_.window().InSize(), out_size = windows_.window().OutSize();
@@ -223,18 +225,27 @@ class FastMaxPoolGradKernel : public Kernel {
       T* pdx = args.out(0)->As<T>();
       ParallelFor(windows_.planes(), out_size * windows_.window().KernelSize(), std::min(ctx.threads, threads_),
                   [&](int64_t begin, int64_t end) {
-                    float* sums = nullptr;
-                    if constexpr (!std::is_same_v<T, float>)
-                      sums = reinterpret_cast<float*>(ctx.scratch + plane_bytes_ * size_t(omp_get_thread_num()));
+                    float *sums = nullptr, *xw = nullptr;
+                    if constexpr (!std::is_same_v<T, float>) {
+                      sums = reinterpret_cast<float*>(ctx.scratch + 2 * plane_bytes_ * size_t(omp_get_thread_num()));
+                      xw = sums + in_size;
+                    }
                     for (int64_t p = begin; p < end; ++p) {
-                      if constexpr (std::is_same_v<T, float>) sums = pdx + p * in_size;
-                      std::fill(sums, sums + in_size, 0.0f);
                       const T* gp = pg + p * out_size;
-                      windows_.Scan(px + p * in_size, [&](int64_t o, float, int64_t at) {
-                        if (at >= 0) sums[at] += Load(gp[o]);
-                      });
-                      if constexpr (!std::is_same_v<T, float>)
-                        for (int64_t i = 0; i < in_size; ++i) pdx[p * in_size + i] = Store<T>(sums[i]);
+                      if constexpr (std::is_same_v<T, float>) {
+                        sums = pdx + p * in_size;
+                        std::fill(sums, sums + in_size, 0.0f);
+                        windows_.Scan(px + p * in_size, [&](int64_t o, float, int64_t at) {
+                          if (at >= 0) sums[at] += gp[o];
+                        });
+                      } else {
+                        std::fill(sums, sums + in_size, 0.0f);
+                        WidenArray(px + p * in_size, xw, in_size);
+                        windows_.Scan(static_cast<const float*>(xw), [&](int64_t o, float, int64_t at) {
+                          if (at >= 0) sums[at] += Load(gp[o]);
+                        });
+                        NarrowArray(sums, pdx + p * in_size, in_size);
+                      }
                     }
                   });
     });
@@ -283,14 +294,18 @@ class FastReluGradKernel : public Kernel {
   }
 };
 
-// [N, C, inner...] f32 tensors walked per channel: channel c of sample n is one row of `inner`.
+// [N, C, inner...] tensors walked per channel: channel c of sample n is one row of `inner`.
+// X, Y, dY and dX are f32, f16 or bf16 (one dtype); 16-bit rows are widened in blocks of kBlock
+// into the thread's stack (exact) and results rounded once when stored. Scale, B and the batch
+// statistics are f32.
 struct Channels {
   int64_t N = 0, C = 0, inner = 1;
   int64_t count() const { return N * inner; }
 };
 
 Status ReadChannels(const Tensor& x, Channels* l) {
-  if (x.dtype != DataType::kF32 || x.rank() < 2) return Unimplemented("BatchNormalizationTraining: f32 [N, C, ...] only");
+  if ((x.dtype != DataType::kF32 && x.dtype != DataType::kF16 && x.dtype != DataType::kBF16) || x.rank() < 2)
+    return Unimplemented("BatchNormalizationTraining: f32, f16 or bf16 [N, C, ...] only");
   *l = {x.dims[0], x.dims[1], 1};
   for (size_t d = 2; d < x.dims.size(); ++d) l->inner *= x.dims[d];
   if (l->count() < 1) return Unimplemented("empty batch");
@@ -298,6 +313,44 @@ Status ReadChannels(const Tensor& x, Channels* l) {
 }
 
 bool F32Vector(const Tensor* t, int64_t c) { return t && t->dtype == DataType::kF32 && t->numel == c; }
+
+// fn(x, offset, m) over row x[0, n) as floats: the row itself, or widened blocks of kBlock.
+template <typename T, typename Fn>
+void FloatBlocks(const T* x, int64_t n, Fn&& fn) {
+  if constexpr (std::is_same_v<T, float>) {
+    fn(x, int64_t(0), n);
+  } else {
+    float buf[kBlock];
+    for (int64_t b = 0; b < n; b += kBlock) {
+      int64_t m = std::min(kBlock, n - b);
+      WidenArray(x + b, buf, m);
+      fn(static_cast<const float*>(buf), b, m);
+    }
+  }
+}
+
+// The same over two rows read together (dY and X).
+template <typename T, typename Fn>
+void FloatBlocks2(const T* g, const T* x, int64_t n, Fn&& fn) {
+  if constexpr (std::is_same_v<T, float>) {
+    fn(g, x, int64_t(0), n);
+  } else {
+    float gb[kBlock], xb[kBlock];
+    for (int64_t b = 0; b < n; b += kBlock) {
+      int64_t m = std::min(kBlock, n - b);
+      WidenArray(g + b, gb, m);
+      WidenArray(x + b, xb, m);
+      fn(static_cast<const float*>(gb), static_cast<const float*>(xb), b, m);
+    }
+  }
+}
+
+// y[offset, offset + m) = v[0, m), rounded once for a 16-bit T.
+template <typename T>
+void StoreBlock(const float* v, T* y, int64_t offset, int64_t m) {
+  if constexpr (std::is_same_v<T, float>) std::copy(v, v + m, y + offset);
+  else NarrowArray(v, y + offset, m);
+}
 
 class FastBatchNormTrainingKernel : public Kernel {
  public:
@@ -314,10 +367,17 @@ class FastBatchNormTrainingKernel : public Kernel {
   }
 
   Status Run(const KernelArgs& args, CpuContext& ctx) override {
-    const float* px = args.in(0)->As<float>();
+    DispatchFast(args.in(0)->dtype, [&](auto tag) { RunTyped<decltype(tag)>(args, ctx); });
+    return Status::Ok();
+  }
+
+ private:
+  template <typename T>
+  void RunTyped(const KernelArgs& args, CpuContext& ctx) {
+    const T* px = args.in(0)->As<T>();
     const float* scale = args.in(1)->As<float>();
     const float* bias = args.in(2)->As<float>();
-    float* py = args.out(0)->As<float>();
+    T* py = args.out(0)->As<T>();
     float* mean_out = args.out(1) ? args.out(1)->As<float>() : nullptr;
     float* var_out = args.out(2) ? args.out(2)->As<float>() : nullptr;
     const int64_t C = l_.C, inner = l_.inner;
@@ -325,25 +385,33 @@ class FastBatchNormTrainingKernel : public Kernel {
     ParallelFor(C, l_.count() * 4, ctx.threads, [&](int64_t begin, int64_t end) {
       for (int64_t c = begin; c < end; ++c) {
         double sum = 0, sq = 0;
-        for (int64_t b = 0; b < l_.N; ++b) sum += SumDouble(px + (b * C + c) * inner, inner);
+        for (int64_t b = 0; b < l_.N; ++b)
+          FloatBlocks(px + (b * C + c) * inner, inner, [&](const float* x, int64_t, int64_t m) { sum += SumDouble(x, m); });
         double mean = sum / n;
-        for (int64_t b = 0; b < l_.N; ++b) sq += SquaredDeviations(px + (b * C + c) * inner, inner, mean);
+        for (int64_t b = 0; b < l_.N; ++b)
+          FloatBlocks(px + (b * C + c) * inner, inner, [&](const float* x, int64_t, int64_t m) { sq += SquaredDeviations(x, m, mean); });
         double var = sq / n;
         double a = double(scale[c]) / std::sqrt(var + double(eps_));
         float af = float(a), shift = float(double(bias[c]) - mean * a);
         for (int64_t b = 0; b < l_.N; ++b) {
-          const float* xr = px + (b * C + c) * inner;
-          float* yr = py + (b * C + c) * inner;
-          for (int64_t i = 0; i < inner; ++i) yr[i] = xr[i] * af + shift;
+          T* yr = py + (b * C + c) * inner;
+          if constexpr (std::is_same_v<T, float>) {
+            const float* xr = px + (b * C + c) * inner;
+            for (int64_t i = 0; i < inner; ++i) yr[i] = xr[i] * af + shift;
+          } else {
+            FloatBlocks(px + (b * C + c) * inner, inner, [&](const float* x, int64_t offset, int64_t m) {
+              float out[kBlock];
+              for (int64_t i = 0; i < m; ++i) out[i] = x[i] * af + shift;
+              StoreBlock(out, yr, offset, m);
+            });
+          }
         }
         if (mean_out) mean_out[c] = float(mean);
         if (var_out) var_out[c] = float(var);
       }
     });
-    return Status::Ok();
   }
 
- private:
   Channels l_;
   float eps_ = 1e-5f;
 };
@@ -367,12 +435,19 @@ class FastBatchNormTrainingGradKernel : public Kernel {
   }
 
   Status Run(const KernelArgs& args, CpuContext& ctx) override {
-    const float* pg = args.in(0)->As<float>();
-    const float* px = args.in(1)->As<float>();
+    DispatchFast(args.in(1)->dtype, [&](auto tag) { RunTyped<decltype(tag)>(args, ctx); });
+    return Status::Ok();
+  }
+
+ private:
+  template <typename T>
+  void RunTyped(const KernelArgs& args, CpuContext& ctx) {
+    const T* pg = args.in(0)->As<T>();
+    const T* px = args.in(1)->As<T>();
     const float* scale = args.in(2)->As<float>();
     const float* means = args.in(3)->As<float>();
     const float* vars = args.in(4)->As<float>();
-    float* pdx = args.out(0) ? args.out(0)->As<float>() : nullptr;
+    T* pdx = args.out(0) ? args.out(0)->As<T>() : nullptr;
     float* dscale_out = args.out(1) ? args.out(1)->As<float>() : nullptr;
     float* db_out = args.out(2) ? args.out(2)->As<float>() : nullptr;
     const int64_t C = l_.C, inner = l_.inner;
@@ -381,10 +456,11 @@ class FastBatchNormTrainingGradKernel : public Kernel {
       for (int64_t c = begin; c < end; ++c) {
         double mean = double(means[c]), r = 1.0 / std::sqrt(double(vars[c]) + double(eps_));
         double db = 0, dot = 0;
-        for (int64_t b = 0; b < l_.N; ++b) {
-          db += SumDouble(pg + (b * C + c) * inner, inner);
-          dot += CenteredDot(pg + (b * C + c) * inner, px + (b * C + c) * inner, inner, mean);
-        }
+        for (int64_t b = 0; b < l_.N; ++b)
+          FloatBlocks2(pg + (b * C + c) * inner, px + (b * C + c) * inner, inner, [&](const float* g, const float* x, int64_t, int64_t k) {
+            db += SumDouble(g, k);
+            dot += CenteredDot(g, x, k, mean);
+          });
         double dscale = dot * r;
         if (dscale_out) dscale_out[c] = float(dscale);
         if (db_out) db_out[c] = float(db);
@@ -392,17 +468,24 @@ class FastBatchNormTrainingGradKernel : public Kernel {
         double k = double(scale[c]) * r / m;
         double a = k * m, bx = -k * r * dscale, c0 = -k * db + k * r * dscale * mean;
         for (int64_t b = 0; b < l_.N; ++b) {
-          const float* gr = pg + (b * C + c) * inner;
-          const float* xr = px + (b * C + c) * inner;
-          float* dr = pdx + (b * C + c) * inner;
-          for (int64_t i = 0; i < inner; ++i) dr[i] = float(a * double(gr[i]) + bx * double(xr[i]) + c0);
+          T* dr = pdx + (b * C + c) * inner;
+          if constexpr (std::is_same_v<T, float>) {
+            const float* gr = pg + (b * C + c) * inner;
+            const float* xr = px + (b * C + c) * inner;
+            for (int64_t i = 0; i < inner; ++i) dr[i] = float(a * double(gr[i]) + bx * double(xr[i]) + c0);
+          } else {
+            FloatBlocks2(pg + (b * C + c) * inner, px + (b * C + c) * inner, inner,
+                         [&](const float* g, const float* x, int64_t offset, int64_t n) {
+                           float out[kBlock];
+                           for (int64_t i = 0; i < n; ++i) out[i] = float(a * double(g[i]) + bx * double(x[i]) + c0);
+                           StoreBlock(out, dr, offset, n);
+                         });
+          }
         }
       }
     });
-    return Status::Ok();
   }
 
- private:
   Channels l_;
   float eps_ = 1e-5f;
 };
