@@ -287,10 +287,30 @@ V ErfGrad(G& c) {
 }
 // dx = g * sign(x)
 V AbsGrad(G& c) { return {c.Op("Mul", {c.grad(0), c.Op("Sign", {c.in(0)})})}; }
-// y = A@B (rank >= 2): dA = g@B^T, dB = A^T@g (batch dims unbroadcast)
+// y = A@B (rank >= 2): dA = g@B^T, dB = A^T@g (batch dims unbroadcast). A weight B [K, N] under
+// a batched A [..., M, K] (a Linear layer over a sequence) gets dB as one product over all P =
+// batch x M rows, A' = A as [P, K] and g' = g as [P, N]: dB = A'^T g' (Gemm with transA; before
+// opset 11, where Gemm needs C, a Transpose and a MatMul). One FP32 accumulation over P, written
+// FP32 for FP32 weight gradients, rather than a product per batch item rounded to its 16-bit dtype
+// in mixed-precision plans and summed afterwards.
 V MatMulGrad(G& c) {
-  return {c.wants(0) ? c.Unbroadcast(c.Op("MatMul", {c.grad(0), SwapLast(c, c.in(1))}), c.in(0)) : nullptr,
-          c.wants(1) ? c.Unbroadcast(c.Op("MatMul", {SwapLast(c, c.in(0)), c.grad(0)}), c.in(1)) : nullptr};
+  // dA first: its product is then not the last reader of g, the reshape of g below is (which the
+  // memory planner can then run in place).
+  ir::Value* da = c.wants(0) ? c.Unbroadcast(c.Op("MatMul", {c.grad(0), SwapLast(c, c.in(1))}), c.in(0)) : nullptr;
+  ir::Value* db = nullptr;
+  if (c.wants(1)) {
+    std::vector<int64_t> ad = c.Dims(c.in(0)), bd = c.Dims(c.in(1));
+    if (bd.size() == 2 && ad.size() >= 3) {
+      int64_t K = ad.back(), N = bd[1], P = 1;
+      for (size_t i = 0; i + 1 < ad.size(); ++i) P *= ad[i];
+      ir::Value* a = c.Op("Reshape", {c.in(0), c.Int64s({P, K})});
+      ir::Value* g = c.Op("Reshape", {c.grad(0), c.Int64s({P, N})});
+      db = c.opset() >= 11 ? c.Op("Gemm", {a, g}, {GradAttr::Int("transA", 1)}) : c.Op("MatMul", {SwapLast(c, a), g});
+    } else {
+      db = c.Unbroadcast(c.Op("MatMul", {SwapLast(c, c.in(0)), c.grad(0)}), c.in(1));
+    }
+  }
+  return {da, db};
 }
 // y = alpha*A'B' + beta*C with A' = transA ? A^T : A: each gradient is a Gemm of g and the other
 // operand, with the transposes that make its shape that of the input.
