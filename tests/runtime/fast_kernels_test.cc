@@ -495,7 +495,7 @@ TEST(FastKernels, TransposeMatchesReferenceBitwise) {
 
 // ---------------------------------------------------------------- sums over axes
 
-// ReduceSum/ReduceMean over one block of axes: columns (leading or middle axes) accumulate in
+// ReduceSum/ReduceMean over one block of axes (16-bit X also into an f32 Y): columns (leading or middle axes) accumulate in
 // double in the reference's order, so they are bitwise equal to it; rows (trailing axes) sum in 8
 // interleaved double lanes, within one ulp of the stored type.
 TEST(FastKernels, ReduceSumAndMeanMatchReference) {
@@ -525,6 +525,26 @@ TEST(FastKernels, ReduceSumAndMeanMatchReference) {
         }
         for (int64_t i = 0; i < want.t.numel; ++i)
           ASSERT_LE(std::fabs(got.Get(i) - want.Get(i)), StorageUlp(dt, want.Get(i))) << what << " element " << i;
+      }
+  // 16-bit X summed into an f32 Y (training plans' bias gradients): the reference on X widened to
+  // f32 (exact), with the same bounds.
+  for (const char* op : {"ReduceSum", "ReduceMean"})
+    for (DataType dt : {DataType::kF16, DataType::kBF16})
+      for (const Case& c : cases) {
+        Buffer x = Random(dt, c.x, 52, 3.0f), wide(DataType::kF32, c.x), want(DataType::kF32, c.y), got(DataType::kF32, c.y);
+        for (int64_t i = 0; i < x.t.numel; ++i) wide.Set(i, x.Get(i));
+        AttrList ra, fa;
+        ra.Ints("axes", c.axes).Int("keepdims", 0);
+        fa.Ints("axes", c.axes).Int("keepdims", 0);
+        RunReference(op, {&wide}, {&want}, ra);
+        RunFast(op, {&x}, {&got}, fa, 2);
+        std::string what = std::string(op) + " " + TypeName(dt) + " into f32 " + DimsText(c.x);
+        if (!c.rows) {
+          ExpectBitwise(got, want, what);
+          continue;
+        }
+        for (int64_t i = 0; i < want.t.numel; ++i)
+          ASSERT_LE(std::fabs(got.Get(i) - want.Get(i)), StorageUlp(DataType::kF32, want.Get(i))) << what << " element " << i;
       }
 }
 

@@ -25,7 +25,9 @@ class FastReduceSumKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext& ctx) override {
     const Tensor *x = args.in(0), *y = args.out(0);
-    if (!x || !y || x->dtype != y->dtype || !DispatchFast(x->dtype, [](auto) {})) return Unimplemented("fast ReduceSum: f32, f16 and bf16 only");
+    // One dtype, or 16-bit X summed into an f32 Y (training plans' gradient sums).
+    if (!x || !y || !DispatchFast(x->dtype, [](auto) {}) || (x->dtype != y->dtype && y->dtype != DataType::kF32))
+      return Unimplemented("fast ReduceSum: f32, f16 and bf16, into the same dtype or f32");
     const int64_t rank = x->rank();
     std::vector<int64_t> axes;
     bool noop = args.attrs.Int("noop_with_empty_axes", 0) != 0;
@@ -67,8 +69,19 @@ class FastReduceSumKernel : public Kernel {
   Status Run(const KernelArgs& args, CpuContext& ctx) override {
     DispatchFast(args.in(0)->dtype, [&](auto tag) {
       using T = decltype(tag);
+      if (args.out(0)->dtype == args.in(0)->dtype) RunTyped<T, T>(args, ctx);
+      else RunTyped<T, float>(args, ctx);
+    });
+    return Status::Ok();
+  }
+
+ private:
+  // X of T, Y of U (T, or f32 for 16-bit X): each sum rounded once, from double, to U.
+  template <typename T, typename U>
+  void RunTyped(const KernelArgs& args, CpuContext& ctx) {
+    {
       const T* px = args.in(0)->As<T>();
-      T* py = args.out(0)->As<T>();
+      U* py = args.out(0)->As<U>();
       auto scratch = [&] { return ctx.scratch + size_t(omp_get_thread_num()) * (kColumns * sizeof(double) + kBlock * sizeof(float)); };
       if (inner_ == 1) {
         // Row sums: 8 interleaved double lanes along each row.
@@ -86,7 +99,7 @@ class FastReduceSumKernel : public Kernel {
                 sum += SumDouble(buf, m);
               }
             }
-            py[o] = Store<T>(kMean ? sum / double(red_) : sum);
+            py[o] = Store<U>(kMean ? sum / double(red_) : sum);
           }
         });
         return;
@@ -112,19 +125,17 @@ class FastReduceSumKernel : public Kernel {
               }
             }
           }
-          T* dst = py + o * inner_ + i0;
+          U* dst = py + o * inner_ + i0;
           if (kMean) {
-            for (int64_t k = 0; k < m; ++k) dst[k] = Store<T>(acc[k] / double(red_));
+            for (int64_t k = 0; k < m; ++k) dst[k] = Store<U>(acc[k] / double(red_));
           } else {
-            for (int64_t k = 0; k < m; ++k) dst[k] = Store<T>(acc[k]);
+            for (int64_t k = 0; k < m; ++k) dst[k] = Store<U>(acc[k]);
           }
         }
       });
-    });
-    return Status::Ok();
+    }
   }
 
- private:
   static constexpr int64_t kColumns = 512;  // inner elements accumulated side by side per task
   int64_t outer_ = 1, red_ = 1, inner_ = 1;
   int threads_ = 1;
