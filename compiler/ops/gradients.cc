@@ -190,13 +190,45 @@ using G = GradContext;
 using V = std::vector<ir::Value*>;
 using namespace grad;
 
+// Transpose(v, perm), without materializing what cancels: a v that is itself Transpose(x, p)
+// with p then perm the identity is x (a weight the forward pass transposed, K^T in attention);
+// a 2-D v that a Gemm without C just produced (no reader yet: a gradient being built) is the
+// Gemm with its operands swapped, (op(A) op(B))^T = op(B)^T op(A)^T.
+ir::Value* TransposeOf(G& c, ir::Value* v, const std::vector<int64_t>& perm) {
+  if (v->kind() == ir::Value::Kind::kNodeOutput && v->producer()) {
+    const ir::Node* t = v->producer();
+    if (t->op_type() == "Transpose" && t->inputs().size() == 1 && t->inputs()[0]) {
+      std::vector<int64_t> p;
+      if (const ir::Attribute* a = t->FindAttribute("perm"); a && a->kind == ir::Attribute::Kind::kInts) p = a->ints;
+      if (p.empty())
+        for (size_t i = 0; i < perm.size(); ++i) p.push_back(int64_t(perm.size() - 1 - i));
+      bool identity = p.size() == perm.size();
+      for (size_t i = 0; identity && i < perm.size(); ++i) identity = p[size_t(perm[i])] == int64_t(i);
+      if (identity) return t->inputs()[0];
+    }
+    auto attr_int = [&](const char* name, int64_t fallback) {
+      const ir::Attribute* a = t->FindAttribute(name);
+      return a && a->kind == ir::Attribute::Kind::kInt ? a->i : fallback;
+    };
+    auto attr_float = [&](const char* name) {
+      const ir::Attribute* a = t->FindAttribute(name);
+      return a && a->kind == ir::Attribute::Kind::kFloat ? a->f : 1.0f;
+    };
+    if (t->op_type() == "Gemm" && perm == std::vector<int64_t>{1, 0} && v->uses().empty() && t->outputs().size() == 1 &&
+        (t->inputs().size() == 2 || (t->inputs().size() == 3 && !t->inputs()[2])) && attr_float("alpha") == 1.0f && attr_float("beta") == 1.0f)
+      return c.Op("Gemm", {t->inputs()[1], t->inputs()[0]},
+                  {GradAttr::Int("transA", attr_int("transB", 0) ? 0 : 1), GradAttr::Int("transB", attr_int("transA", 0) ? 0 : 1)});
+  }
+  return c.Op("Transpose", {v}, {GradAttr::Ints("perm", perm)});
+}
+
 // The last two axes swapped (matrix transpose of a batch).
 ir::Value* SwapLast(G& c, ir::Value* v) {
   size_t r = c.Dims(v).size();
   std::vector<int64_t> perm(r);
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[r - 1], perm[r - 2]);
-  return c.Op("Transpose", {v}, {GradAttr::Ints("perm", perm)});
+  return TransposeOf(c, v, perm);
 }
 
 // Reduction axes of a ReduceSum/ReduceMean node, normalized and sorted (all axes when empty).
@@ -331,7 +363,7 @@ V GemmGrad(G& c) {
   }
   return {da, db, dc};
 }
-// Transpose(perm): dx = Transpose(g, inverse perm)
+// Transpose(perm): dx = Transpose(g, inverse perm) (TransposeOf: without what cancels)
 V TransposeGrad(G& c) {
   size_t r = c.Dims(c.in(0)).size();
   std::vector<int64_t> perm = c.Ints("perm");
@@ -339,7 +371,7 @@ V TransposeGrad(G& c) {
     for (size_t i = 0; i < r; ++i) perm.push_back(int64_t(r - 1 - i));
   std::vector<int64_t> inverse(r);
   for (size_t i = 0; i < r; ++i) inverse[size_t(perm[i])] = int64_t(i);
-  return {c.Op("Transpose", {c.grad(0)}, {GradAttr::Ints("perm", inverse)})};
+  return {TransposeOf(c, c.grad(0), inverse)};
 }
 // Reshape, Flatten, Squeeze, Unsqueeze: dx = g reshaped to x's shape
 V ReshapeGrad(G& c) { return {c.Op("Reshape", {c.grad(0), c.Int64s(c.Dims(c.in(0)))})}; }
