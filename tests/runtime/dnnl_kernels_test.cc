@@ -515,11 +515,7 @@ void CheckConvTranspose(const TransposeCase& c) {
   std::vector<int64_t> yd;
   Expected e = ConvTransposeLoop(c, x, w, b, &yd);
   AttrList attrs;
-  attrs.Ints("kernel_shape", c.kernel).Int("group", G);
-  if (!c.strides.empty()) attrs.Ints("strides", c.strides);
-  if (!c.dilations.empty()) attrs.Ints("dilations", c.dilations);
-  if (!c.pads.empty()) attrs.Ints("pads", c.pads);
-  if (!c.output_padding.empty()) attrs.Ints("output_padding", c.output_padding);
+  TransposeAttrs(attrs, c);
   std::vector<Buffer*> inputs = {&x, &w};
   if (c.bias) inputs.push_back(&b);
   SCOPED_TRACE("ConvTranspose x rank " + std::to_string(c.x.size()) + " group " + std::to_string(G) + " w_constant " +
