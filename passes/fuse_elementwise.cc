@@ -598,14 +598,16 @@ std::vector<FusedGroup> FuseElementwise(ir::Graph& graph, const std::set<std::st
       groups[from].extra_outputs.clear();
       return true;
     };
-    for (ir::Value* v : *data) try_merge(v);
-    // Values read by several members: merge again while the group grows.
-    for (bool grew = !groups[g].row; grew;) {
+    // n's inputs first (the group is n alone); then, for elementwise groups, every member's
+    // inputs again while the group grows (a value read by several members joins once all of
+    // them are in). Row groups grow along n's own inputs only.
+    for (bool grew = true; grew;) {
       grew = false;
       const std::vector<ir::Node*> members = groups[g].nodes;
       for (ir::Node* m : members)
         for (ir::Value* v : data_inputs[m])
-          if (!groups[g].row && try_merge(v)) grew = true;
+          if (try_merge(v)) grew = true;
+      if (groups[g].row) break;
     }
   }
 

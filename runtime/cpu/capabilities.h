@@ -30,7 +30,7 @@ struct Fp32Kernel {
 
 inline constexpr auto kFp32ComputeKernels = std::to_array<Fp32Kernel>({
     {"Conv", "oneDNN's convolution computes from FP32 operands (BF16 natively only with AVX512_BF16/AMX)"},
-    {"ConvTranspose", "oneDNN's transposed convolution takes FP32 operands"},
+    {"ConvTranspose", "oneDNN's transposed convolution computes from FP32 operands (BF16 natively only with AVX512_BF16/AMX)"},
     {"Gemm", "oneDNN's matmul computes from FP32 operands (BF16 natively only with AVX512_BF16/AMX)"},
     {"MatMul", "oneDNN's matmul computes from FP32 operands (BF16 natively only with AVX512_BF16/AMX)"},
 });

@@ -79,26 +79,15 @@ class FastReduceSumKernel : public Kernel {
   // X of T, Y of U (T, or f32 for 16-bit X): each sum rounded once, from double, to U.
   template <typename T, typename U>
   void RunTyped(const KernelArgs& args, CpuContext& ctx) {
-    {
-      const T* px = args.in(0)->As<T>();
+    const T* px = args.in(0)->As<T>();
       U* py = args.out(0)->As<U>();
       auto scratch = [&] { return ctx.scratch + size_t(omp_get_thread_num()) * (kColumns * sizeof(double) + kBlock * sizeof(float)); };
       if (inner_ == 1) {
         // Row sums: 8 interleaved double lanes along each row.
         ParallelFor(outer_, red_, std::min(ctx.threads, threads_), [&](int64_t begin, int64_t end) {
-          float* buf = reinterpret_cast<float*>(scratch() + kColumns * sizeof(double));
           for (int64_t o = begin; o < end; ++o) {
-            const T* row = px + o * red_;
             double sum = 0;
-            if constexpr (std::is_same_v<T, float>) {
-              sum = SumDouble(row, red_);
-            } else {
-              for (int64_t b = 0; b < red_; b += kBlock) {
-                int64_t m = std::min(kBlock, red_ - b);
-                WidenArray(row + b, buf, m);
-                sum += SumDouble(buf, m);
-              }
-            }
+            FloatBlocks(px + o * red_, red_, [&](const float* x, int64_t, int64_t m) { sum += SumDouble(x, m); });
             py[o] = Store<U>(kMean ? sum / double(red_) : sum);
           }
         });
@@ -133,7 +122,6 @@ class FastReduceSumKernel : public Kernel {
           }
         }
       });
-    }
   }
 
   static constexpr int64_t kColumns = 512;  // inner elements accumulated side by side per task

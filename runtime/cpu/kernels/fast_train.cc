@@ -304,7 +304,7 @@ struct Channels {
 };
 
 Status ReadChannels(const Tensor& x, Channels* l) {
-  if ((x.dtype != DataType::kF32 && x.dtype != DataType::kF16 && x.dtype != DataType::kBF16) || x.rank() < 2)
+  if (!DispatchFast(x.dtype, [](auto) {}) || x.rank() < 2)
     return Unimplemented("BatchNormalizationTraining: f32, f16 or bf16 [N, C, ...] only");
   *l = {x.dims[0], x.dims[1], 1};
   for (size_t d = 2; d < x.dims.size(); ++d) l->inner *= x.dims[d];
@@ -313,44 +313,6 @@ Status ReadChannels(const Tensor& x, Channels* l) {
 }
 
 bool F32Vector(const Tensor* t, int64_t c) { return t && t->dtype == DataType::kF32 && t->numel == c; }
-
-// fn(x, offset, m) over row x[0, n) as floats: the row itself, or widened blocks of kBlock.
-template <typename T, typename Fn>
-void FloatBlocks(const T* x, int64_t n, Fn&& fn) {
-  if constexpr (std::is_same_v<T, float>) {
-    fn(x, int64_t(0), n);
-  } else {
-    float buf[kBlock];
-    for (int64_t b = 0; b < n; b += kBlock) {
-      int64_t m = std::min(kBlock, n - b);
-      WidenArray(x + b, buf, m);
-      fn(static_cast<const float*>(buf), b, m);
-    }
-  }
-}
-
-// The same over two rows read together (dY and X).
-template <typename T, typename Fn>
-void FloatBlocks2(const T* g, const T* x, int64_t n, Fn&& fn) {
-  if constexpr (std::is_same_v<T, float>) {
-    fn(g, x, int64_t(0), n);
-  } else {
-    float gb[kBlock], xb[kBlock];
-    for (int64_t b = 0; b < n; b += kBlock) {
-      int64_t m = std::min(kBlock, n - b);
-      WidenArray(g + b, gb, m);
-      WidenArray(x + b, xb, m);
-      fn(static_cast<const float*>(gb), static_cast<const float*>(xb), b, m);
-    }
-  }
-}
-
-// y[offset, offset + m) = v[0, m), rounded once for a 16-bit T.
-template <typename T>
-void StoreBlock(const float* v, T* y, int64_t offset, int64_t m) {
-  if constexpr (std::is_same_v<T, float>) std::copy(v, v + m, y + offset);
-  else NarrowArray(v, y + offset, m);
-}
 
 class FastBatchNormTrainingKernel : public Kernel {
  public:

@@ -126,6 +126,44 @@ void ApplyFloatRoutine(const T* x, T* y, int64_t n, F32&& f32) {
   }
 }
 
+// fn(x, offset, m) over row x[0, n) as floats: the row itself, or widened blocks of kBlock.
+template <typename T, typename Fn>
+void FloatBlocks(const T* x, int64_t n, Fn&& fn) {
+  if constexpr (std::is_same_v<T, float>) {
+    fn(x, int64_t(0), n);
+  } else {
+    float buf[kBlock];
+    for (int64_t b = 0; b < n; b += kBlock) {
+      int64_t m = std::min(kBlock, n - b);
+      WidenArray(x + b, buf, m);
+      fn(static_cast<const float*>(buf), b, m);
+    }
+  }
+}
+
+// The same over two rows read together (dY and X).
+template <typename T, typename Fn>
+void FloatBlocks2(const T* g, const T* x, int64_t n, Fn&& fn) {
+  if constexpr (std::is_same_v<T, float>) {
+    fn(g, x, int64_t(0), n);
+  } else {
+    float gb[kBlock], xb[kBlock];
+    for (int64_t b = 0; b < n; b += kBlock) {
+      int64_t m = std::min(kBlock, n - b);
+      WidenArray(g + b, gb, m);
+      WidenArray(x + b, xb, m);
+      fn(static_cast<const float*>(gb), static_cast<const float*>(xb), b, m);
+    }
+  }
+}
+
+// y[offset, offset + m) = v[0, m), rounded once for a 16-bit T.
+template <typename T>
+void StoreBlock(const float* v, T* y, int64_t offset, int64_t m) {
+  if constexpr (std::is_same_v<T, float>) std::copy(v, v + m, y + offset);
+  else NarrowArray(v, y + offset, m);
+}
+
 // Calls fn(T{}) for the storage types the fast kernels take: f32, f16, bf16.
 template <typename Fn>
 bool DispatchFast(DataType t, Fn&& fn) {
