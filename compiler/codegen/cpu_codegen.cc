@@ -72,6 +72,16 @@ class Emitter {
     // Output 0 may take input 0's bytes (the plan runs the step in place): a second body reads
     // input 0 through output 0's pointer, so that every pointer it has is still noalias.
     llvm::Function* in_place = p.InPlaceOk() ? Body(p, true) : nullptr;
+    // Other outputs may take the bytes of inputs they read element for element (a training
+    // plan's optimizer step writes a weight and its moments over their old values): a third
+    // body whose pointers are not noalias serves those steps. Its vector body still loads every
+    // input of an element before storing any output (programs load before they store), and
+    // without noalias LLVM keeps that order.
+    std::vector<std::pair<int, int>> pairs;
+    for (int i = 0; i < p.num_inputs; ++i)
+      for (int o = 0; o < p.num_outputs; ++o)
+        if ((i != 0 || o != 0) && p.InPlaceOk(i, o)) pairs.emplace_back(i, o);
+    llvm::Function* aliased = pairs.empty() ? nullptr : Body(p, false, false);
 
     auto* entry_type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64, i64}, false);
     auto* entry = llvm::Function::Create(entry_type, llvm::GlobalValue::ExternalLinkage, p.EntryName(), mod_);
@@ -88,6 +98,16 @@ class Emitter {
       b_.CreateCall(f, args);
       b_.CreateRetVoid();
     };
+    if (aliased) {
+      llvm::Value* any = b_.getFalse();
+      for (auto [i, o] : pairs) any = b_.CreateOr(any, b_.CreateICmpEQ(ins[size_t(i)], outs[size_t(o)]));
+      auto* shared = llvm::BasicBlock::Create(ctx_, "aliased", entry);
+      auto* rest = llvm::BasicBlock::Create(ctx_, "not_aliased", entry);
+      b_.CreateCondBr(any, shared, rest);
+      b_.SetInsertPoint(shared);
+      call(aliased, false);
+      b_.SetInsertPoint(rest);
+    }
     if (in_place) {
       auto* same = llvm::BasicBlock::Create(ctx_, "in_place", entry);
       auto* apart = llvm::BasicBlock::Create(ctx_, "apart", entry);
@@ -100,9 +120,10 @@ class Emitter {
   }
 
  private:
-  // The loop over elements, its tensor pointers noalias (the runtime gives a fused step no
-  // overlapping operands but output 0 over input 0, which the in-place body serves).
-  llvm::Function* Body(const fz::Program& p, bool in_place) {
+  // The loop over elements, its tensor pointers noalias unless `noalias` is false (the runtime
+  // gives a fused step no overlapping operands but an output over an input it may take, which
+  // the in-place and aliased bodies serve).
+  llvm::Function* Body(const fz::Program& p, bool in_place, bool noalias = true) {
     llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
     llvm::Type* i64 = b_.getInt64Ty();
     in_place_ = in_place;
@@ -112,10 +133,12 @@ class Emitter {
     params.push_back(i64);
     params.push_back(i64);
     auto* type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
-    auto* body = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage, p.EntryName() + (in_place ? ".in_place" : ".body"), mod_);
+    auto* body = llvm::Function::Create(type, llvm::GlobalValue::InternalLinkage,
+                                        p.EntryName() + (in_place ? ".in_place" : noalias ? ".body" : ".aliased"), mod_);
     Attributes(body);
     body->addFnAttr(llvm::Attribute::AlwaysInline);
-    for (int i = 0; i < pointers; ++i) body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
+    if (noalias)
+      for (int i = 0; i < pointers; ++i) body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
     if (p.row) EmitRowBody(p, body);
     else EmitBody(p, body);
     return body;

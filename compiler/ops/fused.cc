@@ -2,6 +2,8 @@
 // program (runtime/kernels/fused_program.h) is in the `code` and `consts` attributes. Output o
 // has the dtype its Store declares and the dims of the inputs that are not broadcast (all equal;
 // a row program's frame), or for a row output the frame with its trailing dims as 1s or dropped.
+#include "compiler/ops/fused.h"
+
 #include "compiler/ops/op_registry.h"
 #include "runtime/kernels/fused_program.h"
 
@@ -61,19 +63,22 @@ Status InferFused(InferContext& ctx) {
   return Status::Ok();
 }
 
-bool FusedInPlaceOk(const ir::Node& n) {
+bool InputZeroInPlaceOk(const ir::Node& n) { return FusedInPlaceOk(n, 0, 0); }
+
+}  // namespace
+
+bool FusedInPlaceOk(const ir::Node& n, int input, int output) {
+  if (n.op_type() != "FusedElementwise" || !n.domain().empty()) return false;
   const ir::Attribute* code = n.FindAttribute("code");
   const ir::Attribute* consts = n.FindAttribute("consts");
   if (!code) return false;
   auto program = rt::fused::Decode(code->ints, consts ? consts->floats : std::vector<float>{});
-  return program.ok() && program->InPlaceOk();
+  return program.ok() && program->InPlaceOk(input, output);
 }
-
-}  // namespace
 
 void RegisterFusedOps(OpRegistry& r) {
   OpDef def{"", "FusedElementwise", 1, INT_MAX, InferFused, false, 0, "", PrecisionClass::kUntouched};
-  def.inplace_ok = FusedInPlaceOk;
+  def.inplace_ok = InputZeroInPlaceOk;
   r.Register(def);
 }
 

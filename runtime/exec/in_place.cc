@@ -28,4 +28,6 @@ int InPlaceInput(std::string_view kernel) {
   return std::binary_search(kInPlaceOnInput0.begin(), kInPlaceOnInput0.end(), kernel) ? 0 : -1;
 }
 
+bool SharesAnyInput(std::string_view kernel) { return kernel == "FusedElementwise"; }
+
 }  // namespace precis::rt

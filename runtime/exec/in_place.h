@@ -15,4 +15,10 @@ namespace precis::rt {
 // The input whose storage output 0 of `kernel` may share, or -1 when the kernel never runs in place.
 int InPlaceInput(std::string_view kernel);
 
+// Whether any output of `kernel` may take exactly the bytes of any of its inputs: FusedElementwise,
+// whose program says which pairs it may (fused_program.h InPlaceOk), checked by the kernel at
+// Init (fused::DecodeStep). A training plan's optimizer step writes a weight and its moments
+// over the values it read.
+bool SharesAnyInput(std::string_view kernel);
+
 }  // namespace precis::rt

@@ -129,7 +129,7 @@ Status Session::Impl::CheckOverlaps(const std::string& kernel_name, const rt::Ke
     auto same_bytes = [&](const rt::Tensor* t) {
       return t && region(t).placement == so.placement && region(t).offset == so.offset && t->bytes == out->bytes;
     };
-    bool may_alias = o == 0 && same_bytes(in_place_source);
+    bool may_alias = (o == 0 && same_bytes(in_place_source)) || rt::SharesAnyInput(kernel_name);
     for (const rt::Tensor* in : a.inputs)
       if (overlaps(in) && !(may_alias && same_bytes(in)))
         return InvalidArgument(a.node + ": output '" + out->name + "' overlaps its input '" + in->name + "'" +

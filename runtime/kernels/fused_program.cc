@@ -117,9 +117,10 @@ bool Program::InputBroadcast(int i) const {
   return in && in->c != 0;
 }
 
-bool Program::InPlaceOk() const {
-  const Instr* in = InputLoad(0);
-  return in && in->c == 0 && num_outputs >= 1 && OutputRowDims(0) == 0 && DataTypeSize(InputDtype(0)) == DataTypeSize(OutputDtype(0));
+bool Program::InPlaceOk(int input, int output) const {
+  const Instr* in = InputLoad(input);
+  return in && in->c == 0 && output >= 0 && output < num_outputs && OutputRowDims(output) == 0 &&
+         DataTypeSize(InputDtype(input)) == DataTypeSize(OutputDtype(output));
 }
 
 int64_t Program::OutputRowDims(int o) const {
@@ -268,8 +269,11 @@ StatusOr<Program> DecodeStep(const KernelArgs& args) {
     if (load->c ? t->numel != load->d : t->dims != first->dims)
       return args.Error("input " + std::to_string(i) + " has dims " + DimsToString(t->dims) + " (frame " + DimsToString(first->dims) + ")");
   }
-  if (args.in(0) && args.out(0) && args.in(0)->data && args.in(0)->data == args.out(0)->data && !p->InPlaceOk())
-    return args.Error("output 0 shares input 0's bytes, which this program reads broadcast or at another element size");
+  for (int o = 0; o < p->num_outputs; ++o)
+    for (int i = 0; i < p->num_inputs; ++i)
+      if (args.in(size_t(i))->data && args.in(size_t(i))->data == args.out(size_t(o))->data && !p->InPlaceOk(i, o))
+        return args.Error("output " + std::to_string(o) + " shares input " + std::to_string(i) +
+                          "'s bytes, which this program reads broadcast or at another element size");
   return p;
 }
 

@@ -112,11 +112,12 @@ struct Program {
   DataType OutputDtype(int o) const;
   // Output o's Store field d: 0 for an element output, else its trailing row dims (kStore).
   int64_t OutputRowDims(int o) const;
-  // Whether output 0 may take input 0's bytes: input 0 is read element for element (not
-  // broadcast), output 0 is written element for element, and both have one element size. (Every
-  // load precedes every store, Decode; a row program stores only in its last pass, after which
-  // nothing reads the row again.)
-  bool InPlaceOk() const;
+  // Whether output `output` may take input `input`'s bytes: the input is read element for element
+  // (not broadcast), the output is written element for element, and both have one element size.
+  // (Every load precedes every store, Decode; a row program stores only in its last pass, after
+  // which nothing reads the row again.) The memory planner uses (0, 0); a training plan's
+  // optimizer step also writes its state in place over the inputs it read (plan_emitter.cc).
+  bool InPlaceOk(int input = 0, int output = 0) const;
 };
 
 // Checks and decodes `code`/`consts`: known ops, registers defined before use and not a Store,

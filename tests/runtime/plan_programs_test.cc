@@ -3,6 +3,7 @@
 // here by hand (plain float sums), never by the code under test.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -241,6 +242,111 @@ TEST(PlanPrograms, StateAccessErrorsNameTheProblem) {
   EXPECT_NE((*s)->ReadState("acc", v.data(), 12).message().find("16 bytes"), std::string::npos);
   EXPECT_NE((*s)->WriteState("acc", DataType::kF64, {4}, d.data(), 32).message().find("is f32, got f64"), std::string::npos);
   EXPECT_NE((*s)->WriteState("acc", DataType::kF32, {2, 2}, v.data(), 16).message().find("has shape 4, got 2x2"), std::string::npos);
+}
+
+// SGD with momentum over a state weight %w and moment %buf: buf <- 0.5 * buf + g;
+// w <- w - 0.25 * buf. %late reads buf's old value after the new one exists (variant "late"),
+// %fused computes w - d in a fused step that reads w (input 1) and may write it in place.
+std::string SgdGraph(bool late, bool fused) {
+  std::string g = R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "sgd" {
+  input %w: f32[4] = [1.0, 2.0, 3.0, 4.0]
+  input %buf: f32[4] = [0.5, 0.5, 0.5, 0.5]
+  input %g: f32[4]
+  input %go: bool[]
+  const %m: f32[] = [0.5]
+  const %lr: f32[] = [0.25]
+  %decayed = Mul(%buf, %m)
+  %buf_next = Add(%decayed, %g) name "accumulate"
+  %d = Mul(%buf_next, %lr)
+)";
+  g += fused ? "  %w_next = FusedElementwise(%d, %w) {code = [0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 3, 1, 0, 0, 0, 17, 0, 2, 1, 0]}\n"
+             : "  %w_next = Sub(%w, %d)\n";
+  if (late) g += "  %late = Mul(%buf, %lr)\n  output %late\n";
+  g += "  output %buf_next\n  output %w_next\n}\n";
+  return g;
+}
+
+struct SgdRun {
+  std::vector<std::string> steps;  // the step names of one run of "sgd"
+  std::vector<float> w, buf, late;
+};
+
+// Emits the graph as program "sgd" (state w and buf, updated from w_next and buf_next; `predicated`:
+// the updates and the node "accumulate" run only when %go) and runs it once with g = 1 and %go.
+SgdRun RunSgd(bool late, bool fused, bool predicated, bool go) {
+  SgdRun r;
+  std::string text = SgdGraph(late, fused);
+  std::unique_ptr<ir::Model> model = Parse(text.c_str());
+  std::vector<emit::ProgramSource> programs(1);
+  programs[0].name = "sgd";
+  programs[0].graph = model->graph.get();
+  programs[0].state_updates = {{"buf_next", "buf"}, {"w_next", "w"}};
+  if (predicated) {
+    programs[0].update_predicates = {{"buf", "go"}, {"w", "go"}};
+    programs[0].predicates["accumulate"] = "go";
+  }
+  emit::EmitOptions options;
+  options.state = {"w", "buf"};
+  auto plan = emit::EmitPrograms(*model, programs, options);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  if (!plan.ok()) return r;
+  SessionOptions so;
+  so.profile = true;
+  auto s = Session::FromBuffer(plan->bytes.data(), plan->bytes.size(), so);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  if (!s.ok()) return r;
+  std::vector<float> g = {1, 1, 1, 1};
+  uint8_t flag = go;
+  EXPECT_TRUE((*s)->SetInput("g", DataType::kF32, {4}, g.data(), 16).ok());
+  EXPECT_TRUE((*s)->SetInput("go", DataType::kBool, {}, &flag, 1).ok());
+  Status run = (*s)->Run("sgd");
+  EXPECT_TRUE(run.ok()) << run.ToString();
+  for (const StepProfile& p : (*s)->profile()) r.steps.push_back(p.node);
+  r.w.resize(4);
+  r.buf.resize(4);
+  EXPECT_TRUE((*s)->ReadState("w", r.w.data(), 16).ok());
+  EXPECT_TRUE((*s)->ReadState("buf", r.buf.data(), 16).ok());
+  if (late) r.late = Out(**s, "late");
+  return r;
+}
+
+bool Has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// The step computing a state's new value writes it into the state (no copy when the program
+// ends) where that is safe; the results are those of the copying plan either way.
+TEST(PlanPrograms, StateUpdatesRunInPlaceWhereSafe) {
+  // By hand: buf = 0.5 * 0.5 + 1 = 1.25; w = w - 0.25 * 1.25 = w - 0.3125.
+  const std::vector<float> buf = {1.25f, 1.25f, 1.25f, 1.25f}, w = {0.6875f, 1.6875f, 2.6875f, 3.6875f};
+  // The Add of buf's update reads only buf's decayed copy: it writes buf itself. The Sub reads
+  // w, which a plain Sub may not overwrite: w is copied at the end.
+  SgdRun plain = RunSgd(false, false, false, true);
+  EXPECT_FALSE(Has(plain.steps, "update buf"));
+  EXPECT_TRUE(Has(plain.steps, "update w"));
+  EXPECT_EQ(plain.buf, buf);
+  EXPECT_EQ(plain.w, w);
+  // A fused step whose program reads w element for element before writing: w in place too.
+  SgdRun fused = RunSgd(false, true, false, true);
+  EXPECT_FALSE(Has(fused.steps, "update buf"));
+  EXPECT_FALSE(Has(fused.steps, "update w"));
+  EXPECT_EQ(fused.buf, buf);
+  EXPECT_EQ(fused.w, w);
+  // buf's old value read after the Add: buf is copied at the end, and %late sees the old value.
+  SgdRun late = RunSgd(true, true, false, true);
+  EXPECT_TRUE(Has(late.steps, "update buf"));
+  EXPECT_EQ(late.buf, buf);
+  EXPECT_EQ(late.late, (std::vector<float>{0.125f, 0.125f, 0.125f, 0.125f}));
+  // Predicated updates: buf's Add has the same predicate (in place); w's fused step has none
+  // (copied under the predicate). A skipped step leaves both unchanged.
+  for (bool go : {true, false}) {
+    SgdRun p = RunSgd(false, true, true, go);
+    EXPECT_FALSE(Has(p.steps, "update buf"));
+    EXPECT_TRUE(Has(p.steps, "update w"));
+    const std::vector<float> buf0 = {0.5f, 0.5f, 0.5f, 0.5f}, w0 = {1, 2, 3, 4};
+    EXPECT_EQ(p.buf, go ? buf : buf0);
+    EXPECT_EQ(p.w, go ? w : w0);
+  }
 }
 
 TEST(PlanPrograms, EmitterRefusesInconsistentPrograms) {
