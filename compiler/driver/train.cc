@@ -306,7 +306,64 @@ class TrainingAssembler {
       graph->SetOutputs(outputs);
       if (graph == &g_) casts_inserted_ = stats.casts_inserted;
     }
+    StoreWorkingCopies();
     return BuildTrainingReport(fp32_weight_bytes);
+  }
+
+  // 16-bit working copies kept as state. The precision pass casts each master weight to 16 bits
+  // where the step starts; that cast becomes a state tensor the forward and backward passes read,
+  // and the optimizer writes the cast of the updated master into it, in the fused pass that
+  // updates the master (the plan emitter writes both in place). So each weight is read and written
+  // once per step, where a cast at the next step's start read it again. A derive program
+  // (plan.fbs Program.derives_state) recomputes the copies from the masters when state is written
+  // or loaded: checkpoints hold masters only, and the plan stores the copies as zeros.
+  void StoreWorkingCopies() {
+    std::map<std::string, std::string> next_of;  // master -> its new value
+    for (const auto& [next, state] : updates_) next_of[state] = next;
+    ops::IrBuilder b(g_, opset_, "optimizer", "the optimizer");
+    const char* suffix = low_ == ir::DType::kBF16 ? ".working.bf16" : ".working.fp16";
+    for (const std::string& w : result_.weights) {
+      ir::Value* p = g_.FindLocal(w);
+      auto next = next_of.find(w);
+      if (!p || next == next_of.end()) continue;
+      std::vector<ir::Node*> casts;
+      for (const ir::Use& u : p->uses()) {
+        ir::Node* n = u.node;
+        if (n->owner() == &g_ && n->domain().empty() && n->op_type() == "Cast" && n->outputs().size() == 1 && n->outputs()[0] &&
+            n->outputs()[0]->type().dtype() == low_ && std::find(casts.begin(), casts.end(), n) == casts.end())
+          casts.push_back(n);
+      }
+      if (casts.empty()) continue;
+      std::string name = w + suffix;
+      for (int i = 1; g_.FindLocal(name) || eval_.graph->FindLocal(name); ++i) name = w + suffix + "." + std::to_string(i);
+      std::vector<int64_t> dims = StaticDims(*p);
+      size_t bytes = ValueBytes(*p) / 4 * size_t(ir::DTypeSize(low_));
+      ir::Value* copy = g_.AddInputWithDefault(name, casts[0]->outputs()[0]->type(), ir::Tensor(low_, dims, ir::Buffer::Own(std::vector<uint8_t>(bytes, 0))));
+      for (ir::Node* c : casts) {
+        g_.ReplaceAllUses(c->outputs()[0], copy);
+        g_.RemoveNode(c);
+      }
+      ir::Value* rewritten = b.Op("Cast", {g_.FindLocal(next->second)}, {ops::GradAttr::Int("to", int64_t(ir::DTypeToOnnx(low_)))});
+      std::string evidence = "the 16-bit working copy of '" + w + "', written with the master by the optimizer step";
+      rewritten->producer()->mutable_precision() = {ir::DType::kUndefined, std::string(ir::ReasonName(ir::Reason::kCast)), evidence};
+      pinned_[rewritten->producer()] = evidence;
+      Update(rewritten, name);
+      optimizer_states_.push_back(name);
+      working_.emplace_back(w, name);
+    }
+    if (working_.empty()) return;
+    // The derive program's graph: each master cast to its working copy.
+    derive_.opsets = model_.opsets;
+    derive_.ir_version = model_.ir_version;
+    derive_.graph = std::make_unique<ir::Graph>("derive_working_copies");
+    ops::IrBuilder d(*derive_.graph, opset_, "working_copy", "the working copies");
+    for (const auto& [w, copy] : working_) {
+      const ir::Value* master = g_.FindLocal(w);
+      ir::Value* in = derive_.graph->AddInputWithDefault(w, master->type(), *master->data());
+      ir::Value* cast = d.Op("Cast", {in}, {ops::GradAttr::Int("to", int64_t(ir::DTypeToOnnx(low_)))});
+      derive_.graph->AddOutput(cast);
+      derive_updates_[cast->name()] = copy;
+    }
   }
 
   static size_t ValueBytes(const ir::Value& v) {
@@ -368,6 +425,10 @@ class TrainingAssembler {
         t.gradient_bytes += bytes;
         t.fp32_gradient_bytes += bytes / size_t(ir::DTypeSize(v->type().dtype())) * 4;
       }
+    }
+    for (const auto& [master, copy] : working_) {
+      t.working_weight_bytes += ValueBytes(*g_.FindLocal(copy));
+      ++t.stored_working_copies;
     }
     r.fp32_activation_bytes = result_.fp32_arena_bytes;
     emit::EmitOptions measure = EmitOptionsFor(o_.precision);
@@ -606,6 +667,13 @@ class TrainingAssembler {
     programs[1].outputs = {loss};
     for (const std::string& out : model_outputs_)
       if (out != loss) programs[1].outputs.push_back(out);
+    if (derive_.graph) {
+      emit::ProgramSource& d = programs.emplace_back();
+      d.name = "derive_working_copies";
+      d.graph = derive_.graph.get();
+      d.state_updates = derive_updates_;
+      d.derives_state = true;
+    }
     return programs;
   }
 
@@ -653,6 +721,10 @@ class TrainingAssembler {
 
   ir::Model& model_;
   ir::Model eval_;  // the evaluation graph (inference form), eval_step's
+  // 16-bit working copies kept as state (master -> copy), and the graph deriving them.
+  std::vector<std::pair<std::string, std::string>> working_;
+  ir::Model derive_;
+  std::map<std::string, std::string> derive_updates_;
   ir::Graph& g_;
   const TrainOptions& o_;
   int64_t opset_;

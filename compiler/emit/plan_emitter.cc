@@ -74,6 +74,7 @@ class Emitter {
     std::vector<int> inputs, outputs;
     std::vector<size_t> steps;  // indices into steps_ (a body's steps come before its control-flow step)
     bool body = false;          // the body of an If/Loop/Scan step (plan.fbs Program.body)
+    bool derives_state = false; // plan.fbs Program.derives_state
   };
 
   Status CollectProgram(size_t p) {
@@ -89,6 +90,7 @@ class Emitter {
     // (programs_ grows while bodies are collected: it is indexed, never referenced.)
     size_t slot = programs_.size();
     programs_.emplace_back().name = src.name;
+    programs_[slot].derives_state = src.derives_state;
     for (const ir::Value* v : g.inputs()) {
       if (!src.outputs.empty() && !used_.count(v)) continue;
       PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
@@ -706,7 +708,7 @@ StatusOr<EmittedPlan> Emitter::Write() {
     std::vector<flatbuffers::Offset<plan::Step>> steps;
     for (size_t i : programs_[p].steps) steps.push_back(WriteStep(b, steps_[i]));
     programs.push_back(plan::CreateProgram(b, b.CreateString(programs_[p].name), b.CreateVector(steps), b.CreateVector(programs_[p].inputs),
-                                           b.CreateVector(programs_[p].outputs), programs_[p].body));
+                                           b.CreateVector(programs_[p].outputs), programs_[p].body, programs_[p].derives_state));
   }
   flatbuffers::Offset<flatbuffers::String> report_json, report_text;
   if (!options_.report_json.empty()) report_json = b.CreateString(options_.report_json);

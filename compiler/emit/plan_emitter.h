@@ -63,6 +63,9 @@ struct ProgramSource {
   // and state updates that do: state name -> value name (an optimizer step skipped on overflow).
   std::map<std::string, std::string> predicates;
   std::map<std::string, std::string> update_predicates;
+  // The program recomputes derived state (plan.fbs Program.derives_state): its state updates are
+  // the derived tensors.
+  bool derives_state = false;
 };
 
 struct EmittedPlan {

@@ -310,6 +310,7 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
     for (const auto& [phase, c] : count) w.Key(phase).Int(c);
     w.EndObject();
     w.Key("master_weight_bytes").Int(int64_t(tr.master_weight_bytes)).Key("working_weight_bytes").Int(int64_t(tr.working_weight_bytes));
+    w.Key("stored_working_copies").Int(tr.stored_working_copies);
     w.Key("gradient_bytes").BeginObject().Key("plan").Int(int64_t(tr.gradient_bytes)).Key("fp32").Int(int64_t(tr.fp32_gradient_bytes)).EndObject();
     w.EndObject();
   }
@@ -333,7 +334,9 @@ Report BuildPrecisionReport(const ir::Graph& g, const ReportInputs& in) {
   if (in.training.present) {
     const TrainingReportInputs& tr = in.training;
     t << "  training         loss scaling " << tr.loss_scaling << "\n";
-    t << "  master weights   " << Mib(tr.master_weight_bytes) << " FP32, working copies " << Mib(tr.working_weight_bytes) << " (cast each step)\n";
+    t << "  master weights   " << Mib(tr.master_weight_bytes) << " FP32, working copies " << Mib(tr.working_weight_bytes);
+    if (tr.stored_working_copies) t << " (" << tr.stored_working_copies << " kept as state, rewritten by the optimizer step)";
+    t << "\n";
     t << "  gradients        " << Mib(tr.gradient_bytes) << " written by backward nodes (fp32 plan " << Mib(tr.fp32_gradient_bytes) << ")\n";
   }
   t << "  fp32 islands     " << islands.size() << "\n";

@@ -21,7 +21,8 @@ struct TrainingReportInputs {
   std::map<const ir::Node*, std::string> phases;  // "forward" | "backward" | "optimizer"
   std::string loss_scaling;                       // "none", "dynamic (init ...)", "static 1024"
   size_t master_weight_bytes = 0;                 // FP32 masters (state)
-  size_t working_weight_bytes = 0;                // 16-bit working copies cast from them each step
+  size_t working_weight_bytes = 0;                // 16-bit working copies of them
+  int64_t stored_working_copies = 0;              // of which kept as state (the optimizer step rewrites them)
   size_t gradient_bytes = 0, fp32_gradient_bytes = 0;  // tensors the backward nodes write
 };
 

@@ -82,7 +82,6 @@ Status Session::Impl::LoadTensors() {
           return InvalidArgument("plan state tensor '" + t.name + "' lies outside its section");
         loaded.state.push_back(int(i));
         state_ids[t.name] = int(i);
-        state.push_back({t.name, t.dtype, t.dims});
         break;
       default:
         return InvalidArgument("plan tensor '" + t.name + "' has an unknown placement");
@@ -180,7 +179,11 @@ Status Session::Impl::LoadPrograms() {
       return InvalidArgument("plan has a program without a name or two programs named '" + prog.name + "'");
     program_names.push_back(prog.name);
     prog.body = p->body();
-    if (!prog.body) entry_names.push_back(prog.name);
+    if (p->derives_state()) {
+      if (prog.body || derive_program >= 0) return InvalidArgument("plan program '" + prog.name + "' derives state, and is a body or not the only such program");
+      derive_program = int(loaded.programs.size()) - 1;
+    }
+    if (!prog.body && !p->derives_state()) entry_names.push_back(prog.name);
     // A body may have none of them (a branch that passes an outer value through has no steps and
     // no inputs); an entry program lists all three, empty or not.
     if (!prog.body && (!p->steps() || !p->inputs() || !p->outputs()))
@@ -227,6 +230,24 @@ Status Session::Impl::LoadPrograms() {
                                "' is not an arena tensor (its control-flow step writes it)");
   }
   if (entry_names.empty()) return InvalidArgument("plan has no program to run (only bodies of control-flow steps)");
+  // The state the derive program writes; the rest is the caller's state.
+  if (derive_program >= 0) {
+    const rt::ProgramSteps& d = loaded.programs[size_t(derive_program)];
+    for (const rt::KernelArgs& a : d.steps)
+      for (const rt::Tensor* t : a.outputs) {
+        int id = t ? int(t - tensors.data()) : -1;
+        if (id >= 0 && storage[size_t(id)].placement == plan::Placement_State &&
+            std::find(derived_state.begin(), derived_state.end(), id) == derived_state.end())
+          derived_state.push_back(id);
+      }
+    derive_pending = true;
+  }
+  state.clear();
+  for (int id : loaded.state)
+    if (std::find(derived_state.begin(), derived_state.end(), id) == derived_state.end()) {
+      saved_state.push_back(id);
+      state.push_back({tensors[size_t(id)].name, tensors[size_t(id)].dtype, tensors[size_t(id)].dims});
+    }
   auto infer = std::find(program_names.begin(), program_names.end(), "infer");
   if (infer != program_names.end() && loaded.programs[size_t(infer - program_names.begin())].body) infer = program_names.end();
   default_program = infer != program_names.end() ? size_t(infer - program_names.begin())
@@ -446,9 +467,18 @@ Status Session::Run() { return Run(impl_->program_names[impl_->default_program])
 Status Session::Run(const std::string& program) {
   Impl& m = *impl_;
   PRECIS_ASSIGN_OR_RETURN(size_t p, m.FindProgram(program));
+  PRECIS_RETURN_IF_ERROR(m.Derive());
   m.last_program = p;
   if (m.dynamic) PRECIS_RETURN_IF_ERROR(m.PrepareDynamicRun(p));
   return m.backend->Run(p, m.profiles.empty() ? nullptr : &m.profiles[p], m.observer);
+}
+
+// Runs the derive program when state changed since it last ran (or never ran).
+Status Session::Impl::Derive() const {
+  if (!derive_pending) return Status::Ok();
+  PRECIS_RETURN_IF_ERROR(backend->Run(size_t(derive_program), nullptr, nullptr).WithContext("recomputing derived state"));
+  derive_pending = false;
+  return Status::Ok();
 }
 
 void Session::SetStepObserver(std::function<void(const TensorData&)> observer) { impl_->observer = std::move(observer); }
@@ -465,15 +495,20 @@ const std::vector<StepProfile>& Session::profile() const {
 
 const std::vector<TensorInfo>& Session::state() const { return impl_->state; }
 
+// Derived state (a working copy) may be read, never written: it follows the state it is derived from.
 Status Session::ReadState(const std::string& name, void* data, size_t bytes) const {
   PRECIS_ASSIGN_OR_RETURN(int id, impl_->FindState(name));
   const rt::Tensor& t = impl_->tensors[size_t(id)];
   if (bytes != t.bytes) return InvalidArgument("state '" + name + "' has " + std::to_string(t.bytes) + " bytes, got a buffer of " + std::to_string(bytes));
+  if (impl_->IsDerived(id)) PRECIS_RETURN_IF_ERROR(impl_->Derive());
   return impl_->backend->ReadState(id, data);
 }
 
 Status Session::WriteState(const std::string& name, DataType dtype, const std::vector<int64_t>& dims, const void* data, size_t bytes) {
   PRECIS_ASSIGN_OR_RETURN(int id, impl_->FindState(name));
+  if (impl_->IsDerived(id))
+    return InvalidArgument("state '" + name + "' is derived from other state (a 16-bit working copy of a master weight): write that instead");
+  if (impl_->derive_program >= 0) impl_->derive_pending = true;
   const rt::Tensor& t = impl_->tensors[size_t(id)];
   if (dtype != t.dtype) return InvalidArgument("state '" + name + "' is " + DataTypeName(t.dtype) + ", got " + DataTypeName(dtype));
   if (dims != t.dims) return InvalidArgument("state '" + name + "' has shape " + DimsToString(t.dims) + ", got " + DimsToString(dims));
@@ -483,7 +518,7 @@ Status Session::WriteState(const std::string& name, DataType dtype, const std::v
 
 Status Session::SaveState(const std::string& path) const {
   std::vector<rt::StateRecord> records;
-  for (int id : impl_->loaded.state) {
+  for (int id : impl_->saved_state) {
     const rt::Tensor& t = impl_->tensors[size_t(id)];
     rt::StateRecord& r = records.emplace_back();
     r.info = {t.name, t.dtype, t.dims};
@@ -496,7 +531,7 @@ Status Session::SaveState(const std::string& path) const {
 // The whole file is read and checked against the plan before any state tensor changes.
 Status Session::LoadState(const std::string& path) {
   PRECIS_ASSIGN_OR_RETURN(std::vector<rt::StateRecord> records, rt::ReadStateFile(path, rt::StateSignature(impl_->state)));
-  const std::vector<int>& ids = impl_->loaded.state;
+  const std::vector<int>& ids = impl_->saved_state;
   if (records.size() != ids.size()) return InvalidArgument("state file '" + path + "' holds " + std::to_string(records.size()) + " tensors, the plan " + std::to_string(ids.size()));
   for (size_t i = 0; i < ids.size(); ++i) {
     const rt::Tensor& t = impl_->tensors[size_t(ids[i])];
@@ -504,6 +539,7 @@ Status Session::LoadState(const std::string& path) {
     if (r.info.name != t.name || r.info.dtype != t.dtype || r.info.dims != t.dims || r.bytes.size() != t.bytes)
       return InvalidArgument("state file '" + path + "': tensor " + std::to_string(i) + " ('" + r.info.name + "') does not match the plan's '" + t.name + "'");
   }
+  if (impl_->derive_program >= 0) impl_->derive_pending = true;
   for (size_t i = 0; i < ids.size(); ++i) PRECIS_RETURN_IF_ERROR(impl_->backend->WriteState(ids[i], records[i].bytes.data()));
   return Status::Ok();
 }

@@ -3,6 +3,8 @@
 // shape). Private to runtime/exec.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -41,7 +43,15 @@ struct Session::Impl {
   std::vector<ProgramIo> io;
   size_t default_program = 0, last_program = 0;
   std::unordered_map<std::string, int> input_ids, output_ids, state_ids;
-  std::vector<TensorInfo> state;
+  std::vector<TensorInfo> state;  // the state a caller reads, writes and saves (derived state excluded)
+  std::vector<int> saved_state;   // their ids, in plan order
+  // Derived state (plan.fbs Program.derives_state): the program that recomputes it, the ids it
+  // writes, and whether it must run before the next program or read of derived state.
+  int derive_program = -1;
+  std::vector<int> derived_state;
+  mutable bool derive_pending = false;
+  Status Derive() const;
+  bool IsDerived(int id) const { return std::find(derived_state.begin(), derived_state.end(), id) != derived_state.end(); }
   std::string precision;
   std::vector<std::vector<StepProfile>> profiles;  // per program, when profiling
   std::function<void(const TensorData&)> observer;

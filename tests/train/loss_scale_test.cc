@@ -8,6 +8,7 @@
 // (torch/amp/grad_scaler.py, _amp_update_scale_) in this file, not from the compiler.
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -18,6 +19,7 @@
 #include "compiler/driver/train.h"
 #include "compiler/ir/text.h"
 #include "precis/session.h"
+#include "runtime/exec/state_file.h"
 
 namespace precis {
 namespace {
@@ -91,6 +93,44 @@ int64_t ReadI64(const Session& s, const std::string& name) {
   return v;
 }
 
+std::vector<float> ReadFloatState(const Session& s, const std::string& name) {
+  std::vector<float> v(16);
+  EXPECT_TRUE(s.ReadState(name, v.data(), 64).ok()) << name;
+  return v;
+}
+
+std::vector<uint16_t> ReadHalfState(const Session& s, const std::string& name) {
+  std::vector<uint16_t> v(16);
+  Status st = s.ReadState(name, v.data(), 32);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return v;
+}
+
+// Round to nearest even, restated here: BF16 (the top half of the float, NaN kept quiet), or
+// FP16 for the normal range of the values these tests use (|x| in [2^-14, 65504], or 0).
+std::vector<uint16_t> Rounded(const std::vector<float>& x, bool bf16) {
+  std::vector<uint16_t> r;
+  for (float f : x) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if (bf16) {
+      r.push_back((u & 0x7fffffffu) > 0x7f800000u ? uint16_t((u >> 16) | 0x40) : uint16_t((u + 0x7fffu + ((u >> 16) & 1)) >> 16));
+      continue;
+    }
+    uint32_t sign = (u >> 16) & 0x8000u, mag = u & 0x7fffffffu;
+    if (mag == 0) {
+      r.push_back(uint16_t(sign));
+      continue;
+    }
+    EXPECT_GE(std::fabs(f), 0x1p-14f) << "outside the normal FP16 range this restatement covers";
+    uint32_t exp = (mag >> 23) - 127 + 15, mant = mag & 0x7fffffu;
+    uint32_t h = (exp << 10) | (mant >> 13), rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) ++h;
+    r.push_back(uint16_t(sign | h));
+  }
+  return r;
+}
+
 // GradScaler.update with growth 2, backoff 0.5: returns the next (scale, tracker).
 std::pair<float, int64_t> GradScalerUpdate(float scale, int64_t tracker, bool found_inf, int64_t interval) {
   if (found_inf) return {std::max(scale * 0.5f, FLT_MIN), 0};
@@ -134,7 +174,8 @@ TEST(LossScale, ScriptedNonFiniteStepsFollowGradScaler) {
     EXPECT_EQ(ReadF32(s, "amp.loss_scale"), scale);
     EXPECT_EQ(ReadI64(s, "amp.growth_tracker"), tracker);
     // A skipped step leaves every other state value bitwise as it was; an applied one moves the
-    // weight, its momentum and the step counter.
+    // weight, its momentum and the step counter. (The 16-bit working copy is derived state, not
+    // in the list: it is checked below.)
     for (const TensorInfo& t : s.state()) {
       if (t.name == "amp.loss_scale" || t.name == "amp.growth_tracker") continue;
       bool same = StateBytes(s, t) == before[t.name];
@@ -145,6 +186,8 @@ TEST(LossScale, ScriptedNonFiniteStepsFollowGradScaler) {
       }
     }
     skipped += bad[i];
+    // The working copy follows the master, also over skipped steps.
+    EXPECT_EQ(ReadHalfState(s, "w.working.fp16"), Rounded(ReadFloatState(s, "w"), false));
   }
   EXPECT_EQ(ReadF32(s, "optimizer.step"), float(bad.size() - size_t(skipped))) << "the step counter counts applied steps";
   EXPECT_EQ(scale, 1024.0f * 2 * 0.5f * 2 * 0.25f * 2 * 0.5f) << "the script's own arithmetic";
@@ -215,6 +258,57 @@ TEST(LossScale, SmallGradientsFlushWithoutScalingAndTrainWithIt) {
   std::printf("\nloss after 10 steps: %.3g without scaling, %.3g with (start %.3g)\n", losses[0].back(), losses[1].back(), losses[1].front());
   EXPECT_EQ(losses[0].back(), losses[0].front()) << "nothing trains without scaling";
   EXPECT_LT(losses[1].back(), 1e-4f * losses[1].front()) << "the error halves each step with scaling";
+}
+
+// 16-bit working copies are state the optimizer step rewrites with the masters: derived state,
+// recomputed from the masters when state is written or loaded, never saved or written itself.
+TEST(WorkingCopies, FollowTheMastersThroughWritesAndCheckpoints) {
+  driver::TrainOptions o;
+  o.precision = "bf16";
+  o.lr = 0.375;
+  o.momentum = 0.9;
+  auto plan = Compile(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto opened = Session::FromBuffer(plan->plan.bytes.data(), plan->plan.bytes.size());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Session& s = **opened;
+  for (const TensorInfo& t : s.state()) EXPECT_NE(t.name, "w.working.bf16") << "derived state is not the caller's state";
+  EXPECT_EQ(s.programs(), (std::vector<std::string>{"train_step", "eval_step"}));
+  std::vector<float> label(16, 0.25f);
+  for (int i = 0; i < 3; ++i) {
+    TrainStep(s, Identity(), label);
+    EXPECT_EQ(ReadHalfState(s, "w.working.bf16"), Rounded(ReadFloatState(s, "w"), true)) << "after step " << i + 1;
+  }
+  // Written masters: the copy follows before it is read, and the next step computes with it
+  // (x = I: y = w, and the MSE against 0 of w = 0.5 everywhere is 0.25, exactly).
+  std::vector<float> half(16, 0.5f), zero(16, 0.0f);
+  ASSERT_TRUE(s.WriteState("w", DataType::kF32, {4, 4}, half.data(), 64).ok());
+  EXPECT_EQ(ReadHalfState(s, "w.working.bf16"), Rounded(half, true));
+  ASSERT_TRUE(s.WriteState("w", DataType::kF32, {4, 4}, zero.data(), 64).ok());
+  ASSERT_TRUE(s.WriteState("w", DataType::kF32, {4, 4}, half.data(), 64).ok());
+  EXPECT_EQ(TrainStep(s, Identity(), std::vector<float>(16, 0.0f)).loss, 0.25f);
+  std::vector<uint16_t> copy(16);
+  Status refused = s.WriteState("w.working.bf16", DataType::kBF16, {4, 4}, copy.data(), 32);
+  EXPECT_NE(refused.message().find("derived"), std::string::npos) << refused.ToString();
+  // A checkpoint holds the masters only; a session that loads it continues exactly as the one
+  // that saved it.
+  std::string path = ::testing::TempDir() + "/working_copies.state";
+  ASSERT_TRUE(s.SaveState(path).ok());
+  auto records = rt::ReadStateFile(path, rt::StateSignature(s.state()));
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  for (const rt::StateRecord& r : *records) EXPECT_NE(r.info.name, "w.working.bf16");
+  auto other = Session::FromBuffer(plan->plan.bytes.data(), plan->plan.bytes.size());
+  ASSERT_TRUE(other.ok());
+  TrainStep(**other, Identity(), std::vector<float>(16, -1.0f));  // its own weights first
+  ASSERT_TRUE((*other)->LoadState(path).ok());
+  for (int i = 0; i < 2; ++i) {
+    Step a = TrainStep(s, Identity(), label), b = TrainStep(**other, Identity(), label);
+    EXPECT_EQ(a.loss, b.loss);
+    EXPECT_EQ(ReadFloatState(s, "w"), ReadFloatState(**other, "w"));
+    EXPECT_EQ(ReadFloatState(s, "w.momentum_buffer"), ReadFloatState(**other, "w.momentum_buffer"));
+    EXPECT_EQ(ReadHalfState(s, "w.working.bf16"), ReadHalfState(**other, "w.working.bf16"));
+  }
+  std::remove(path.c_str());
 }
 
 TEST(LossScale, BadOptionsAreClearErrors) {
