@@ -685,7 +685,10 @@ void CheckBf16Cases(bool native) {
            {{{1, 8, 10, 7}, 8, {3, 3}, 8, {2, 2}, {}, {1, 1, 1, 1}, "", true, false}, kF, kF},   // depthwise, stride 2
            {{{1, 32, 14, 14}, 24, {1, 1}, 1, {}, {}, {}, "", true, true}, kB, kF},               // 1x1
            {{{1, 16, 13, 13}, 32, {3, 3}, 1, {1, 2}, {}, {1, 1, 1, 1}, "", false, true}, kB, kB},  // no bias
-           {{{2, 5, 17}, 4, {4}, 1, {3}, {2}, {2, 1}, "", true, false}, kF, kB}}) {              // 1-D, dilation 2
+           {{{2, 5, 17}, 4, {4}, 1, {3}, {2}, {2, 1}, "", true, false}, kF, kB},                // 1-D, dilation 2
+           // Small output planes (the gradients below run these as image columns; Conv does not).
+           {{{2, 16, 4, 4}, 24, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, false}, kF, kB},
+           {{{2, 8, 9, 9}, 12, {3, 3}, 1, {2, 2}, {2, 2}, {2, 1, 1, 2}, "", true, true}, kB, kF}}) {  // stride, dilation
     ConvShape shape = ShapeOf(c.c);
     TypedBuffer x = RandomTyped(kB, c.c.x, 26), w = RandomTyped(kB, shape.w, 27, c.c.w_constant),
                 b = RandomTyped(c.bias, {c.c.m}, 28, true), y = RandomTyped(c.out, shape.y, 0);
@@ -703,7 +706,10 @@ void CheckBf16Cases(bool native) {
            {{{2, 16, 12, 12}, 24, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, ""}, kF},  // blocked layouts
            {{{2, 3, 11, 9}, 4, {3, 3}, 1, {2, 2}, {}, {1, 0, 2, 1}, ""}, kF},   // stride 2, asymmetric pads
            {{{2, 8, 10, 7}, 8, {3, 3}, 8, {2, 2}, {}, {1, 1, 1, 1}, ""}, kF},   // depthwise
-           {{{2, 32, 12, 12}, 16, {1, 1}, 1, {2, 2}, {}, {}, ""}, kB}}) {        // 1x1 stride 2, BF16 dW
+           {{{2, 32, 12, 12}, 16, {1, 1}, 1, {2, 2}, {}, {}, ""}, kB},          // 1x1 stride 2, BF16 dW
+           // 4x4 output planes: matrix products over image columns (conv_columns.h).
+           {{{2, 16, 4, 4}, 24, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, ""}, kF},
+           {{{2, 8, 9, 9}, 12, {3, 3}, 1, {2, 2}, {2, 2}, {2, 1, 1, 2}, ""}, kB}}) {
     ConvShape shape = ShapeOf(c);
     TypedBuffer x = RandomTyped(kB, c.x, 12), dy = RandomTyped(kB, shape.y, 13), dw = RandomTyped(out, shape.w, 0);
     AttrList attrs;
@@ -712,7 +718,9 @@ void CheckBf16Cases(bool native) {
     CheckBf16Step("ConvFilterGrad", {&x, &dy}, &dw, ConvAttrs(attrs, c).Finish(), FilterGradLoop(c, x.wide, dy.wide), native);
   }
   for (const TransposeCase& c : std::vector<TransposeCase>{{{2, 16, 6, 6}, 8, {3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, {1, 1}, false},
-                                                           {{1, 6, 7, 5}, 1, {3, 3}, 6, {2, 2}, {}, {1, 1, 1, 1}, {1, 1}, true}}) {
+                                                           {{1, 6, 7, 5}, 1, {3, 3}, 6, {2, 2}, {}, {1, 1, 1, 1}, {1, 1}, true},
+                                                           // 4x4 input plane: image columns, dilation 2, f32 bias
+                                                           {{2, 12, 4, 4}, 8, {3, 3}, 1, {1, 1}, {2, 2}, {1, 2, 2, 1}, {0, 0}, true}}) {
     TypedBuffer x = RandomTyped(kB, c.x, 9), w = RandomTyped(kB, TransposeWeightDims(c), 10), b = RandomTyped(kF, {c.mg * c.group}, 11);
     std::vector<int64_t> yd;
     Expected e = ConvTransposeLoop(c, x.wide, w.wide, b.wide, &yd);
