@@ -11,9 +11,9 @@
 #include "compiler/emit/data_dims.h"
 #include "compiler/emit/input_symbols.h"
 #include "compiler/emit/memory_planner.h"
+#include "compiler/emit/state_updates.h"
 #include "compiler/emit/widening.h"
 #include "compiler/ops/control_flow.h"
-#include "compiler/ops/fused.h"
 #include "compiler/ops/step_attrs.h"
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
@@ -96,8 +96,13 @@ class Emitter {
       PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*v));
       if (tensors_[size_t(id)].kind == Kind::kIo) programs_[slot].inputs.push_back(id);
     }
+    // State updates written in place (state_updates.h): the source is the state tensor itself.
     std::set<std::string> in_place;
-    PRECIS_RETURN_IF_ERROR(StateUpdatesInPlace(src, in_place));
+    for (const InPlaceUpdate& u : StateUpdatesInPlace(src, needed_, selected_, options_)) {
+      PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*u.state));
+      ids_[u.source] = id;
+      in_place.insert(u.source->name());
+    }
     for (const auto& n : g.nodes())
       if (needed_.count(n.get())) PRECIS_RETURN_IF_ERROR(CollectStep(*n, slot));
     for (const ir::Value* v : selected_) {
@@ -108,53 +113,6 @@ class Emitter {
       if (in_place.count(from)) continue;
       PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*g.FindLocal(from)));
       PRECIS_RETURN_IF_ERROR(AddStateUpdate(id, state, slot));
-    }
-    return Status::Ok();
-  }
-
-  // State updates written in place: the step that computes the new value writes it straight into
-  // the state tensor (the update's source becomes that tensor), and no copy runs when the program
-  // ends. A training step's optimizer then updates each weight and its moments in one pass over
-  // them, instead of writing new values to the arena and copying them (about 5% of a ResNet-18
-  // step). Allowed where
-  //  - the source is computed by a step of the program itself (not in a body, not an output);
-  //  - that step runs under the update's predicate (or neither has one), so a skipped update
-  //    leaves the state untouched;
-  //  - no step after it reads the state's old value, and where that step reads it itself, it is
-  //    a fused elementwise step of a CPU plan whose program reads that input element for element
-  //    before writing the output there (ops/fused.h; the generated code has a body for it);
-  //  - the source and the state have one dtype and shape.
-  // Adds the sources written in place to `in_place` and maps each to its state tensor.
-  Status StateUpdatesInPlace(const ProgramSource& src, std::set<std::string>& in_place) {
-    const ir::Graph& g = *src.graph;
-    auto predicate = [](const std::map<std::string, std::string>& m, const std::string& key) {
-      auto it = m.find(key);
-      return it == m.end() ? std::string() : it->second;
-    };
-    auto listed = [&](const ir::Value* v) { return std::find(selected_.begin(), selected_.end(), v) != selected_.end(); };
-    for (const auto& [from, state] : src.state_updates) {
-      const ir::Value* v = g.FindLocal(from);
-      const ir::Value* old = g.FindLocal(state);
-      if (!v || !old || v == old || src.state_updates.count(state) || v->kind() != ir::Value::Kind::kNodeOutput) continue;
-      const ir::Node* n = v->producer();
-      if (!n || n->owner() != &g || !needed_.count(n) || !ops::ControlFlowBodies(*n).empty() || listed(v) || listed(old)) continue;
-      if (KindOf(*v) != Kind::kArena || KindOf(*old) != Kind::kState) continue;
-      if (predicate(src.predicates, n->name()) != predicate(src.update_predicates, state)) continue;
-      std::vector<ir::DimExpr> sv, so;
-      auto dv = ShapeOf(*v, sv), dold = ShapeOf(*old, so);
-      if (!dv.ok() || !dold.ok() || !sv.empty() || !so.empty() || *dv != *dold || v->type().dtype() != old->type().dtype()) continue;
-      bool ok = true;
-      for (const ir::Use& u : old->uses()) {
-        const ir::Node* r = u.node;
-        if (r->owner() != &g) ok = false;  // read in a body
-        else if (!needed_.count(r) || r->index() < n->index()) continue;
-        else if (r != n || options_.target != "cpu" || !ops::FusedInPlaceOk(*n, u.input_index, v->output_index())) ok = false;
-        if (!ok) break;
-      }
-      if (!ok) continue;
-      PRECIS_ASSIGN_OR_RETURN(int id, AddTensor(*old));
-      ids_[v] = id;
-      in_place.insert(from);
     }
     return Status::Ok();
   }

@@ -316,13 +316,9 @@ class DnnlConvTransposeKernel : public DnnlConvBase<dnnl::deconvolution_forward:
     const int64_t NP = c.N * c.P(), K = c.K();
     md x_t = Strided({NP, C}, {1, NP}, dt::bf16), w = Plain({C, K}, DnnlType(*args.in(1))), prod = Plain({NP, K});
     dnnl::matmul::primitive_desc pd;
-    try {
-      pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(x_t, w, prod), Attr(), Engine());
-    } catch (const dnnl::error&) {
-      return false;
-    }
-    if (IsReferenceImpl(pd)) return false;
-    dnnl::memory moved = Temporary(Plain({C, NP}, dt::bf16)), product = Temporary(prod), work = Temporary(Plain({int64_t(threads_) * c.H * c.W}));
+    if (!FastMatMul(x_t, w, prod, &pd)) return false;
+    dnnl::memory moved = Temporary(Plain({C, NP}, dt::bf16)), product = Temporary(prod);
+    dnnl::memory work = Temporary(Plain({int64_t(threads_) * c.H * c.W}));
     const size_t at_moved = TemporaryOffset(moved), at_prod = TemporaryOffset(product), at_work = TemporaryOffset(work);
     AppendHost([=](const KernelArgs& r, uint8_t* scratch, int threads) {
       ToChannelMajor(r.in(0)->data, scratch + at_moved, 2, c.N, C, c.P(), threads);
@@ -431,12 +427,7 @@ class DnnlConvFilterGradKernel : public DnnlKernel {
     const int64_t NP = c.N * c.P(), K = c.K();
     md dy_t = Plain({M, NP}, dt::bf16), cols_md = Plain({NP, K}, dt::bf16), dw = Plain({M, K}, w_t);
     dnnl::matmul::primitive_desc pd;
-    try {
-      pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(dy_t, cols_md, dw), Attr(), Engine());
-    } catch (const dnnl::error&) {
-      return false;
-    }
-    if (IsReferenceImpl(pd)) return false;
+    if (!FastMatMul(dy_t, cols_md, dw, &pd)) return false;
     dnnl::memory moved = Temporary(dy_t), cols = Temporary(cols_md);
     const size_t at_moved = TemporaryOffset(moved), at_cols = TemporaryOffset(cols);
     AppendHost([=](const KernelArgs& r, uint8_t* scratch, int threads) {

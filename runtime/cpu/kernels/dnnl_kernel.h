@@ -71,6 +71,9 @@ class DnnlKernel : public Kernel {
   // oneDNN's own reference implementation (plain loops) was the best it had for `pd`: such
   // steps are left to our reference kernel.
   static bool IsReferenceImpl(const dnnl::primitive_desc_base& pd);
+  // The matmul a x b -> c (attributes Attr()) in `pd`; false when oneDNN has none for it or only
+  // its reference (for paths that try a product first and fall back to another primitive).
+  static bool FastMatMul(const md& a, const md& b, const md& c, dnnl::matmul::primitive_desc* pd);
   // Primitive attributes with a user scratchpad (the step's scratch); add post-ops to it.
   static dnnl::primitive_attr Attr();
 

@@ -74,6 +74,15 @@ bool DnnlKernel::IsReferenceImpl(const dnnl::primitive_desc_base& pd) {
   return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
 }
 
+bool DnnlKernel::FastMatMul(const md& a, const md& b, const md& c, dnnl::matmul::primitive_desc* pd) {
+  try {
+    *pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), Attr(), Engine());
+  } catch (const dnnl::error&) {
+    return false;
+  }
+  return !IsReferenceImpl(*pd);
+}
+
 dnnl::primitive_attr DnnlKernel::Attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

@@ -113,7 +113,9 @@ class Session {
   const std::vector<StepProfile>& profile() const;
 
   // State tensors, in plan order. Read/Write copy one tensor's bytes (errors: unknown name,
-  // wrong dtype, shape or byte size). SaveState writes every state tensor to `path` atomically
+  // wrong dtype, shape or byte size). Derived state (a training plan's 16-bit working copies,
+  // docs/plan-format.md) is not listed or saved, may be read, and is recomputed from the state it
+  // derives from after that is written or loaded. SaveState writes every state tensor to `path` atomically
   // (a temporary file renamed over it: an interrupted save leaves the previous file intact) with
   // a checksum and the plan's state signature; LoadState validates the whole file (truncation,
   // corruption, a file of another plan's state: each a clear error) before changing anything.

@@ -1,0 +1,52 @@
+// StateUpdatesInPlace (see state_updates.h).
+#include "compiler/emit/state_updates.h"
+
+#include <algorithm>
+
+#include "compiler/emit/data_dims.h"
+#include "compiler/ops/control_flow.h"
+#include "compiler/ops/fused.h"
+
+namespace precis::emit {
+namespace {
+
+std::string Find(const std::map<std::string, std::string>& m, const std::string& key) {
+  auto it = m.find(key);
+  return it == m.end() ? std::string() : it->second;
+}
+
+bool SameStaticType(const ir::Value& a, const ir::Value& b) {
+  std::vector<ir::DimExpr> sa, sb;
+  auto da = ShapeOf(a, sa), db = ShapeOf(b, sb);
+  return da.ok() && db.ok() && sa.empty() && sb.empty() && *da == *db && a.type().dtype() == b.type().dtype();
+}
+
+}  // namespace
+
+std::vector<InPlaceUpdate> StateUpdatesInPlace(const ProgramSource& src, const std::set<const ir::Node*>& needed,
+                                               const std::vector<const ir::Value*>& outputs, const EmitOptions& options) {
+  const ir::Graph& g = *src.graph;
+  auto listed = [&](const ir::Value* v) { return std::find(outputs.begin(), outputs.end(), v) != outputs.end(); };
+  std::vector<InPlaceUpdate> result;
+  for (const auto& [from, state] : src.state_updates) {
+    const ir::Value* v = g.FindLocal(from);
+    const ir::Value* old = g.FindLocal(state);
+    if (!v || !old || v == old || src.state_updates.count(state) || v->kind() != ir::Value::Kind::kNodeOutput) continue;
+    const ir::Node* n = v->producer();
+    if (!n || n->owner() != &g || !needed.count(n) || !ops::ControlFlowBodies(*n).empty() || listed(v) || listed(old)) continue;
+    bool is_state = options.state.count(state) && (old->is_constant() || (old->kind() == ir::Value::Kind::kInput && old->data()));
+    if (!is_state || Find(src.predicates, n->name()) != Find(src.update_predicates, state) || !SameStaticType(*v, *old)) continue;
+    bool ok = true;
+    for (const ir::Use& u : old->uses()) {
+      const ir::Node* r = u.node;
+      if (r->owner() != &g) ok = false;  // read in a body
+      else if (!needed.count(r) || r->index() < n->index()) continue;
+      else if (r != n || options.target != "cpu" || !ops::FusedInPlaceOk(*n, u.input_index, v->output_index())) ok = false;
+      if (!ok) break;
+    }
+    if (ok) result.push_back({v, old});
+  }
+  return result;
+}
+
+}  // namespace precis::emit
