@@ -323,6 +323,8 @@ StatusOr<size_t> Session::Impl::FindProgram(const std::string& name) const {
   for (size_t i = 0; i < program_names.size(); ++i) {
     if (program_names[i] != name) continue;
     if (loaded.programs[i].body) return InvalidArgument("program '" + name + "' is the body of a control-flow step; it runs only from that step");
+    if (int(i) == derive_program)
+      return InvalidArgument("program '" + name + "' derives state; the session runs it after state is written or loaded");
     return i;
   }
   std::string known;

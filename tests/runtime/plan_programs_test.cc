@@ -25,6 +25,7 @@ namespace precis {
 namespace {
 
 using testing::Reseal;
+using testing::RewritePlan;
 
 // "step": acc <- acc + x (only when %go), y = 2 * (acc + x), z = 3 * x (only when %go).
 constexpr const char* kStep = R"(
@@ -346,6 +347,62 @@ TEST(PlanPrograms, StateUpdatesRunInPlaceWhereSafe) {
     const std::vector<float> buf0 = {0.5f, 0.5f, 0.5f, 0.5f}, w0 = {1, 2, 3, 4};
     EXPECT_EQ(p.buf, go ? buf : buf0);
     EXPECT_EQ(p.w, go ? w : w0);
+  }
+}
+
+// A derive program (plan.fbs Program.derives_state): "twice" keeps acc2 = 2 * acc. The session
+// runs it when the plan loads and after state is written or loaded; acc2 is not the caller's state.
+TEST(PlanPrograms, DerivedStateFollowsWritesAndIsNotTheCallersState) {
+  std::unique_ptr<ir::Model> step = Parse(kStep), twice = Parse(R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "twice" {
+  input %acc: f32[4] = [1.0, 2.0, 3.0, 4.0]
+  input %acc2: f32[4] = [0.0, 0.0, 0.0, 0.0]
+  const %two: f32[] = [2.0]
+  %doubled = Mul(%acc, %two)
+  output %doubled
+}
+)");
+  std::vector<emit::ProgramSource> programs(2);
+  programs[0].name = "step";
+  programs[0].graph = step->graph.get();
+  programs[0].state_updates["sum"] = "acc";
+  programs[1].name = "twice";
+  programs[1].graph = twice->graph.get();
+  programs[1].state_updates["doubled"] = "acc2";
+  programs[1].derives_state = true;
+  emit::EmitOptions options;
+  options.state = {"acc", "acc2"};
+  auto plan = emit::EmitPrograms(*step, programs, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto s = Session::FromBuffer(plan->bytes.data(), plan->bytes.size());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Session& session = **s;
+  EXPECT_EQ(session.programs(), (std::vector<std::string>{"step"}));
+  ASSERT_EQ(session.state().size(), 1u);
+  EXPECT_EQ(session.state()[0].name, "acc");
+  auto read2 = [&] {
+    std::vector<float> v(4);
+    EXPECT_TRUE(session.ReadState("acc2", v.data(), 16).ok());
+    return v;
+  };
+  EXPECT_EQ(read2(), (std::vector<float>{2, 4, 6, 8})) << "derived when the plan loads";
+  std::vector<float> acc = {0.5f, -1, 10, 0};
+  ASSERT_TRUE(session.WriteState("acc", DataType::kF32, {4}, acc.data(), 16).ok());
+  EXPECT_EQ(read2(), (std::vector<float>{1, -2, 20, 0})) << "derived again after a write";
+  Status refused = session.WriteState("acc2", DataType::kF32, {4}, acc.data(), 16);
+  EXPECT_NE(refused.message().find("derived"), std::string::npos) << refused.ToString();
+  Status direct = session.Run("twice");
+  EXPECT_NE(direct.message().find("derives state"), std::string::npos) << "not an entry program: " << direct.ToString();
+  // A derive program that is a body, or a second one, is refused at load.
+  for (int edit = 0; edit < 2; ++edit) {
+    std::vector<uint8_t> b = RewritePlan(plan->bytes, [&](plan::PlanT& p, auto&) {
+      if (edit == 0) p.programs[1]->body = true;
+      else p.programs[0]->derives_state = true;
+    });
+    auto bad = Session::FromBuffer(b.data(), b.size());
+    ASSERT_FALSE(bad.ok()) << edit;
+    EXPECT_NE(bad.status().message().find("derives state"), std::string::npos) << bad.status().ToString();
   }
 }
 
