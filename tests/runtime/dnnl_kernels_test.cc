@@ -720,7 +720,9 @@ void CheckBf16Cases(bool native) {
   for (const TransposeCase& c : std::vector<TransposeCase>{{{2, 16, 6, 6}, 8, {3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, {1, 1}, false},
                                                            {{1, 6, 7, 5}, 1, {3, 3}, 6, {2, 2}, {}, {1, 1, 1, 1}, {1, 1}, true},
                                                            // 4x4 input plane: image columns, dilation 2, f32 bias
-                                                           {{2, 12, 4, 4}, 8, {3, 3}, 1, {1, 1}, {2, 2}, {1, 2, 2, 1}, {0, 0}, true}}) {
+                                                           {{2, 12, 4, 4}, 8, {3, 3}, 1, {1, 1}, {2, 2}, {1, 2, 2, 1}, {0, 0}, true},
+                                                           // and stride 2 with output_padding (positions no window reaches)
+                                                           {{2, 12, 4, 4}, 8, {3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, {1, 1}, false}}) {
     TypedBuffer x = RandomTyped(kB, c.x, 9), w = RandomTyped(kB, TransposeWeightDims(c), 10), b = RandomTyped(kF, {c.mg * c.group}, 11);
     std::vector<int64_t> yd;
     Expected e = ConvTransposeLoop(c, x.wide, w.wide, b.wide, &yd);
