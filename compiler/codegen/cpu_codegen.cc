@@ -65,7 +65,7 @@ class Emitter {
   Emitter(llvm::LLVMContext& ctx, llvm::Module& mod, const std::string& cpu, unsigned lanes)
       : ctx_(ctx), mod_(mod), cpu_(cpu), lanes_(lanes), b_(ctx) {}
 
-  void Emit(const fz::Program& p) {
+  void Emit(const fz::Program& p, bool aliased_body) {
     llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
     llvm::Type* i64 = b_.getInt64Ty();
     llvm::Function* body = Body(p, false);
@@ -73,12 +73,12 @@ class Emitter {
     // input 0 through output 0's pointer, so that every pointer it has is still noalias.
     llvm::Function* in_place = p.InPlaceOk() ? Body(p, true) : nullptr;
     // Other outputs may take the bytes of inputs they read element for element (a training
-    // plan's optimizer step writes a weight and its moments over their old values): a third
-    // body whose pointers are not noalias serves those steps. Its vector body still loads every
-    // input of an element before storing any output (programs load before they store), and
+    // plan's optimizer step writes a weight and its moments over their old values): where asked,
+    // a third body whose pointers are not noalias serves those steps. Its vector body still loads
+    // every input of an element before storing any output (programs load before they store), and
     // without noalias LLVM keeps that order.
     std::vector<std::pair<int, int>> pairs;
-    for (int i = 0; i < p.num_inputs; ++i)
+    for (int i = 0; i < p.num_inputs && aliased_body; ++i)
       for (int o = 0; o < p.num_outputs; ++o)
         if ((i != 0 || o != 0) && p.InPlaceOk(i, o)) pairs.emplace_back(i, o);
     llvm::Function* aliased = pairs.empty() ? nullptr : Body(p, false, false);
@@ -546,14 +546,14 @@ class Emitter {
 
 // The programs (each entry once) as an optimized module for `tm`.
 StatusOr<std::unique_ptr<llvm::Module>> BuildModule(llvm::LLVMContext& ctx, llvm::TargetMachine& tm, const std::vector<fz::Program>& programs,
-                                                    const std::string& cpu) {
+                                                    const std::string& cpu, const std::set<std::string>& aliased = {}) {
   auto mod = std::make_unique<llvm::Module>("precis_fused", ctx);
   mod->setTargetTriple(kTriple);
   mod->setDataLayout(tm.createDataLayout());
   Emitter emitter(ctx, *mod, cpu, cpu == "x86-64-v4" ? 16 : 8);
   std::set<std::string> done;
   for (const fz::Program& p : programs)
-    if (done.insert(p.EntryName()).second) emitter.Emit(p);
+    if (done.insert(p.EntryName()).second) emitter.Emit(p, aliased.count(p.EntryName()) > 0);
   PRECIS_RETURN_IF_ERROR(VerifyAndOptimize(*mod, tm, cpu));
   return mod;
 }
@@ -598,13 +598,13 @@ const std::vector<std::string>& CpuTargets() {
   return targets;
 }
 
-StatusOr<std::vector<CpuModule>> GenerateCpuModules(const std::vector<fz::Program>& programs) {
+StatusOr<std::vector<CpuModule>> GenerateCpuModules(const std::vector<fz::Program>& programs, const std::set<std::string>& aliased) {
   std::vector<CpuModule> out;
   for (const std::string& cpu : CpuTargets()) {
     auto start = std::chrono::steady_clock::now();
     PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, MakeTargetMachine(cpu));
     llvm::LLVMContext ctx;
-    PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, BuildModule(ctx, *tm, programs, cpu));
+    PRECIS_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> mod, BuildModule(ctx, *tm, programs, cpu, aliased));
     CpuModule m;
     m.target = cpu;
     PRECIS_ASSIGN_OR_RETURN(m.object, EmitCode(*mod, *tm, false, cpu));

@@ -12,6 +12,8 @@
 // explicit round-to-nearest-even and quiet NaNs as runtime/base/half.h.
 #pragma once
 
+#include <set>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,8 +32,11 @@ struct CpuModule {
 // The CPU targets modules are generated for, best first.
 const std::vector<std::string>& CpuTargets();
 
-// One module per target holding every program (identical programs once, by entry name).
-StatusOr<std::vector<CpuModule>> GenerateCpuModules(const std::vector<rt::fused::Program>& programs);
+// One module per target holding every program (identical programs once, by entry name). Programs
+// whose entry is in `aliased` also get a body for steps that write an output over another input
+// (a training plan's optimizer step updating its state in place; fused_program.h InPlaceOk).
+StatusOr<std::vector<CpuModule>> GenerateCpuModules(const std::vector<rt::fused::Program>& programs,
+                                                    const std::set<std::string>& aliased = {});
 
 // The optimized LLVM IR of the programs for `target` (golden tests, `precis opt --emit-llvm`).
 StatusOr<std::string> CpuModuleIr(const std::vector<rt::fused::Program>& programs, const std::string& target);

@@ -128,8 +128,9 @@ Status GenerateCode(ir::Model& model, emit::EmitOptions& emit, CompileResult& re
 }  // namespace
 
 Status FuseAndGenerate(const ir::Model& model, const std::vector<ir::Graph*>& graphs, const std::set<std::string>& keep, emit::EmitOptions& emit,
-                       GeneratedCode& out, const std::string& target, bool rows) {
+                       GeneratedCode& out, const std::string& target, bool rows, const std::set<std::string>& in_place_outputs) {
   std::vector<rt::fused::Program> programs;
+  std::set<std::string> aliased;
   for (ir::Graph* g : graphs) {
     passes::FuseOptions fuse;
     fuse.rows = rows;
@@ -142,6 +143,8 @@ Status FuseAndGenerate(const ir::Model& model, const std::vector<ir::Graph*>& gr
       const ir::Attribute* consts = n->FindAttribute("consts");
       auto p = rt::fused::Decode(code ? code->ints : std::vector<int64_t>{}, consts ? consts->floats : std::vector<float>{});
       if (!p.ok()) return p.status().WithContext("internal error: " + n->Describe());
+      for (const ir::Value* v : n->outputs())
+        if (v && in_place_outputs.count(v->name())) aliased.insert(p->EntryName());
       programs.push_back(std::move(*p));
     }
   }
@@ -162,7 +165,8 @@ Status FuseAndGenerate(const ir::Model& model, const std::vector<ir::Graph*>& gr
       emit.modules.push_back({"fused." + m.target + ".cubin", m.target, std::move(m.cubin), Kind::kCubin});
     }
   } else {
-    PRECIS_ASSIGN_OR_RETURN(std::vector<codegen::CpuModule> modules, codegen::GenerateCpuModules(programs));
+    PRECIS_ASSIGN_OR_RETURN(std::vector<codegen::CpuModule> modules, codegen::GenerateCpuModules(programs, aliased));
+    emit.aliased_entries.insert(aliased.begin(), aliased.end());
     for (codegen::CpuModule& m : modules) {
       out.modules.push_back({m.target, m.object.size(), m.ms});
       emit.modules.push_back({"fused." + m.target, m.target, std::move(m.object)});

@@ -39,8 +39,12 @@ struct GeneratedCode {
 // is built. Verifies `model` afterwards.
 // `target` "cpu": x86-64 objects; "cuda": PTX and cubins (compiler/codegen/nvptx_codegen.h).
 // `rows`: reductions over rows join the groups too (softmax, normalizations, trailing Reduce*).
+// `in_place_outputs`: values that may be written over an input of their step (a training plan's
+// state-update sources); the CPU kernels producing them get a body for that, and their entries go
+// to `emit.aliased_entries`.
 Status FuseAndGenerate(const ir::Model& model, const std::vector<ir::Graph*>& graphs, const std::set<std::string>& keep, emit::EmitOptions& emit,
-                       GeneratedCode& out, const std::string& target = "cpu", bool rows = true);
+                       GeneratedCode& out, const std::string& target = "cpu", bool rows = true,
+                       const std::set<std::string>& in_place_outputs = {});
 
 struct CompileOptions {
   std::map<std::string, std::vector<int64_t>> shapes;  // --shape NAME=1x3x224x224

@@ -696,15 +696,15 @@ class TrainingAssembler {
     options.report_json = result_.report_json;
     options.report_text = result_.report_text;
     if (o_.codegen && o_.target == "cpu") {
-      std::set<std::string> keep;
+      std::set<std::string> keep, sources;
       for (const emit::ProgramSource& p : programs) {
         keep.insert(p.outputs.begin(), p.outputs.end());
-        for (const auto& [from, state] : p.state_updates) keep.insert(from);
+        for (const auto& [from, state] : p.state_updates) keep.insert(from), sources.insert(from);
         for (const auto& [node, value] : p.predicates) keep.insert(value);
         for (const auto& [state, value] : p.update_predicates) keep.insert(value);
       }
       GeneratedCode code;
-      PRECIS_RETURN_IF_ERROR(FuseAndGenerate(model_, {&g_, eval_.graph.get()}, keep, options, code, "cpu", o_.fuse_rows));
+      PRECIS_RETURN_IF_ERROR(FuseAndGenerate(model_, {&g_, eval_.graph.get()}, keep, options, code, "cpu", o_.fuse_rows, sources));
       Status eval_ok = ir::Verify(eval_);
       if (!eval_ok.ok()) return eval_ok.WithContext("internal error: the evaluation graph fails verification after elementwise fusion");
       result_.fused_kernels = int(code.fused.size());

@@ -11,6 +11,7 @@
 #include "compiler/emit/data_dims.h"
 #include "compiler/emit/input_symbols.h"
 #include "compiler/emit/memory_planner.h"
+#include "compiler/emit/plan_file.h"
 #include "compiler/emit/state_updates.h"
 #include "compiler/emit/widening.h"
 #include "compiler/ops/control_flow.h"
@@ -18,7 +19,6 @@
 #include "compiler/ir/text.h"
 #include "compiler/ops/op_registry.h"
 #include "compiler/ops/shape_values.h"
-#include "runtime/base/hash.h"
 #include "runtime/cuda/kernel_list.h"
 #include "runtime/plan/plan_format.h"
 
@@ -675,18 +675,7 @@ StatusOr<EmittedPlan> Emitter::Write() {
   flatbuffers::Offset<flatbuffers::String> training_config;
   if (!options_.source_model.empty()) source_model = b.CreateVector(options_.source_model);
   if (!options_.training_config.empty()) training_config = b.CreateString(options_.training_config);
-  std::vector<flatbuffers::Offset<plan::Module>> modules;
-  for (const EmitOptions::Module& m : options_.modules) {
-    // Code is 16-byte aligned in the file (the loader copies it anyway).
-    b.ForceVectorAlignment(m.code.size(), sizeof(uint8_t), 16);
-    auto code = b.CreateVector(m.code);
-    const plan::ModuleKind kind = m.kind == EmitOptions::Module::Kind::kPtx     ? plan::ModuleKind_Ptx
-                                  : m.kind == EmitOptions::Module::Kind::kCubin ? plan::ModuleKind_Cubin
-                                                                                 : plan::ModuleKind_Elf;
-    modules.push_back(plan::CreateModule(b, b.CreateString(m.name), kind, b.CreateString(m.target), code,
-                                         HashBytes(m.code.data(), m.code.size())));
-  }
-  auto module_table = modules.empty() ? 0 : b.CreateVector(modules);
+  auto module_table = WriteModules(b, options_.modules);
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> symbol_table;
   flatbuffers::Offset<flatbuffers::Vector<int64_t>> symbol_min, symbol_max, dim_atoms;
   flatbuffers::Offset<flatbuffers::Vector<int64_t>> data_symbol_table, data_symbol_bounds;
@@ -752,7 +741,7 @@ StatusOr<EmittedPlan> Emitter::Write() {
   root.add_state_bytes(state_size_);
   if (!options_.source_model.empty()) root.add_source_model(source_model);
   if (!options_.training_config.empty()) root.add_training_config(training_config);
-  if (!modules.empty()) root.add_modules(module_table);
+  if (!options_.modules.empty()) root.add_modules(module_table);
   if (!symbols_.empty()) root.add_symbols(symbol_table);
   if (!atom_code_.empty()) root.add_dim_atoms(dim_atoms);
   if (!value_symbols_.empty()) root.add_value_symbols(value_symbol_table);
@@ -771,26 +760,13 @@ StatusOr<EmittedPlan> Emitter::Write() {
   }
   plan::FinishPlanBuffer(b, root.Finish());
 
-  plan::FileHeader h{};
-  std::memcpy(h.magic, plan::kMagic, sizeof h.magic);
-  h.version = plan::kFormatVersion;
-  h.header_bytes = sizeof h;
-  h.meta_offset = sizeof h;
-  h.meta_size = b.GetSize();
-  h.const_offset = (h.meta_offset + h.meta_size + plan::kConstantAlignment - 1) / plan::kConstantAlignment * plan::kConstantAlignment;
-  h.const_size = constants_size_;
-  h.file_size = h.const_offset + h.const_size;
-  std::vector<uint8_t>& out = result_.bytes;
-  out.assign(size_t(h.file_size), 0);
-  std::memcpy(out.data() + h.meta_offset, b.GetBufferPointer(), b.GetSize());
-  for (const auto& t : tensors_) {
-    if (!t.bytes || t.synthetic) continue;
-    if (t.kind == Kind::kConstant) std::memcpy(out.data() + h.const_offset + t.offset, t.value->data()->buffer().data(), t.bytes);
-    if (t.kind == Kind::kState && !t.zero_init)
-      std::memcpy(out.data() + h.const_offset + t.init_offset, t.value->data()->buffer().data(), t.bytes);
-  }
-  h.checksum = HashBytes(out.data() + sizeof h, out.size() - sizeof h);
-  std::memcpy(out.data(), &h, sizeof h);
+  result_.bytes = PlanFileBytes(b, constants_size_, [&](uint8_t* blob) {
+    for (const auto& t : tensors_) {
+      if (!t.bytes || t.synthetic) continue;
+      if (t.kind == Kind::kConstant) std::memcpy(blob + t.offset, t.value->data()->buffer().data(), t.bytes);
+      if (t.kind == Kind::kState && !t.zero_init) std::memcpy(blob + t.init_offset, t.value->data()->buffer().data(), t.bytes);
+    }
+  });
   result_.steps = steps_.size();
   return std::move(result_);
 }

@@ -44,6 +44,10 @@ struct EmitOptions {
     Kind kind = Kind::kElf;
   };
   std::vector<Module> modules;
+  // Entries of the generated CPU kernels that may write an output over another input (their code
+  // has a body for it; driver/compile.h FuseAndGenerate's in_place_outputs): only their steps
+  // update state in place over an input they read (state_updates.h).
+  std::set<std::string> aliased_entries;
   // Bounds of symbolic dims (plan.fbs Plan.symbol_min/max); each must name a symbol of the plan.
   std::map<std::string, std::pair<int64_t, int64_t>> dim_bounds;
 };

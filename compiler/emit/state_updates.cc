@@ -21,6 +21,12 @@ bool SameStaticType(const ir::Value& a, const ir::Value& b) {
   return da.ok() && db.ok() && sa.empty() && sb.empty() && *da == *db && a.type().dtype() == b.type().dtype();
 }
 
+// A fused step whose generated CPU code has a body for outputs written over other inputs.
+bool AliasedBody(const ir::Node& n, const EmitOptions& options) {
+  const ir::Attribute* entry = n.FindAttribute("entry");
+  return options.target == "cpu" && entry && entry->kind == ir::Attribute::Kind::kString && options.aliased_entries.count(entry->s);
+}
+
 }  // namespace
 
 std::vector<InPlaceUpdate> StateUpdatesInPlace(const ProgramSource& src, const std::set<const ir::Node*>& needed,
@@ -41,7 +47,7 @@ std::vector<InPlaceUpdate> StateUpdatesInPlace(const ProgramSource& src, const s
       const ir::Node* r = u.node;
       if (r->owner() != &g) ok = false;  // read in a body
       else if (!needed.count(r) || r->index() < n->index()) continue;
-      else if (r != n || options.target != "cpu" || !ops::FusedInPlaceOk(*n, u.input_index, v->output_index())) ok = false;
+      else if (r != n || !AliasedBody(*n, options) || !ops::FusedInPlaceOk(*n, u.input_index, v->output_index())) ok = false;
       if (!ok) break;
     }
     if (ok) result.push_back({v, old});

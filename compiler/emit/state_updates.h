@@ -22,7 +22,8 @@ struct InPlaceUpdate {
 //    the state untouched;
 //  - no step after it reads the state's old value, and where that step reads it itself, it is a
 //    fused elementwise step of a CPU plan whose program reads that input element for element
-//    before writing the output there (ops/fused.h; the generated code has a body for it);
+//    before writing the output there (ops/fused.h) and whose generated code has a body for that
+//    (EmitOptions::aliased_entries);
 //  - the source and the state have one dtype and static shape.
 // A training step's optimizer then updates each weight, its moments and its 16-bit working copy
 // in one pass, instead of writing new values to the arena and copying them (about 5% of a

@@ -510,11 +510,11 @@ Status Session::WriteState(const std::string& name, DataType dtype, const std::v
   PRECIS_ASSIGN_OR_RETURN(int id, impl_->FindState(name));
   if (impl_->IsDerived(id))
     return InvalidArgument("state '" + name + "' is derived from other state (a 16-bit working copy of a master weight): write that instead");
-  if (impl_->derive_program >= 0) impl_->derive_pending = true;
   const rt::Tensor& t = impl_->tensors[size_t(id)];
   if (dtype != t.dtype) return InvalidArgument("state '" + name + "' is " + DataTypeName(t.dtype) + ", got " + DataTypeName(dtype));
   if (dims != t.dims) return InvalidArgument("state '" + name + "' has shape " + DimsToString(t.dims) + ", got " + DimsToString(dims));
   if (bytes != t.bytes) return InvalidArgument("state '" + name + "' needs " + std::to_string(t.bytes) + " bytes, got " + std::to_string(bytes));
+  if (impl_->derive_program >= 0) impl_->derive_pending = true;
   return impl_->backend->WriteState(id, data);
 }
 

@@ -19,6 +19,7 @@
 #include "precis/session.h"
 #include "tests/runtime/plan_test_util.h"
 #include "runtime/base/hash.h"
+#include "runtime/kernels/fused_program.h"
 #include "runtime/plan/plan_format.h"
 
 namespace precis {
@@ -245,6 +246,15 @@ TEST(PlanPrograms, StateAccessErrorsNameTheProblem) {
   EXPECT_NE((*s)->WriteState("acc", DataType::kF32, {2, 2}, v.data(), 16).message().find("has shape 4, got 2x2"), std::string::npos);
 }
 
+// The fused program w - d over inputs (d, w): output 0 may take input 1's bytes.
+const std::vector<int64_t> kSubCode = {0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 3, 1, 0, 0, 0, 17, 0, 2, 1, 0};
+
+std::string SubEntry() {
+  auto p = rt::fused::Decode(kSubCode, {});
+  EXPECT_TRUE(p.ok());
+  return p.ok() ? p->EntryName() : "";
+}
+
 // SGD with momentum over a state weight %w and moment %buf: buf <- 0.5 * buf + g;
 // w <- w - 0.25 * buf. %late reads buf's old value after the new one exists (variant "late"),
 // %fused computes w - d in a fused step that reads w (input 1) and may write it in place.
@@ -262,8 +272,9 @@ graph "sgd" {
   %buf_next = Add(%decayed, %g) name "accumulate"
   %d = Mul(%buf_next, %lr)
 )";
-  g += fused ? "  %w_next = FusedElementwise(%d, %w) {code = [0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 3, 1, 0, 0, 0, 17, 0, 2, 1, 0]}\n"
-             : "  %w_next = Sub(%w, %d)\n";
+  std::string code;
+  for (int64_t c : kSubCode) code += (code.empty() ? "" : ", ") + std::to_string(c);
+  g += fused ? "  %w_next = FusedElementwise(%d, %w) {code = [" + code + "], entry = \"" + SubEntry() + "\"}\n" : "  %w_next = Sub(%w, %d)\n";
   if (late) g += "  %late = Mul(%buf, %lr)\n  output %late\n";
   g += "  output %buf_next\n  output %w_next\n}\n";
   return g;
@@ -275,8 +286,10 @@ struct SgdRun {
 };
 
 // Emits the graph as program "sgd" (state w and buf, updated from w_next and buf_next; `predicated`:
-// the updates and the node "accumulate" run only when %go) and runs it once with g = 1 and %go.
-SgdRun RunSgd(bool late, bool fused, bool predicated, bool go) {
+// the updates and the node "accumulate" run only when %go; `aliased`: the fused kernel has a body
+// for outputs over other inputs, as code generation gives a training plan's optimizer steps) and
+// runs it once with g = 1 and %go.
+SgdRun RunSgd(bool late, bool fused, bool predicated, bool go, bool aliased = true) {
   SgdRun r;
   std::string text = SgdGraph(late, fused);
   std::unique_ptr<ir::Model> model = Parse(text.c_str());
@@ -290,6 +303,7 @@ SgdRun RunSgd(bool late, bool fused, bool predicated, bool go) {
   }
   emit::EmitOptions options;
   options.state = {"w", "buf"};
+  if (aliased) options.aliased_entries = {SubEntry()};
   auto plan = emit::EmitPrograms(*model, programs, options);
   EXPECT_TRUE(plan.ok()) << plan.status().ToString();
   if (!plan.ok()) return r;
@@ -333,6 +347,10 @@ TEST(PlanPrograms, StateUpdatesRunInPlaceWhereSafe) {
   EXPECT_FALSE(Has(fused.steps, "update w"));
   EXPECT_EQ(fused.buf, buf);
   EXPECT_EQ(fused.w, w);
+  // The same fused step whose code has no body for it: w is copied.
+  SgdRun no_body = RunSgd(false, true, false, true, false);
+  EXPECT_TRUE(Has(no_body.steps, "update w"));
+  EXPECT_EQ(no_body.w, w);
   // buf's old value read after the Add: buf is copied at the end, and %late sees the old value.
   SgdRun late = RunSgd(true, true, false, true);
   EXPECT_TRUE(Has(late.steps, "update buf"));
