@@ -55,6 +55,20 @@ ir::Value* Expander::FloatScalar(double value, ir::DType dtype) {
   return Op("Cast", {Scalar(value, ir::DType::kF32)}, {GradAttr::Int("to", int64_t(ir::DTypeToOnnx(dtype)))});
 }
 
+std::vector<ir::Value*> Expander::Inline(const ir::Graph& body, const std::vector<ir::Value*>& inputs) {
+  std::unordered_map<const ir::Value*, ir::Value*> map;
+  for (size_t i = 0; i < body.inputs().size() && i < inputs.size(); ++i) map[body.inputs()[i]] = inputs[i];
+  std::string prefix = base_ + "/" + body.name() + "/";
+  ir::CopyNodes(graph_, body, map, [](ir::Value* v) { return v; }, [&](const std::string& name) { return Fresh(prefix + name); },
+                /*untyped=*/true);
+  std::vector<ir::Value*> outputs;
+  for (ir::Value* v : body.outputs()) {
+    auto it = map.find(v);
+    outputs.push_back(it == map.end() ? v : it->second);
+  }
+  return outputs;
+}
+
 void Expander::MoveBuiltNodesBefore(ir::Node* anchor) {
   const auto& nodes = graph_.nodes();
   if (nodes.size() == nodes_before_) return;
@@ -262,6 +276,7 @@ const ExpandDef kExpanders[] = {
     {"", "Greater", 1, 6, ExpandLegacyBroadcast},
     {"", "Less", 1, 6, ExpandLegacyBroadcast},
     {"", "Attention", 23, INT_MAX, ExpandAttention},
+    {"ai.onnx.preview", "FlexAttention", 1, INT_MAX, ExpandFlexAttention},
     {"", "RMSNormalization", 23, INT_MAX, ExpandRmsNormalization},
     {"", "RotaryEmbedding", 23, INT_MAX, ExpandRotaryEmbedding},
     {"", "Swish", 24, INT_MAX, ExpandSwish},

@@ -39,6 +39,10 @@ class Expander : public IrBuilder {
   ir::Value* ShapeOf(ir::Value* v, int64_t start, int64_t end);
   // A 0-d constant of any float dtype (16-bit ones through a Cast, folded by inference).
   ir::Value* FloatScalar(double value, ir::DType dtype);
+  // Copies `body`'s constants and nodes in front of the node (untyped, for inference to type),
+  // its inputs bound to `inputs`; returns what its outputs became. Values the body uses from
+  // enclosing graphs stay those values.
+  std::vector<ir::Value*> Inline(const ir::Graph& body, const std::vector<ir::Value*>& inputs);
 
   // Ends the expansion: output i of the node becomes values[i] (nullptr where the node's output
   // is absent); the node is removed and the built nodes take its place.
@@ -61,6 +65,7 @@ ExpandFn FindExpander(const std::string& domain, const std::string& op_type, int
 
 // Family expanders (expand_nn.cc).
 StatusOr<bool> ExpandAttention(Expander& e);
+StatusOr<bool> ExpandFlexAttention(Expander& e);
 StatusOr<bool> ExpandRmsNormalization(Expander& e);
 StatusOr<bool> ExpandRotaryEmbedding(Expander& e);
 StatusOr<bool> ExpandSwish(Expander& e);

@@ -1,4 +1,4 @@
-// Expansions of ONNX's function operators for transformers: Attention, RMSNormalization,
+// Expansions of ONNX's function operators for transformers: Attention, FlexAttention, RMSNormalization,
 // RotaryEmbedding and Swish, following the ONNX reference implementations
 // (onnx/reference/ops/op_attention.py and its siblings) step for step, so that FP32 plans round
 // where the reference does. Sizes that may be symbolic are computed with Shape (constants once
@@ -175,6 +175,62 @@ StatusOr<bool> ExpandAttention(Expander& e) {
     outs[3] = mode == 2 ? biased : mode == 3 ? probs : scores;
   }
   e.Replace(outs);
+  return true;
+}
+
+// FlexAttention (ai.onnx.preview, version 1): attention over 4-D Q, K, V with optional modifier
+// subgraphs, as its ONNX function body computes it: Q and K each scaled by sqrt(scale) (computed
+// in FP32), scores cast to softmax_precision (FP32, or FP64 for double inputs), score_mod inlined,
+// Softmax, prob_mod inlined, then the product with V in softmax_precision, cast back to Q's type.
+StatusOr<bool> ExpandFlexAttention(Expander& e) {
+  PRECIS_ASSIGN_OR_RETURN(auto qd, e.InputDims(0));
+  PRECIS_ASSIGN_OR_RETURN(auto kd, e.InputDims(1));
+  PRECIS_ASSIGN_OR_RETURN(auto vd, e.InputDims(2));
+  if (qd.size() != 4 || kd.size() != 4 || vd.size() != 4)
+    return e.Error("Q, K and V must be 4-D (ranks " + std::to_string(qd.size()) + ", " + std::to_string(kd.size()) + ", " +
+                   std::to_string(vd.size()) + ")");
+  ir::DType dt = e.in(0)->type().dtype();
+  if (!ir::IsFloat(dt)) return e.Error("Q must be a float tensor");
+  auto qh = StaticDim(qd, 1), kh = StaticDim(kd, 1), vh = StaticDim(vd, 1);
+  if (!qh || !kh || !vh) return e.Unsupported("the head counts (dim 1 of Q, K and V) must be static");
+  if (*kh != *vh) return e.Error("K has " + std::to_string(*kh) + " heads and V " + std::to_string(*vh));
+  if (*kh <= 0 || *qh % *kh) return e.Error(std::to_string(*qh) + " query heads are not a multiple of " + std::to_string(*kh) + " key/value heads");
+  float scale = e.Float("scale", 0.0f);
+  if (!e.Has("scale")) {
+    auto d = StaticDim(qd, 3);
+    if (!d || *d <= 0) return e.Unsupported("without a scale attribute, the head size (dim 3 of Q) must be static and positive");
+    scale = 1.0f / std::sqrt(float(*d));
+  }
+  ir::DType sp = dt == ir::DType::kF64 ? ir::DType::kF64 : ir::DType::kF32;
+  if (e.Has("softmax_precision")) {
+    auto p = ir::DTypeFromOnnx(int(e.Int("softmax_precision", 1)));
+    if (!p.ok() || !ir::IsFloat(*p)) return e.Error("softmax_precision must name a float type");
+    sp = *p;
+  }
+  auto modifier = [&](const char* name) -> StatusOr<const ir::Graph*> {
+    const ir::Attribute* a = e.node().FindAttribute(name);
+    if (!a) return static_cast<const ir::Graph*>(nullptr);
+    if (a->kind != ir::Attribute::Kind::kGraph || a->graphs.size() != 1) return e.Error(std::string(name) + " must be a graph");
+    const ir::Graph* g = a->graphs[0].get();
+    if (g->inputs().size() != 1 || g->outputs().size() != 1)
+      return e.Error(std::string(name) + " must take one input and give one output (it has " + std::to_string(g->inputs().size()) + " and " +
+                     std::to_string(g->outputs().size()) + ")");
+    return g;
+  };
+  PRECIS_ASSIGN_OR_RETURN(const ir::Graph* score_mod, modifier("score_mod"));
+  PRECIS_ASSIGN_OR_RETURN(const ir::Graph* prob_mod, modifier("prob_mod"));
+
+  int64_t reps = *qh / *kh;
+  ir::Value* keys = RepeatHeads(e, e.in(1), *kh, reps);
+  ir::Value* values = RepeatHeads(e, e.in(2), *kh, reps);
+  ir::Value* root = e.FloatScalar(double(std::sqrt(scale)), dt);  // sqrt in FP32, as the function body
+  ir::Value* kt = e.Op("Transpose", {e.Op("Mul", {keys, root})}, {A::Ints("perm", {0, 1, 3, 2})});
+  ir::Value* scores = e.CastTo(e.Op("MatMul", {e.Op("Mul", {e.in(0), root}), kt}), sp);
+  if (score_mod) scores = e.Inline(*score_mod, {scores})[0];
+  ir::Value* probs = e.Op("Softmax", {scores}, {A::Int("axis", -1)});
+  if (prob_mod) probs = e.Inline(*prob_mod, {probs})[0];
+  ir::Value* y = e.CastTo(e.Op("MatMul", {probs, e.CastTo(values, sp)}), dt);
+  e.Replace({y});
   return true;
 }
 
