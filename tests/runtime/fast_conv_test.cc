@@ -26,6 +26,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/base/cpu_features.h"
+#include "runtime/base/half.h"
 #include "runtime/cpu/kernel.h"
 #include "tests/runtime/kernel_test_util.h"
 #include "runtime/cpu/kernels/conv_kernels.h"
@@ -72,6 +74,7 @@ struct ConvCase {
   std::string auto_pad = "";
   bool bias = true;
   bool w_constant = false;
+  DataType storage = DataType::kF32;  // X, W and B rounded to this type (the exact value follows)
 };
 
 std::vector<int64_t> Or(const std::vector<int64_t>& v, size_t n, int64_t fill) { return v.empty() ? std::vector<int64_t>(n, fill) : v; }
@@ -125,6 +128,9 @@ void MakeStep(const ConvCase& c, ConvStep* s) {
   s->w = Random(wd, 2, c.w_constant);
   s->b = Random({M}, 3, true);
   s->y = Random(yd, 4);
+  if (c.storage != DataType::kF32)
+    for (Buffer* b : {&s->x, &s->w, &s->b})
+      for (float& v : b->data) v = c.storage == DataType::kF16 ? HalfToFloat(FloatToHalf(v)) : Bf16ToFloat(FloatToBf16(v));
   auto I = Pad3(in, 1), O = Pad3(out, 1), K = Pad3(c.kernel, 1), S = Pad3(st, 1), D = Pad3(d, 1), P = Pad3(lead, 0);
   int64_t osz = O[0] * O[1] * O[2], isz = I[0] * I[1] * I[2], ksz = K[0] * K[1] * K[2];
   s->value.assign(size_t(N * M * osz), 0.0);
@@ -418,6 +424,73 @@ TEST(ChannelsLastConv, NanThroughFusedActivations) {
       EXPECT_FALSE(std::isnan(y.data[size_t(4 * 16 + m)]));  // the neighbour is untouched
     }
   }
+}
+
+// A 16-bit channels-last step in bands (MakeBandedHalfConvKernel must take it: activations above
+// its threshold, small weights) through MakeNhwcConvKernel on 1 and 2 threads, against the exact
+// value over the rounded inputs, then the activation, then one rounding to the storage type:
+// tolerance that of the FP32 kernels plus half an ulp of the type (2^-11 FP16, 2^-8 BF16) and
+// FP16's smallest subnormal.
+void CheckHalfBands(const ConvCase& c, const Activation& act = {}) {
+  SCOPED_TRACE(Describe(c) + " storage " + DataTypeName(c.storage) + " activation '" + act.name + "'");
+  ConvStep s;
+  MakeStep(c, &s);
+  s.attrs.String("layout", "NHWC");
+  if (!act.name.empty()) s.attrs.String("activation", act.name);
+  if (act.name == "Clip") s.attrs.Float("activation_min", act.lo).Float("activation_max", act.hi);
+  Attributes a = s.attrs.Finish();
+  auto typed = [&](const Buffer& b, bool constant) {
+    Buffer nhwc = ChannelsLast(b);
+    testing::TypedBuffer t(c.storage, nhwc.t.dims);
+    for (int64_t i = 0; i < t.t.numel; ++i) t.Set(i, nhwc.data[size_t(i)]);
+    t.t.is_constant = constant;
+    return t;
+  };
+  testing::TypedBuffer x = typed(s.x, false), w = typed(s.w, true), y = typed(s.y, false);
+  testing::TypedBuffer b(c.storage, {c.m});
+  for (int64_t i = 0; i < c.m; ++i) b.Set(i, s.b.data[size_t(i)]);
+  b.t.is_constant = true;
+  std::vector<testing::TypedBuffer*> inputs = c.bias ? std::vector<testing::TypedBuffer*>{&x, &w, &b} : std::vector<testing::TypedBuffer*>{&x, &w};
+  {
+    KernelArgs args;
+    for (auto* t : inputs) args.inputs.push_back(&t->t);
+    args.outputs.push_back(&y.t);
+    args.attrs = a;
+    args.node = "test";
+    CpuContext ctx;
+    ctx.threads = 2;
+    Status st = MakeBandedHalfConvKernel()->Init(args, ctx);
+    ASSERT_TRUE(st.ok()) << "the bands must take this step: " << st.ToString();
+  }
+  const double half_ulp = c.storage == DataType::kF16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+  const int64_t N = y.t.dims[0], OH = y.t.dims[1], OW = y.t.dims[2], M = y.t.dims[3];
+  for (int threads : {1, 2}) {
+    Status st = testing::RunKernel(MakeNhwcConvKernel, inputs, {&y}, a, threads);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    int bad = 0;
+    for (int64_t n = 0; n < N && bad < 5; ++n)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t o = 0; o < OH * OW; ++o) {
+          size_t exact = size_t((n * M + m) * OH * OW + o);
+          double want = act.Apply(s.value[exact]), tol = 1e-5 * s.magnitude[exact] + 1e-6 + half_ulp * std::fabs(want) + 6e-8;
+          float got = y.Get((n * OH * OW + o) * M + m);
+          if (!(std::fabs(double(got) - want) <= tol) && bad++ < 5)
+            ADD_FAILURE() << threads << " threads: y[n " << n << ", m " << m << ", position " << o << "] is " << got << ", expected " << want;
+        }
+  }
+}
+
+TEST(ChannelsLastConv, HalfStepsInBands) {
+  const DataType f16 = DataType::kF16;
+  CheckHalfBands({{1, 16, 128, 128}, 32, {1, 1}, 1, {}, {}, {}, "", true, true, f16});                 // 1x1 expansion
+  CheckHalfBands({{2, 32, 72, 72}, 32, {3, 3}, 32, {}, {}, {1, 1, 1, 1}, "", false, true, f16});       // depthwise, batch 2
+  CheckHalfBands({{1, 32, 129, 127}, 32, {3, 3}, 32, {2, 2}, {}, {0, 1, 1, 0}, "", true, true, f16});  // stride 2, asymmetric pads
+  CheckHalfBands({{1, 3, 224, 224}, 32, {3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, "", true, true, f16});    // a stem
+  CheckHalfBands({{1, 16, 131, 128}, 16, {3, 3}, 1, {}, {2, 2}, {2, 2, 2, 2}, "", true, true, f16});   // dilation, a short last band
+  CheckHalfBands({{1, 16, 128, 128}, 32, {1, 1}, 1, {}, {}, {}, "", true, true, f16}, Activation{"Clip", 0.0f, 6.0f});
+  CheckHalfBands({{1, 16, 160, 160}, 32, {3, 3}, 1, {2, 2}, {}, {}, "SAME_UPPER", true, true, f16}, Activation{"Relu"});
+  if (!NativeBf16Enabled())  // else BF16 steps run in oneDNN as they are
+    CheckHalfBands({{1, 16, 128, 128}, 32, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, true, DataType::kBF16});
 }
 
 TEST(ChannelsLastConv, Declines) {

@@ -28,8 +28,12 @@ std::unique_ptr<Kernel> MakeDirectPointwiseConvKernel();  // fast_pointwise.cc
 std::unique_ptr<Kernel> MakePointwiseConvKernel();  // dnnl_conv.cc
 std::unique_ptr<Kernel> MakeDnnlConvKernel();       // dnnl_conv.cc
 // The channels-last Conv (layout = "NHWC" steps): oneDNN's convolution on X [N, H, W, C] and
-// W [M, kH, kW, C/group] without reorders of X or Y (dnnl_conv.cc).
+// W [M, kH, kW, C/group] without reorders of X or Y (dnnl_conv.cc); 16-bit steps with large
+// activations and small constant weights in bands of output rows (MakeBandedHalfConvKernel).
 std::unique_ptr<Kernel> MakeNhwcConvKernel();
+// FP16 channels-last convolutions (BF16 too where oneDNN has no native BF16) computed in FP32 one
+// band of output rows at a time (dnnl_conv_bands.cc).
+std::unique_ptr<Kernel> MakeBandedHalfConvKernel();
 
 bool PreferConvVariant(const KernelArgs& args, KernelFactory variant);  // dnnl_conv.cc
 

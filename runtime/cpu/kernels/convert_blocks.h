@@ -32,6 +32,11 @@ void WidenIntoLayout(DataType dtype, const uint8_t* src, int64_t src_stride, int
 void WidenArrayParallel(DataType dtype, const uint8_t* src, float* dst, int64_t n, int threads);
 void NarrowArrayParallel(DataType dtype, const float* src, uint8_t* dst, int64_t n, int threads);
 
+// Calls fn(context, job, thread) for every job in [0, jobs) on up to `threads` OpenMP threads,
+// thread t taking jobs t, t + T, t + 2T... (`thread` < threads: an index into per-thread
+// buffers). For kernels in files built without OpenMP; allocates nothing.
+void ParallelJobs(int64_t jobs, int threads, void (*fn)(void* context, int64_t job, int thread), void* context);
+
 // Y[m * ldy + n] = sum_k A[m * K + k] * W(k, n) (+ bias[n]) for m < M, n < N, with FP32 A, bias
 // and Y and 16-bit weights W ([K, N], or [N, K] when trans_b; FP16 or BF16) read as they are stored,
 // FP32 accumulation (fast_half_gemv.cc). For few rows of A: W is read once, in pieces widened in L1.

@@ -29,9 +29,7 @@ namespace precis::rt {
 namespace {
 
 // oneDNN-style geometry: dilations count the gaps (ONNX dilation - 1), pads may be asymmetric.
-struct Geometry {
-  dnnl::memory::dims strides, dilations, pad_l, pad_r, out;
-};
+using Geometry = ConvWindowGeometry;
 
 dnnl::memory::dims Concat(dnnl::memory::dims a, const dnnl::memory::dims& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -505,7 +503,35 @@ class FastConvKernel : public Kernel {
 
 std::unique_ptr<Kernel> MakePointwiseConvKernel() { return std::make_unique<DnnlPointwiseConvKernel>(); }
 std::unique_ptr<Kernel> MakeDnnlConvKernel() { return std::make_unique<DnnlConvKernel>(); }
-std::unique_ptr<Kernel> MakeNhwcConvKernel() { return std::make_unique<DnnlConvKernel>(true); }
+Status ConvWindow(const KernelArgs& args, const dnnl::memory::dims& in, const dnnl::memory::dims& kernel, ConvWindowGeometry* g) {
+  return ConvGeometry(args, in, kernel, g);
+}
+
+namespace {
+
+// Channels-last Conv: 16-bit steps that oneDNN cannot take as they are in bands (BandedHalfConv),
+// the rest (and 16-bit steps the bands decline) in oneDNN's convolution as they are or widened.
+class NhwcConvKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext& ctx) override {
+    chosen_ = MakeBandedHalfConvKernel();
+    Status s = chosen_->Init(args, ctx);
+    if (s.code() != StatusCode::kUnimplemented) return s;
+    chosen_ = std::make_unique<DnnlConvKernel>(true);
+    return chosen_->Init(args, ctx);
+  }
+  Status Run(const KernelArgs& args, CpuContext& ctx) override { return chosen_->Run(args, ctx); }
+  size_t ScratchBytes() const override { return chosen_->ScratchBytes(); }
+  bool AppliesActivation() const override { return chosen_->AppliesActivation(); }
+  bool ReadsConstantInput(size_t i) const override { return chosen_->ReadsConstantInput(i); }
+
+ private:
+  std::unique_ptr<Kernel> chosen_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> MakeNhwcConvKernel() { return std::make_unique<NhwcConvKernel>(); }
 
 void AddDnnlConvKernels(KernelRegistry& r) {
   r.RegisterFast("Conv", Make<FastConvKernel>);

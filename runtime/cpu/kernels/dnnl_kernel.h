@@ -44,6 +44,12 @@ class OmpThreadScope {
 
 class DnnlKernel : public Kernel {
  public:
+  static const dnnl::engine& Engine();
+  // oneDNN's own reference implementation (plain loops) was the best it had for `pd`: such
+  // steps are left to our reference kernel.
+  static bool IsReferenceImpl(const dnnl::primitive_desc_base& pd);
+  // Primitive attributes with a user scratchpad (the step's scratch); add post-ops to it.
+  static dnnl::primitive_attr Attr();
   Status Init(const KernelArgs& args, const CpuContext& ctx) final;
   Status Run(const KernelArgs& args, CpuContext& ctx) final;
   size_t ScratchBytes() const final;
@@ -61,21 +67,15 @@ class DnnlKernel : public Kernel {
   virtual void BeforeExecute(const KernelArgs& args) { (void)args; }
   void ReadAtRun(size_t i) { read_at_run_.push_back(i); }
 
-  static const dnnl::engine& Engine();
   bool fp32_weights_ = false;  // CpuContext::fp32_weights of the Init call
   int threads_ = 1;            // CpuContext::threads of the Init call (at least 1)
   // Row-major descriptor of `d`; `strides` overrides the element strides.
   static md Plain(const dims& d, dt type = dt::f32);
   static md Strided(const dims& d, const dims& strides, dt type = dt::f32);
   static md Any(const dims& d, dt type = dt::f32);
-  // oneDNN's own reference implementation (plain loops) was the best it had for `pd`: such
-  // steps are left to our reference kernel.
-  static bool IsReferenceImpl(const dnnl::primitive_desc_base& pd);
   // The matmul a x b -> c (attributes Attr()) in `pd`; false when oneDNN has none for it or only
   // its reference (for paths that try a product first and fall back to another primitive).
   static bool FastMatMul(const md& a, const md& b, const md& c, dnnl::matmul::primitive_desc* pd);
-  // Primitive attributes with a user scratchpad (the step's scratch); add post-ops to it.
-  static dnnl::primitive_attr Attr();
 
   // Input/output `i` from `byte_offset` on (e.g. a block of columns).
   dnnl::memory Input(size_t i, const md& desc, size_t byte_offset = 0);
@@ -129,6 +129,14 @@ class DnnlKernel : public Kernel {
 Status CheckDnnlTypes(const char* kernel, std::initializer_list<const Tensor*> operands, std::initializer_list<const Tensor*> others);
 // The oneDNN type of a tensor that CheckDnnlTypes accepted (f32 or bf16).
 dnnl::memory::data_type DnnlType(const Tensor& t);
+
+// A convolution's window in oneDNN's terms (dilations count the gaps, pads may be asymmetric) and
+// its output size per spatial dim, from the step's attributes (auto_pad included) and the spatial
+// dims of X and W; Unimplemented when the window does not fit (dnnl_conv.cc).
+struct ConvWindowGeometry {
+  dnnl::memory::dims strides, dilations, pad_l, pad_r, out;
+};
+Status ConvWindow(const KernelArgs& args, const dnnl::memory::dims& in, const dnnl::memory::dims& kernel, ConvWindowGeometry* g);
 
 // Registration helpers of the two oneDNN kernel files (called by RegisterDnnlKernels).
 void AddDnnlMatMulKernels(KernelRegistry& r);

@@ -44,6 +44,19 @@ void NarrowBlock(DataType dtype, const float* src, uint8_t* dst, int64_t dst_str
   });
 }
 
+void ParallelJobs(int64_t jobs, int threads, void (*fn)(void* context, int64_t job, int thread), void* context) {
+  int t = int(std::clamp<int64_t>(jobs, 1, std::max(threads, 1)));
+  if (t <= 1) {
+    for (int64_t j = 0; j < jobs; ++j) fn(context, j, 0);
+    return;
+  }
+#pragma omp parallel num_threads(t)
+  {
+    int i = omp_get_thread_num(), nt = omp_get_num_threads();
+    for (int64_t j = i; j < jobs; j += nt) fn(context, j, i);
+  }
+}
+
 void WidenArrayParallel(DataType dtype, const uint8_t* src, float* dst, int64_t n, int threads) {
   const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
   fast::ParallelFor(n, 1, threads, [&](int64_t begin, int64_t end) {
