@@ -654,12 +654,59 @@ TEST(FastKernels, ReluGradMatchesReferenceBitwise) {
     Buffer dy = Random(dt, {3, 50001}, 5), x = Random(dt, {3, 50001}, 6);
     const float specials[] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f};
     for (int64_t i = 0; i < x.t.numel; i += 97) x.Set(i, specials[(i / 97) % 5]);
+    // dY's specials where X > 0 (passed through), and 16-bit NaNs with the quiet bit clear, which
+    // the reference's round trip through float quiets.
+    for (int64_t i = 0; i < x.t.numel; i += 89) {
+      x.Set(i, 1.0f);
+      dy.Set(i, specials[(i / 89) % 5]);
+      if (dt != DataType::kF32 && (i / 89) % 7 == 0)
+        reinterpret_cast<uint16_t*>(dy.t.data)[i] = dt == DataType::kF16 ? uint16_t(0xfc01) : uint16_t(0x7f81);
+    }
     Buffer want(dt, x.t.dims), got(dt, x.t.dims);
     AttrList ra, fa;
     RunReference("ReluGrad", {&dy, &x}, {&want}, ra);
     RunFast("ReluGrad", {&dy, &x}, {&got}, fa, 2);
     ExpectBitwise(got, want, std::string("ReluGrad ") + TypeName(dt));
   }
+}
+
+// UnscaleGradients: the gradients (f32, f16, bf16 in one step, and sizes either side of the
+// parallel threshold) multiplied by 0.5, 1/3 (rounded) and 1 (copied as they are), bitwise as the
+// reference, separately and in place; found_inf from one Inf or NaN anywhere, and not otherwise.
+TEST(FastKernels, UnscaleGradientsMatchesReferenceBitwise) {
+  for (float inv : {0.5f, 1.0f / 3.0f, 1.0f})
+    for (int bad = 0; bad < 3; ++bad)
+      for (bool in_place : {false, true}) {
+        std::string what = "inv " + std::to_string(inv) + " non-finite " + std::to_string(bad) + (in_place ? " in place" : "");
+        Buffer scale(DataType::kF32, {});
+        scale.Set(0, inv);
+        std::vector<Buffer> grads = {Random(DataType::kF32, {3, 50001}, 21), Random(DataType::kF16, {7, 1001}, 22),
+                                     Random(DataType::kBF16, {40001}, 23), Random(DataType::kF32, {5}, 24)};
+        if (bad == 1) grads[1].Set(5000, INFINITY);
+        if (bad == 2) grads[0].Set(149999, NAN);
+        std::vector<Buffer> want_out, got_out;
+        for (const Buffer& g : grads) want_out.emplace_back(g), got_out.emplace_back(g);
+        Buffer want_found(DataType::kBool, {}), got_found(DataType::kBool, {});
+        std::vector<Buffer*> ins = {&scale}, want_outs, got_outs;
+        std::vector<Buffer> fast_grads = grads;  // the in-place run overwrites its inputs
+        for (size_t i = 0; i < grads.size(); ++i) {
+          ins.push_back(&grads[i]);
+          want_outs.push_back(&want_out[i]);
+        }
+        want_outs.push_back(&want_found);
+        std::vector<Buffer*> fast_ins = {&scale};
+        for (size_t i = 0; i < grads.size(); ++i) {
+          fast_ins.push_back(&fast_grads[i]);
+          got_outs.push_back(in_place ? &fast_grads[i] : &got_out[i]);
+        }
+        got_outs.push_back(&got_found);
+        AttrList ra, fa;
+        RunReference("UnscaleGradients", ins, want_outs, ra);
+        RunFast("UnscaleGradients", fast_ins, got_outs, fa, 2);
+        for (size_t i = 0; i < grads.size(); ++i) ExpectBitwise(*got_outs[i], want_out[i], what + " gradient " + std::to_string(i));
+        EXPECT_EQ(got_found.t.data[0], uint8_t(bad != 0)) << what;
+        EXPECT_EQ(want_found.t.data[0], uint8_t(bad != 0)) << what;
+      }
 }
 
 // BatchNormalizationTraining and its gradient: both sum in double, in different orders, and
