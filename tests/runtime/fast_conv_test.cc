@@ -338,14 +338,36 @@ struct Activation {
   }
 };
 
+// The step of `c` with the channels-last layout and the fused activation `act`.
+Attributes ChannelsLastStep(const ConvCase& c, const Activation& act, ConvStep* s) {
+  MakeStep(c, s);
+  s->attrs.String("layout", "NHWC");
+  if (!act.name.empty()) s->attrs.String("activation", act.name);
+  if (act.name == "Clip") s->attrs.Float("activation_min", act.lo).Float("activation_max", act.hi);
+  return s->attrs.Finish();
+}
+
+// Y ([N, H', W', M], element i read by get(i)) against the exact values of `s` after `act`:
+// |y - exact| <= 1e-5 * sum|terms| + 1e-6, plus rel * |exact| + abs (a storage type's rounding).
+template <typename Get>
+void ExpectChannelsLast(const ConvStep& s, const Activation& act, const std::vector<int64_t>& yd, Get&& get, double rel, double abs, int threads) {
+  const int64_t N = yd[0], OH = yd[1], OW = yd[2], M = yd[3];
+  int bad = 0;
+  for (int64_t n = 0; n < N && bad < 5; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t o = 0; o < OH * OW; ++o) {
+        size_t exact = size_t((n * M + m) * OH * OW + o);
+        double want = act.Apply(s.value[exact]), tol = 1e-5 * s.magnitude[exact] + 1e-6 + rel * std::fabs(want) + abs;
+        float got = get((n * OH * OW + o) * M + m);
+        if (!(std::fabs(double(got) - want) <= tol) && bad++ < 5)
+          ADD_FAILURE() << threads << " threads: y[n " << n << ", m " << m << ", position " << o << "] is " << got << ", expected " << want;
+      }
+}
+
 void CheckChannelsLast(const ConvCase& c, const Activation& act = {}) {
   SCOPED_TRACE(Describe(c) + " activation '" + act.name + "'");
   ConvStep s;
-  MakeStep(c, &s);
-  s.attrs.String("layout", "NHWC");
-  if (!act.name.empty()) s.attrs.String("activation", act.name);
-  if (act.name == "Clip") s.attrs.Float("activation_min", act.lo).Float("activation_max", act.hi);
-  Attributes a = s.attrs.Finish();
+  Attributes a = ChannelsLastStep(c, act, &s);
   Buffer x = ChannelsLast(s.x), w = ChannelsLast(s.w), y = ChannelsLast(s.y);
   std::vector<Buffer*> inputs = c.bias ? std::vector<Buffer*>{&x, &w, &s.b} : std::vector<Buffer*>{&x, &w};
   {
@@ -359,20 +381,10 @@ void CheckChannelsLast(const ConvCase& c, const Activation& act = {}) {
     ASSERT_TRUE(st.ok()) << st.ToString();
     EXPECT_EQ(k->AppliesActivation(), !act.name.empty());
   }
-  const int64_t N = y.t.dims[0], OH = y.t.dims[1], OW = y.t.dims[2], M = y.t.dims[3];
   for (int threads : {1, 2}) {
     Status st = RunKernel(MakeNhwcConvKernel, inputs, &y, a, threads);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    int bad = 0;
-    for (int64_t n = 0; n < N && bad < 5; ++n)
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t o = 0; o < OH * OW; ++o) {
-          size_t exact = size_t((n * M + m) * OH * OW + o);
-          double want = act.Apply(s.value[exact]), tol = 1e-5 * s.magnitude[exact] + 1e-6;
-          float got = y.data[size_t((n * OH * OW + o) * M + m)];
-          if (!(std::fabs(double(got) - want) <= tol) && bad++ < 5)
-            ADD_FAILURE() << threads << " threads: y[n " << n << ", m " << m << ", position " << o << "] is " << got << ", expected " << want;
-        }
+    ExpectChannelsLast(s, act, y.t.dims, [&](int64_t i) { return y.data[size_t(i)]; }, 0.0, 0.0, threads);
   }
 }
 
@@ -434,11 +446,7 @@ TEST(ChannelsLastConv, NanThroughFusedActivations) {
 void CheckHalfBands(const ConvCase& c, const Activation& act = {}) {
   SCOPED_TRACE(Describe(c) + " storage " + DataTypeName(c.storage) + " activation '" + act.name + "'");
   ConvStep s;
-  MakeStep(c, &s);
-  s.attrs.String("layout", "NHWC");
-  if (!act.name.empty()) s.attrs.String("activation", act.name);
-  if (act.name == "Clip") s.attrs.Float("activation_min", act.lo).Float("activation_max", act.hi);
-  Attributes a = s.attrs.Finish();
+  Attributes a = ChannelsLastStep(c, act, &s);
   auto typed = [&](const Buffer& b, bool constant) {
     Buffer nhwc = ChannelsLast(b);
     testing::TypedBuffer t(c.storage, nhwc.t.dims);
@@ -463,20 +471,10 @@ void CheckHalfBands(const ConvCase& c, const Activation& act = {}) {
     ASSERT_TRUE(st.ok()) << "the bands must take this step: " << st.ToString();
   }
   const double half_ulp = c.storage == DataType::kF16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
-  const int64_t N = y.t.dims[0], OH = y.t.dims[1], OW = y.t.dims[2], M = y.t.dims[3];
   for (int threads : {1, 2}) {
     Status st = testing::RunKernel(MakeNhwcConvKernel, inputs, {&y}, a, threads);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    int bad = 0;
-    for (int64_t n = 0; n < N && bad < 5; ++n)
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t o = 0; o < OH * OW; ++o) {
-          size_t exact = size_t((n * M + m) * OH * OW + o);
-          double want = act.Apply(s.value[exact]), tol = 1e-5 * s.magnitude[exact] + 1e-6 + half_ulp * std::fabs(want) + 6e-8;
-          float got = y.Get((n * OH * OW + o) * M + m);
-          if (!(std::fabs(double(got) - want) <= tol) && bad++ < 5)
-            ADD_FAILURE() << threads << " threads: y[n " << n << ", m " << m << ", position " << o << "] is " << got << ", expected " << want;
-        }
+    ExpectChannelsLast(s, act, y.t.dims, [&](int64_t i) { return y.Get(i); }, half_ulp, 6e-8, threads);
   }
 }
 

@@ -258,19 +258,7 @@ class DnnlConvKernel : public DnnlConvBase<dnnl::convolution_forward::primitive_
   }
 
  private:
-  // The step's fused Relu or Clip as an eltwise post-op (oneDNN's relu with alpha 0 and its clip
-  // take max(x, lo) first, so NaN gives 0 or lo, as ActivationEpilogue does).
-  Status PostOps(const KernelArgs& args, dnnl::primitive_attr* attr) {
-    FusedActivationSpec act;
-    PRECIS_RETURN_IF_ERROR(ReadFusedActivation(args, &act));
-    dnnl::post_ops ops;
-    if (act.kind == FusedActivation::kRelu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    else if (act.kind == FusedActivation::kClip) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, act.lo, act.hi);
-    else return Status::Ok();
-    attr->set_post_ops(ops);
-    applies_activation_ = true;
-    return Status::Ok();
-  }
+  Status PostOps(const KernelArgs& args, dnnl::primitive_attr* attr) { return ConvActivationPostOps(args, attr, &applies_activation_); }
 
   bool nhwc_ = false, applies_activation_ = false;
 };
@@ -505,6 +493,20 @@ std::unique_ptr<Kernel> MakePointwiseConvKernel() { return std::make_unique<Dnnl
 std::unique_ptr<Kernel> MakeDnnlConvKernel() { return std::make_unique<DnnlConvKernel>(); }
 Status ConvWindow(const KernelArgs& args, const dnnl::memory::dims& in, const dnnl::memory::dims& kernel, ConvWindowGeometry* g) {
   return ConvGeometry(args, in, kernel, g);
+}
+
+// oneDNN's relu with alpha 0 and its clip take max(x, lo) first, so NaN gives 0 or lo, as
+// ActivationEpilogue does.
+Status ConvActivationPostOps(const KernelArgs& args, dnnl::primitive_attr* attr, bool* applied) {
+  FusedActivationSpec act;
+  PRECIS_RETURN_IF_ERROR(ReadFusedActivation(args, &act));
+  dnnl::post_ops ops;
+  if (act.kind == FusedActivation::kRelu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  else if (act.kind == FusedActivation::kClip) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, act.lo, act.hi);
+  else return Status::Ok();
+  attr->set_post_ops(ops);
+  *applied = true;
+  return Status::Ok();
 }
 
 namespace {

@@ -1,5 +1,5 @@
-// BandedHalfConv: a channels-last convolution with 16-bit X and Y (FP16; BF16 where oneDNN has no
-// native BF16) computed in FP32 by oneDNN one band of output rows at a time.
+// BandedHalfConv: a channels-last convolution with 16-bit X and Y of one type (FP16; BF16 where
+// oneDNN has no native BF16) computed in FP32 by oneDNN one band of output rows at a time.
 //
 // oneDNN 2.6 has no FP16 convolution, so such a step used to run widened (widen_kernel.h): all of
 // X widened into an FP32 copy, the convolution over the copy, all of Y rounded from an FP32 copy.
@@ -27,7 +27,6 @@
 #include "runtime/cpu/kernels/conv_kernels.h"
 #include "runtime/cpu/kernels/convert_blocks.h"
 #include "runtime/cpu/kernels/dnnl_kernel.h"
-#include "runtime/cpu/step_adapters.h"
 
 namespace precis::rt {
 namespace {
@@ -114,7 +113,7 @@ class BandedHalfConvKernel : public Kernel {
     if (x->rank() != 4 || w->rank() != 4 || y->rank() != 4) return Unimplemented("bands: 2-D channels-last convolutions only");
     if (!IsHalf(x->dtype) || (x->dtype == DataType::kBF16 && NativeBf16Enabled()))
       return Unimplemented("bands: for 16-bit X that oneDNN does not take as it is");
-    if (!IsHalf(y->dtype) && y->dtype != DataType::kF32) return Unimplemented("bands: 16-bit or FP32 Y");
+    if (y->dtype != x->dtype) return Unimplemented("bands: Y of X's type");
     for (const Tensor* t : {w, b})
       if (t && (!t->is_constant || (!IsHalf(t->dtype) && t->dtype != DataType::kF32))) return Unimplemented("bands: constant W and B");
     x_type_ = x->dtype, y_type_ = y->dtype;
@@ -140,7 +139,7 @@ class BandedHalfConvKernel : public Kernel {
     if (weight_bytes * N_ * bands_ * 2 > act) return Unimplemented("bands: weights larger than the activations");
 
     dnnl::primitive_attr attr = DnnlKernel::Attr();
-    PRECIS_RETURN_IF_ERROR(PostOps(args, &attr));
+    PRECIS_RETURN_IF_ERROR(ConvActivationPostOps(args, &attr, &applies_activation_));
     dims w_dims = group == 1 ? dims{M_, C_, KH, KW} : dims{group, M_ / group, C_ / group, KH, KW};
     md bias_md = b ? md({M_}, dt::f32, tag::x) : md();
     const dnnl::engine& engine = DnnlKernel::Engine();
@@ -166,7 +165,7 @@ class BandedHalfConvKernel : public Kernel {
     if (b) bias_ = dnnl::memory(bias_md, engine, bias_values_.data());
 
     src_bytes_ = AlignUp(size_t(InRows(rows_[0]) * W_ * C_) * 4);
-    dst_bytes_ = y_type_ == DataType::kF32 ? 0 : AlignUp(size_t(rows_[0] * OW_ * M_) * 4);
+    dst_bytes_ = AlignUp(size_t(rows_[0] * OW_ * M_) * 4);
     size_t pad_bytes = 0;
     for (int k = 0; k < (rows_[1] ? 2 : 1); ++k) pad_bytes = std::max(pad_bytes, pd[k].scratchpad_desc().get_size());
     per_thread_ = src_bytes_ + dst_bytes_ + AlignUp(pad_bytes);
@@ -209,18 +208,6 @@ class BandedHalfConvKernel : public Kernel {
   md BandSrc(int64_t out_rows) const { return md({1, C_, InRows(out_rows), W_}, dt::f32, tag::nhwc); }
   md BandDst(int64_t out_rows) const { return md({1, M_, out_rows, OW_}, dt::f32, tag::nhwc); }
 
-  Status PostOps(const KernelArgs& args, dnnl::primitive_attr* attr) {
-    FusedActivationSpec act;
-    PRECIS_RETURN_IF_ERROR(ReadFusedActivation(args, &act));
-    dnnl::post_ops ops;
-    if (act.kind == FusedActivation::kRelu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    else if (act.kind == FusedActivation::kClip) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, act.lo, act.hi);
-    else return Status::Ok();
-    attr->set_post_ops(ops);
-    applies_activation_ = true;
-    return Status::Ok();
-  }
-
   // Band `job % bands_` of image `job / bands_` on thread `thread`.
   static void RunJob(void* context, int64_t job, int thread) {
     RunContext& rc = *static_cast<RunContext*>(context);
@@ -237,7 +224,7 @@ class BandedHalfConvKernel : public Kernel {
       else WidenRow(k.x_type_, x + size_t(i * row) * 2, src + r * row, row);
     }
     const size_t y_at = size_t((n * k.OH_ + o0) * out_row);
-    float* dst = k.y_type_ == DataType::kF32 ? reinterpret_cast<float*>(rc.y) + y_at : reinterpret_cast<float*>(mine + k.src_bytes_);
+    float* dst = reinterpret_cast<float*>(mine + k.src_bytes_);
     bool ok = dnnl_memory_set_data_handle_v2(t.src[last].get(), src, nullptr) == dnnl_success &&
               dnnl_memory_set_data_handle_v2(t.dst[last].get(), dst, nullptr) == dnnl_success &&
               dnnl_memory_set_data_handle_v2(t.scratchpad.get(), mine + k.src_bytes_ + k.dst_bytes_, nullptr) == dnnl_success &&
@@ -247,7 +234,7 @@ class BandedHalfConvKernel : public Kernel {
       rc.failed.store(true, std::memory_order_relaxed);
       return;
     }
-    if (k.y_type_ != DataType::kF32) NarrowRow(k.y_type_, dst, rc.y + y_at * 2, out_rows * out_row);
+    NarrowRow(k.y_type_, dst, rc.y + y_at * 2, out_rows * out_row);
   }
 
   DataType x_type_ = DataType::kF16, y_type_ = DataType::kF16;

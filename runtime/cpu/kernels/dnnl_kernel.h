@@ -137,6 +137,9 @@ struct ConvWindowGeometry {
   dnnl::memory::dims strides, dilations, pad_l, pad_r, out;
 };
 Status ConvWindow(const KernelArgs& args, const dnnl::memory::dims& in, const dnnl::memory::dims& kernel, ConvWindowGeometry* g);
+// The step's fused Relu or Clip (its `activation` attribute) as an eltwise post-op of `attr`;
+// *applied becomes true when there is one (dnnl_conv.cc).
+Status ConvActivationPostOps(const KernelArgs& args, dnnl::primitive_attr* attr, bool* applied);
 
 // Registration helpers of the two oneDNN kernel files (called by RegisterDnnlKernels).
 void AddDnnlMatMulKernels(KernelRegistry& r);
