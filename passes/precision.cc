@@ -102,6 +102,7 @@ class Painter {
   bool ReadsLow(const ir::Node* n) const { return o_.read_low.count(n) || se_pools_.count(n); }
   // An FP32 value a low node may read cast down: a squeeze-excitation gate ([N, C, 1, 1]).
   bool CastDownOk(const ir::Value* v) {
+    if (o_.cast_down.count(v)) return true;
     return v->kind() == ir::Value::Kind::kNodeOutput && S(v->producer()).pattern == ir::Reason::kSqueezeExcitePattern;
   }
 

@@ -46,6 +46,10 @@ struct PrecisionOptions {
   // and accumulate in FP32: they do not force their producers to FP32 (the reductions of a
   // training plan's backward pass, which sum 16-bit gradients into FP32 weight gradients).
   std::set<const ir::Node*> read_low;
+  // FP32 values a 16-bit node of the follow-input class may read cast down to 16 bits instead of
+  // running in FP32 because of them: a training plan's bias-sized parameters (rank <= 1), as
+  // PyTorch autocast casts a Linear's bias (the master stays FP32).
+  std::set<const ir::Value*> cast_down;
 };
 
 struct PrecisionStats {

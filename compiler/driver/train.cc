@@ -299,6 +299,11 @@ class TrainingAssembler {
           // accumulation rather than forcing the gradients they read to FP32.
           if (backward_.count(up.get()) && up->op_type() == "ReduceSum") p.read_low.insert(up.get());
         }
+      // Biases (and other parameters of rank <= 1) are read cast to 16 bits by the elementwise
+      // node next to a 16-bit product, as PyTorch autocast casts a Linear's bias: otherwise the
+      // Add runs in FP32 and every activation after it stays FP32 up to the next product.
+      for (const std::string& w : result_.weights)
+        if (const ir::Value* v = graph->FindLocal(w); v && v->type().shape().has_rank() && v->type().shape().rank() <= 1) p.cast_down.insert(v);
       passes::RecognizePatterns(*graph);
       PRECIS_ASSIGN_OR_RETURN(passes::PrecisionStats stats, passes::AssignPrecision(*graph, p));
       passes::FoldCasts(*graph);

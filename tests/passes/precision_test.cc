@@ -69,6 +69,44 @@ TEST(AssignPrecision, StatisticsCastsAndVerification) {
   EXPECT_FALSE(FoldCasts(*(*model)->graph));  // nothing left to fold
 }
 
+// A Linear's bias as a training plan has it: a parameter (an FP32 input, not a constant). By
+// default the bias Add runs in FP32 because of it, and the Transpose after it too; with the bias
+// in `cast_down` (PyTorch autocast's rule for a Linear's bias) both run in 16 bits and the bias is
+// read through a Cast.
+TEST(AssignPrecision, CastDownParametersKeepTheActivationsLow) {
+  constexpr const char* kLinear = R"(model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "g" {
+  input %x: f32[3,3]
+  input %b: f32[3]
+  const %w: f32[3,3] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+  %h = MatMul(%x, %w)
+  %y = Add(%h, %b)
+  %t = Transpose(%y)
+  %m = MatMul(%t, %w)
+  output %m
+}
+)";
+  for (bool cast_down : {false, true}) {
+    SCOPED_TRACE(cast_down ? "bias cast down" : "default");
+    auto model = ir::ParseModel(kLinear);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    ASSERT_TRUE(InferShapesAndFold(**model).ok());
+    ir::Graph& g = *(*model)->graph;
+    PrecisionOptions options;
+    options.low = ir::DType::kBF16;
+    if (cast_down) options.cast_down.insert(g.FindLocal("b"));
+    auto stats = AssignPrecision(g, options);
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    EXPECT_TRUE(ir::Verify(**model).ok());
+    const ir::DType want = cast_down ? ir::DType::kBF16 : ir::DType::kF32;
+    for (const auto& n : g.nodes()) {
+      if (n->op_type() == "Add" || n->op_type() == "Transpose") EXPECT_EQ(n->outputs()[0]->type().dtype(), want) << n->Describe();
+      if (n->op_type() == "Add") EXPECT_EQ(n->precision().reason, cast_down ? "follows-input" : "fp32-input") << n->Describe();
+    }
+    EXPECT_EQ(g.FindLocal("b")->type().dtype(), ir::DType::kF32) << "the parameter itself stays FP32";
+  }
+}
+
 TEST(AssignPrecision, RejectsUnknownOperatorAndBadRegex) {
   auto model = ir::ParseModel(kGraph);
   ASSERT_TRUE(model.ok());
