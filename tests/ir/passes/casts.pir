@@ -94,3 +94,26 @@ graph "nofuse" {
   output %p
   output %u
 }
+// -----
+// RUN: --passes infer,fuse-casts
+// A cast after a Transpose that feeds it alone moves in front of it: the Transpose moves f16.
+// A Transpose read by another node too keeps its cast behind it.
+// CHECK-LABEL: graph "hoist"
+// CHECK: %x.f16: f16[2,3] = Cast(%x) {to = 10}
+// CHECK-NEXT: %t: f16[3,2] = Transpose(%x.f16) {perm = [1, 0]} precision {reason = "follows-input", evidence = "the cast to f16 after it moved before it"}
+// CHECK-NEXT: %y: f16[3,2] = Relu(%t)
+// CHECK: %v: f16[3,2] = Cast(%u) {to = 10}
+model {ir_version = 8, producer_name = "t", producer_version = "1", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "hoist" {
+  input %x: f32[2,3]
+  input %w: f32[2,3]
+  %t = Transpose(%x) {perm = [1, 0]}
+  %c = Cast(%t) {to = 10}
+  %y = Relu(%c)
+  %u = Transpose(%w) {perm = [1, 0]}
+  %v = Cast(%u) {to = 10}
+  %z = Neg(%u)
+  output %y
+  output %v
+  output %z
+}
