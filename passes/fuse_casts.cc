@@ -29,6 +29,17 @@ bool Computes(const ir::Node& n) {
   return def->precision == P::kCompute || def->precision == P::kFollow || def->precision == P::kKeepFp32;
 }
 
+// When `c` is a Cast between two float dtypes whose input is a node output of `graph` read by `c`
+// alone (neither value a graph output): the node producing that input. Else nullptr.
+ir::Node* SoleReaderCastOf(ir::Graph& graph, const ir::Node* c, const std::function<bool(const ir::Value*)>& is_output) {
+  if (!c->domain().empty() || c->op_type() != "Cast" || c->inputs().size() != 1 || c->outputs().size() != 1) return nullptr;
+  const ir::Value *y = c->inputs()[0], *z = c->outputs()[0];
+  if (!IsFloat16or32(y) || !IsFloat16or32(z) || is_output(y) || is_output(z)) return nullptr;
+  if (y->kind() != ir::Value::Kind::kNodeOutput || y->uses().size() != 1) return nullptr;
+  ir::Node* p = y->producer();
+  return p->owner() == &graph ? p : nullptr;
+}
+
 // Transpose(x): A -> Cast -> B, the Transpose's output read by the Cast alone, becomes
 // Transpose(Cast(x -> B)): the same values (a cast commutes with moving data), and the Transpose
 // moves B's bytes (half of them for a 16-bit B). The new Cast reads x itself: a 16-bit working
@@ -38,12 +49,9 @@ bool HoistCastsAboveTransposes(ir::Graph& graph, const std::function<bool(const 
   std::map<const ir::Node*, ir::Node*> cast_before;  // Transpose -> the new Cast in front of it
   for (const auto& up : graph.nodes()) {
     ir::Node* c = up.get();
-    if (!c->domain().empty() || c->op_type() != "Cast" || c->inputs().size() != 1 || c->outputs().size() != 1) continue;
+    ir::Node* t = SoleReaderCastOf(graph, c, is_output);
+    if (!t || !t->domain().empty() || t->op_type() != "Transpose" || t->inputs().size() != 1) continue;
     ir::Value *y = c->inputs()[0], *z = c->outputs()[0];
-    if (!IsFloat16or32(y) || !IsFloat16or32(z) || is_output(y) || is_output(z)) continue;
-    if (y->kind() != ir::Value::Kind::kNodeOutput || y->uses().size() != 1) continue;
-    ir::Node* t = y->producer();
-    if (t->owner() != &graph || !t->domain().empty() || t->op_type() != "Transpose" || t->inputs().size() != 1) continue;
     ir::Value* x = t->inputs()[0];
     if (!IsFloat16or32(x) || x->type().dtype() != y->type().dtype() || cast_before.count(t)) continue;
     ir::DType to = z->type().dtype();
@@ -85,12 +93,8 @@ bool FuseCasts(ir::Graph& graph) {
   std::vector<ir::Node*> casts;
   for (const auto& up : graph.nodes()) {
     ir::Node* c = up.get();
-    if (!c->domain().empty() || c->op_type() != "Cast" || c->inputs().size() != 1 || c->outputs().size() != 1) continue;
-    ir::Value *y = c->inputs()[0], *z = c->outputs()[0];
-    if (!IsFloat16or32(y) || !IsFloat16or32(z) || is_output(y) || is_output(z)) continue;
-    if (y->kind() != ir::Value::Kind::kNodeOutput || y->uses().size() != 1) continue;
-    const ir::Node* p = y->producer();
-    if (p->owner() != &graph || !Computes(*p)) continue;
+    const ir::Node* p = SoleReaderCastOf(graph, c, is_output);
+    if (!p || !Computes(*p)) continue;
     casts.push_back(c);
   }
   for (ir::Node* c : casts) {
