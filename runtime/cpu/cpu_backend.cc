@@ -211,6 +211,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::MakeStepKernel(const std::string& 
     kernel = std::move(chosen.first);
     variant = chosen.second;
   }
+  if (const char* v = kernel->Variant()) variant += std::string(" (") + v + ")";
   if (a.attrs.Has("activation") && kernel->AppliesActivation()) {
     variant += " (+" + a.attrs.String("activation", "") + " post-op)";
   } else if (a.attrs.Has("activation")) {

@@ -64,6 +64,9 @@ class Kernel {
   // Whether Run applies the step's fused `activation` attribute itself (a oneDNN post-op); the
   // backend otherwise runs the step through ActivationEpilogue (step_adapters.h).
   virtual bool AppliesActivation() const { return false; }
+  // A word for the step's label in profiles (`precis bench --profile`) when the kernel chose one
+  // of several ways to run it at Init (e.g. "16-bit in bands"); nullptr otherwise.
+  virtual const char* Variant() const { return nullptr; }
 };
 
 using KernelFactory = std::unique_ptr<Kernel> (*)();

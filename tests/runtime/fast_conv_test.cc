@@ -380,6 +380,7 @@ void CheckChannelsLast(const ConvCase& c, const Activation& act = {}) {
     Status st = k->Init(args, CpuContext{});
     ASSERT_TRUE(st.ok()) << st.ToString();
     EXPECT_EQ(k->AppliesActivation(), !act.name.empty());
+    EXPECT_EQ(k->Variant(), nullptr) << "FP32 steps run in oneDNN's convolution as they are";
   }
   for (int threads : {1, 2}) {
     Status st = RunKernel(MakeNhwcConvKernel, inputs, &y, a, threads);
@@ -469,6 +470,10 @@ void CheckHalfBands(const ConvCase& c, const Activation& act = {}) {
     ctx.threads = 2;
     Status st = MakeBandedHalfConvKernel()->Init(args, ctx);
     ASSERT_TRUE(st.ok()) << "the bands must take this step: " << st.ToString();
+    std::unique_ptr<Kernel> nhwc = MakeNhwcConvKernel();  // and the channels-last Conv chooses them, and says so
+    ASSERT_TRUE(nhwc->Init(args, ctx).ok());
+    ASSERT_NE(nhwc->Variant(), nullptr);
+    EXPECT_STREQ(nhwc->Variant(), "16-bit in bands");
   }
   const double half_ulp = c.storage == DataType::kF16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
   for (int threads : {1, 2}) {

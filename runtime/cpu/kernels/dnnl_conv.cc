@@ -518,10 +518,12 @@ class NhwcConvKernel : public Kernel {
   Status Init(const KernelArgs& args, const CpuContext& ctx) override {
     chosen_ = MakeBandedHalfConvKernel();
     Status s = chosen_->Init(args, ctx);
+    banded_ = s.ok();
     if (s.code() != StatusCode::kUnimplemented) return s;
     chosen_ = std::make_unique<DnnlConvKernel>(true);
     return chosen_->Init(args, ctx);
   }
+  const char* Variant() const override { return banded_ ? "16-bit in bands" : nullptr; }
   Status Run(const KernelArgs& args, CpuContext& ctx) override { return chosen_->Run(args, ctx); }
   size_t ScratchBytes() const override { return chosen_->ScratchBytes(); }
   bool AppliesActivation() const override { return chosen_->AppliesActivation(); }
@@ -529,6 +531,7 @@ class NhwcConvKernel : public Kernel {
 
  private:
   std::unique_ptr<Kernel> chosen_;
+  bool banded_ = false;
 };
 
 }  // namespace
