@@ -13,6 +13,7 @@
 
 #include "compiler/driver/compile.h"
 #include "compiler/driver/train_forward.h"
+#include "compiler/emit/state_updates.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/driver/lr_schedule.h"
 #include "compiler/ir/json_writer.h"
@@ -717,42 +718,11 @@ class TrainingAssembler {
       result_.report_json = options.report_json;
       result_.report_text = options.report_text;
     }
-    if (o_.target == "cpu" && !apply_.empty()) PredicateOptimizer(programs[0]);
+    // Loss-scaled CPU plans: the optimizer runs under the updates' predicate, so its steps write
+    // the state in place (the CUDA backend runs predicated copies only: its plans keep them).
+    if (o_.target == "cpu" && !apply_.empty()) emit::PredicateUpdateSources(programs[0], apply_);
     PRECIS_ASSIGN_OR_RETURN(result_.plan, emit::EmitPrograms(model_, programs, options));
     return std::move(result_);
-  }
-
-  // Loss-scaled CPU plans: the nodes that compute the new optimizer state and nothing else (each
-  // output read only by such nodes, or the source of a state update under apply_) run under
-  // apply_ too, so a skipped step computes nothing and the updates can write the state in
-  // place (emit/state_updates.h) instead of copying it at the end. The CUDA backend runs only
-  // predicated copies, so its plans keep the copies.
-  void PredicateOptimizer(emit::ProgramSource& p) {
-    std::set<std::string> kept(p.outputs.begin(), p.outputs.end());
-    kept.insert(apply_);
-    for (const ir::Value* v : g_.outputs()) kept.insert(v->name());
-    std::set<const ir::Node*> chosen;
-    const auto& nodes = g_.nodes();
-    for (size_t i = nodes.size(); i-- > 0;) {
-      const ir::Node* n = nodes[i].get();
-      bool ok = !n->outputs().empty() && !n->name().empty(), feeds = false;
-      for (const ir::Attribute& a : n->attributes()) ok = ok && a.graphs.empty();
-      for (const ir::Value* o : n->outputs()) {
-        if (!ok || !o) continue;
-        if (kept.count(o->name())) ok = false;
-        if (auto u = updates_.find(o->name()); u != updates_.end()) {
-          auto pred = p.update_predicates.find(u->second);
-          ok = ok && pred != p.update_predicates.end() && pred->second == apply_;
-          feeds = true;
-        }
-        for (const ir::Use& use : o->uses()) {
-          ok = ok && chosen.count(use.node) > 0;
-          feeds = true;
-        }
-      }
-      if (ok && feeds) chosen.insert(n);
-    }
-    for (const ir::Node* n : chosen) p.predicates[n->name()] = apply_;
   }
 
   static constexpr const char* kDropoutSeed = "dropout.seed";

@@ -55,4 +55,31 @@ std::vector<InPlaceUpdate> StateUpdatesInPlace(const ProgramSource& src, const s
   return result;
 }
 
+void PredicateUpdateSources(ProgramSource& src, const std::string& predicate) {
+  std::set<std::string> kept(src.outputs.begin(), src.outputs.end());
+  kept.insert(predicate);
+  for (const ir::Value* v : src.graph->outputs()) kept.insert(v->name());
+  std::set<const ir::Node*> chosen;
+  const auto& nodes = src.graph->nodes();
+  for (size_t i = nodes.size(); i-- > 0;) {  // consumers before producers
+    const ir::Node* n = nodes[i].get();
+    bool ok = !n->outputs().empty() && !n->name().empty(), feeds = false;
+    for (const ir::Attribute& a : n->attributes()) ok = ok && a.graphs.empty();
+    for (const ir::Value* o : n->outputs()) {
+      if (!ok || !o) continue;
+      if (kept.count(o->name())) ok = false;
+      if (auto u = src.state_updates.find(o->name()); u != src.state_updates.end()) {
+        ok = ok && Find(src.update_predicates, u->second) == predicate;
+        feeds = true;
+      }
+      for (const ir::Use& use : o->uses()) {
+        ok = ok && chosen.count(use.node) > 0;
+        feeds = true;
+      }
+    }
+    if (ok && feeds) chosen.insert(n);
+  }
+  for (const ir::Node* n : chosen) src.predicates[n->name()] = predicate;
+}
+
 }  // namespace precis::emit

@@ -31,4 +31,12 @@ struct InPlaceUpdate {
 std::vector<InPlaceUpdate> StateUpdatesInPlace(const ProgramSource& src, const std::set<const ir::Node*>& needed,
                                                const std::vector<const ir::Value*>& outputs, const EmitOptions& options);
 
+// Puts the nodes that compute `src`'s state updates under `predicate`: every node of the graph
+// whose outputs are read only by nodes so chosen, or are the sources of updates that run under
+// `predicate` (src.update_predicates), and are no program output, graph output or the predicate
+// itself (src.predicates gains them). A skipped step then computes nothing, and those updates
+// can be written in place (StateUpdatesInPlace) instead of copied at the end. For backends that
+// run any predicated step (the CPU; the CUDA backend runs predicated copies only).
+void PredicateUpdateSources(ProgramSource& src, const std::string& predicate);
+
 }  // namespace precis::emit
