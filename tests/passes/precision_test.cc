@@ -100,8 +100,12 @@ graph "g" {
     EXPECT_TRUE(ir::Verify(**model).ok());
     const ir::DType want = cast_down ? ir::DType::kBF16 : ir::DType::kF32;
     for (const auto& n : g.nodes()) {
-      if (n->op_type() == "Add" || n->op_type() == "Transpose") EXPECT_EQ(n->outputs()[0]->type().dtype(), want) << n->Describe();
-      if (n->op_type() == "Add") EXPECT_EQ(n->precision().reason, cast_down ? "follows-input" : "fp32-input") << n->Describe();
+      if (n->op_type() == "Add" || n->op_type() == "Transpose") {
+        EXPECT_EQ(n->outputs()[0]->type().dtype(), want) << n->Describe();
+      }
+      if (n->op_type() == "Add") {
+        EXPECT_EQ(n->precision().reason, cast_down ? "follows-input" : "fp32-input") << n->Describe();
+      }
     }
     EXPECT_EQ(g.FindLocal("b")->type().dtype(), ir::DType::kF32) << "the parameter itself stays FP32";
   }
