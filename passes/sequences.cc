@@ -95,10 +95,13 @@ ir::Value* AxesOp(ops::Expander& e, const char* op, ir::Value* x, std::vector<in
   return e.Op(op, {x}, {GradAttr::Ints("axes", std::move(axes))});
 }
 
-// Sequence operators whose position is computed at run time, over elements of one static
-// shape: the elements are stacked and each result is a Gather of the stack, whose index is
-// computed from the position. Gather's own range check refuses a position outside the sequence
-// when the plan runs (ONNX's range: [-n, n - 1] to read or erase, [-n, n] to insert).
+// Sequence operators whose position is computed at run time, over elements of static shapes:
+// the elements are stacked and each result is a Gather of the stack, whose index is computed from
+// the position. Gather's own range check refuses a position outside the sequence when the plan
+// runs (ONNX's range: [-n, n - 1] to read or erase, [-n, n] to insert). Elements of one rank but
+// different shapes are padded to the largest shape for the stack, and each result is sliced back
+// to its element's shape: its dims are then expressions over the position's value (a Where over
+// the candidates' dims), which the plan computes from the input when it runs.
 StatusOr<bool> RuntimePosition(ir::Graph& g, ir::Node& node, int64_t opset, std::vector<ir::Value*> el, size_t pos_input) {
   const std::string& op = node.op_type();
   ir::Value* inserted = op == "SequenceInsert" ? node.inputs()[1] : nullptr;
@@ -106,36 +109,69 @@ StatusOr<bool> RuntimePosition(ir::Graph& g, ir::Node& node, int64_t opset, std:
   if (inserted) all.push_back(inserted);
   if (all.empty()) return InvalidArgument(node.Describe() + ": the sequence is empty");
   const ir::Type& first = all[0]->type();
-  for (const ir::Value* v : all)
-    if (!v->type().is_tensor() || !v->type().shape().is_static() || v->type() != first)
+  bool same = true;
+  for (const ir::Value* v : all) {
+    if (!v->type().is_tensor() || !v->type().shape().is_static() || v->type().dtype() != first.dtype() ||
+        v->type().shape().rank() != first.shape().rank())
       return Refuse(node, "the position ('" + node.inputs()[pos_input]->name() +
-                              "') is computed at run time, which Precis supports over elements of one static shape only");
+                              "') is computed at run time, which Precis supports over elements of static shapes of one rank only");
+    same &= v->type() == first;
+  }
   ops::Expander e(g, node, opset);
   int64_t n = int64_t(el.size());
+  size_t rank = size_t(first.shape().rank());
+  std::vector<int64_t> largest(rank, 0);
+  for (const ir::Value* v : all)
+    for (size_t d = 0; d < rank; ++d) largest[d] = std::max(largest[d], v->type().shape().dims()[d].value());
   std::vector<ir::Value*> parts;
-  for (ir::Value* v : all) parts.push_back(AxesOp(e, "Unsqueeze", v, {0}));
+  for (ir::Value* v : all) {
+    ir::Value* x = v;
+    if (!same) {
+      std::vector<int64_t> pads(2 * rank, 0);
+      for (size_t d = 0; d < rank; ++d) pads[rank + d] = largest[d] - v->type().shape().dims()[d].value();
+      x = e.Op("Pad", {v, e.Int64s(pads)});
+    }
+    parts.push_back(AxesOp(e, "Unsqueeze", x, {0}));
+  }
   ir::Value* stack = parts.size() == 1 ? parts[0] : e.Op("Concat", parts, {GradAttr::Int("axis", 0)});
   ir::Value* p = e.Op("Reshape", {e.CastTo(node.inputs()[pos_input], ir::DType::kI64), e.Int64s({})});
   auto i64 = [&](int64_t v) { return ScalarConstant(g, node.name() + "_index", ir::DType::kI64, v); };
+  // Element `index` of the stack as the element it is: for elements of different shapes, the
+  // padded row sliced to the dims of the candidate the index selects (the index unchecked here:
+  // the Gather of the data checks it).
+  auto element = [&](ir::Value* index, ir::Value* unchecked) -> ir::Value* {
+    ir::Value* row = e.Op("Gather", {stack, index}, {GradAttr::Int("axis", 0)});
+    if (same) return row;
+    ir::Value* ends = nullptr;
+    for (size_t j = all.size(); j-- > 0;) {
+      std::vector<int64_t> dims;
+      for (const ir::Dim& d : all[j]->type().shape().dims()) dims.push_back(d.value());
+      ends = ends ? e.Op("Where", {e.Op("Equal", {unchecked, i64(int64_t(j))}), e.Int64s(dims), ends}) : e.Int64s(dims);
+    }
+    return e.Op("Slice", {row, e.Int64s(std::vector<int64_t>(rank, 0)), ends});
+  };
   if (op == "SequenceAt") {
-    e.Replace({e.Op("Gather", {stack, p}, {GradAttr::Int("axis", 0)})});
+    e.Replace({element(p, same ? nullptr : e.Op("Where", {e.Op("Less", {p, i64(0)}), e.Op("Add", {p, i64(n)}), p}))});
     return true;
   }
   // The position checked (a Gather from ones, which fails out of range) and made non-negative.
   auto ones = [&](int64_t count) { return e.Op("Expand", {i64(1), e.Int64s({count})}); };
   ir::Value* check = inserted ? e.Op("Mul", {e.Op("Gather", {ones(n + 1), p}), e.Op("Gather", {ones(n + 1), e.Op("Neg", {p})})})
                               : e.Op("Gather", {ones(n), p});
-  ir::Value* pn = e.Op("Mul", {e.Op("Where", {e.Op("Less", {p, i64(0)}), e.Op("Add", {p, i64(n)}), p}), check});
+  ir::Value* unchecked_pn = e.Op("Where", {e.Op("Less", {p, i64(0)}), e.Op("Add", {p, i64(n)}), p});
+  ir::Value* pn = e.Op("Mul", {unchecked_pn, check});
   std::vector<ir::Value*> result;
   int64_t count = inserted ? n + 1 : n - 1;
   for (int64_t k = 0; k < count; ++k) {
-    ir::Value* before = e.Op("Less", {i64(k), pn});
-    ir::Value* index = inserted ? e.Op("Where", {before, i64(k), e.Op("Where", {e.Op("Equal", {i64(k), pn}), i64(n), i64(k - 1)})})
-                                : e.Op("Where", {before, i64(k), i64(k + 1)});
-    result.push_back(e.Op("Gather", {stack, index}, {GradAttr::Int("axis", 0)}));
+    auto index_from = [&](ir::Value* at) {
+      ir::Value* before = e.Op("Less", {i64(k), at});
+      return inserted ? e.Op("Where", {before, i64(k), e.Op("Where", {e.Op("Equal", {i64(k), at}), i64(n), i64(k - 1)})})
+                      : e.Op("Where", {before, i64(k), i64(k + 1)});
+    };
+    result.push_back(element(index_from(pn), same ? nullptr : index_from(unchecked_pn)));
   }
   e.KeepNode();
-  return Detach(g, node, result, ir::Type::Sequence(first));
+  return Detach(g, node, result, ir::Type::Sequence(same ? first : ir::Type::Tensor(first.dtype(), ir::Shape())));
 }
 
 StatusOr<bool> SplitToSequence(ir::Graph& g, ir::Node& node, int64_t opset) {

@@ -8,8 +8,13 @@
 // element. Graph outputs that are sequences become one output per element, NAME[0], NAME[1]...;
 // an absent optional output is no output.
 //
-// Refused, naming the node: positions computed at run time, a sequence carried through a Loop or
-// Scan (its length may change each iteration), branches whose sequences differ in length.
+// Positions computed at run time (SequenceAt/Insert/Erase) work over elements of static shapes
+// of one rank: a Gather from the stacked elements (padded to the largest, each result sliced back
+// to dims that the plan computes from the position when it runs).
+//
+// Refused, naming the node: a length known only at run time (a split given as a run-time scalar,
+// a sequence carried through a Loop of a run-time trip count or a Scan), branches whose sequences
+// differ in length.
 //
 // Shape inference (passes/infer_shapes.cc) calls these as it reaches each node, so element types
 // are known when a sequence is read.

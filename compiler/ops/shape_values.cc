@@ -252,6 +252,12 @@ std::optional<Values> Compute(const ir::Node& node, int64_t opset) {
     // dims are >= 0 (batch vs -1, the test exporters emit before an Expand); else an eq atom.
     return Binary(*a, *b, [](const ir::DimExpr& x, const ir::DimExpr& y) { return ir::DimExpr::Eq(x, y); });
   }
+  if (op == "Less" || op == "Greater") {  // a position computed from a value (sequence positions): lt atoms
+    auto a = in(0), b = in(1);
+    if (!a || !b) return std::nullopt;
+    if (op == "Greater") std::swap(a, b);
+    return Binary(*a, *b, [](const ir::DimExpr& x, const ir::DimExpr& y) { return ir::DimExpr::Lt(x, y); });
+  }
   if (op == "Where") {
     auto c = in(0), x = in(1), y = in(2);
     if (!c || !x || !y) return std::nullopt;

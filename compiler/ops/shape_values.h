@@ -20,7 +20,7 @@ inline constexpr size_t kMaxKnownValues = 64;
 
 // The values of `node`'s output 0 from what is known of its inputs (constants or
 // ir::Value::known_values), for Shape, Size, Identity, Cast, Reshape/Flatten/Squeeze/Unsqueeze,
-// Concat, Gather, Slice, Add/Sub/Mul/Div, Equal, Where and ConstantOfShape in the default domain;
+// Concat, Gather, Slice, Add/Sub/Mul/Div, Equal, Less/Greater, Where and ConstantOfShape in the default domain;
 // nullopt when they are not known. Call after the node's output types are inferred.
 std::optional<std::vector<ir::DimExpr>> KnownValues(const ir::Node& node, int64_t opset);
 

@@ -15,7 +15,9 @@ Models:
   - positions: a sequence input of three 2x3 tensors (--shape seq=[2x3,2x3,2x3]) and a position
     given as an input: SequenceInsert, SequenceErase and SequenceAt at every position ONNX allows
     (negative ones too), each result sequence a plan output seq_out[0], seq_out[1]... against
-    onnxruntime exactly; positions outside the sequence are refused when the plan runs.
+    onnxruntime exactly; positions outside the sequence are refused when the plan runs. Again
+    over elements of different shapes (--shape seq=[2x3,2x1,2x4], an inserted 2x2): each result
+    then has dims that depend on the position, which the plan computes from it when it runs.
   - split: SplitToSequence with split lengths given as an input (three pieces), reversed with
     SequenceAt and concatenated, at two splits, against onnxruntime exactly.
   - branches: an If with a run-time condition whose branches give two-element sequences
@@ -78,18 +80,19 @@ def seq_vi(name, elem, shape):
     return helper.make_tensor_sequence_value_info(name, elem, shape)
 
 
-def positions_model(path, op):
-    inputs = [seq_vi("seq", TensorProto.FLOAT, [2, 3]), vi("pos", TensorProto.INT64, [])]
+def positions_model(path, op, same):
+    shape = [2, 3] if same else [2, None]
+    inputs = [seq_vi("seq", TensorProto.FLOAT, shape), vi("pos", TensorProto.INT64, [])]
     if op == "SequenceInsert":
-        inputs.insert(1, vi("t", TensorProto.FLOAT, [2, 3]))
+        inputs.insert(1, vi("t", TensorProto.FLOAT, [2, 3 if same else 2]))
         nodes = [n_("SequenceInsert", ["seq", "t", "pos"], ["seq_out"])]
-        outputs = [seq_vi("seq_out", TensorProto.FLOAT, [2, 3])]
+        outputs = [seq_vi("seq_out", TensorProto.FLOAT, shape)]
     elif op == "SequenceErase":
         nodes = [n_("SequenceErase", ["seq", "pos"], ["seq_out"])]
-        outputs = [seq_vi("seq_out", TensorProto.FLOAT, [2, 3])]
+        outputs = [seq_vi("seq_out", TensorProto.FLOAT, shape)]
     else:
         nodes = [n_("SequenceAt", ["seq", "pos"], ["at"]), n_("SequenceLength", ["seq"], ["length"])]
-        outputs = [vi("at", TensorProto.FLOAT, [2, 3]), vi("length", TensorProto.INT64, [])]
+        outputs = [vi("at", TensorProto.FLOAT, shape), vi("length", TensorProto.INT64, [])]
     graph = helper.make_graph(nodes, op, inputs, outputs)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
 
@@ -213,27 +216,31 @@ def main():
 
     # Positions given at run time over a sequence input.
     rng = np.random.default_rng(3)
-    seq = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(3)]
-    t = rng.standard_normal((2, 3)).astype(np.float32)
-    for op, valid, invalid in (("SequenceInsert", range(-3, 4), (4, -4)), ("SequenceErase", range(-3, 3), (3, -4)),
-                               ("SequenceAt", range(-3, 3), (3, -4))):
-        path, plan = os.path.join(work, op + ".onnx"), os.path.join(work, op + ".plan")
-        positions_model(path, op)
-        r = compile_plan(path, plan, "--shape", "seq=[2x3,2x3,2x3]")
+    for same, op, valid, invalid in ((same, *c) for same in (True, False)
+                                     for c in (("SequenceInsert", range(-3, 4), (4, -4)), ("SequenceErase", range(-3, 3), (3, -4)),
+                                               ("SequenceAt", range(-3, 3), (3, -4)))):
+        widths = (3, 3, 3, 3) if same else (3, 1, 4, 2)
+        seq = [rng.standard_normal((2, w)).astype(np.float32) for w in widths[:3]]
+        t = rng.standard_normal((2, widths[3])).astype(np.float32)
+        name = op + ("" if same else "_shapes")
+        path, plan = os.path.join(work, name + ".onnx"), os.path.join(work, name + ".plan")
+        positions_model(path, op, same)
+        r = compile_plan(path, plan, "--shape", "seq=[" + ",".join(f"2x{w}" for w in widths[:3]) + "]")
+        op = name
         if r.returncode:
             check(False, f"{op}: compile: {r.stderr.strip()[-500:]}")
             continue
         sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         feeds = {f"seq[{k}]": v for k, v in enumerate(seq)}
-        if op == "SequenceInsert":
+        if op.startswith("SequenceInsert"):
             feeds["t"] = t
         ok = True
         for p in valid:
             feeds["pos"] = np.array(p, np.int64)
-            ort_feeds = {"seq": seq, "pos": feeds["pos"], **({"t": t} if op == "SequenceInsert" else {})}
+            ort_feeds = {"seq": seq, "pos": feeds["pos"], **({"t": t} if op.startswith("SequenceInsert") else {})}
             want = sess.run(None, ort_feeds)
             rr, out = run_plan(plan, feeds, f"{op}_{p}")
-            if op == "SequenceAt":
+            if op.startswith("SequenceAt"):
                 got = [load(out, "at"), load(out, "length")]
                 ok &= rr.returncode == 0 and np.array_equal(got[0], want[0]) and int(got[1]) == int(want[1])
             else:
