@@ -73,13 +73,14 @@ class Inferrer {
     if (unknown_.empty() && first_error_.ok()) {
       bool handled = false;
       bool node_was_loop = node.op_type() == "Loop";  // the node is gone once resolved
-      auto removed = ResolveSequenceNode(g, node, OpsetOf(node.domain()), &handled);
+      bool loop_kept = false;
+      auto removed = ResolveSequenceNode(g, node, OpsetOf(node.domain()), &handled, &loop_kept);
       if (!removed.ok()) {
         first_error_ = removed.status();
         return false;
       }
       if (handled) {
-        if (*removed) ++(node_was_loop ? stats_.unrolled_loops : stats_.sequence_ops);
+        if (*removed) ++(loop_kept ? stats_.stacked_loops : node_was_loop ? stats_.unrolled_loops : stats_.sequence_ops);
         return *removed;
       }
     }

@@ -19,6 +19,7 @@ struct InferStats {
   int expanded_nodes = 0;  // operators replaced by their expansion (ops/expand.h)
   int sequence_ops = 0;    // sequence and optional operators resolved (passes/sequences.h)
   int unrolled_loops = 0;  // Loops carrying a sequence, unrolled
+  int stacked_loops = 0;   // Loops kept, their sequence appends made scan outputs
 };
 
 StatusOr<InferStats> InferShapesAndFold(ir::Model& model, const InferOptions& options = {});

@@ -37,6 +37,7 @@ struct PassStats {
   int expanded_nodes = 0;     // infer: operators replaced by their parts (ops/expand.h)
   int sequence_ops = 0;       // infer: sequence and optional operators resolved (sequences.h)
   int unrolled_loops = 0;     // infer: Loops carrying a sequence, unrolled
+  int stacked_loops = 0;      // infer: Loops kept, their sequence appends made scan outputs
   int inlined_ifs = 0;        // inline-if
   int folded_batchnorms = 0;  // fold-batchnorm: nodes folded into convolutions
   int patterns = 0;           // patterns: decomposed operations recognized

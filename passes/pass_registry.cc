@@ -87,7 +87,8 @@ StatusOr<bool> RunInfer(ir::Model& m, PassContext& c) {
   c.stats.expanded_nodes += s.expanded_nodes;
   c.stats.sequence_ops += s.sequence_ops;
   c.stats.unrolled_loops += s.unrolled_loops;
-  return s.folded_nodes > 0 || s.expanded_nodes > 0 || s.sequence_ops > 0 || s.unrolled_loops > 0 || Take(m) != before;
+  c.stats.stacked_loops += s.stacked_loops;
+  return s.folded_nodes > 0 || s.expanded_nodes > 0 || s.sequence_ops > 0 || s.unrolled_loops > 0 || s.stacked_loops > 0 || Take(m) != before;
 }
 
 StatusOr<bool> RunPatterns(ir::Model& m, PassContext& c) {

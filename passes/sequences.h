@@ -12,9 +12,16 @@
 // of one rank: a Gather from the stacked elements (padded to the largest, each result sliced back
 // to dims that the plan computes from the position when it runs).
 //
-// Refused, naming the node: a length known only at run time (a split given as a run-time scalar,
-// a sequence carried through a Loop of a run-time trip count or a Scan), branches whose sequences
-// differ in length.
+// A Loop of a run-time trip count (or condition) that carries a sequence is kept where the body
+// only appends to it (one SequenceInsert without a position, the list pattern of scripted
+// exports): the appended tensor becomes a scan output, and the sequence after the loop is kept
+// as one tensor (ir::Value::stacked), read by ConcatFromSequence, SequenceAt, SequenceLength and
+// further appends as tensor operators over the stack.
+//
+// Refused, naming the node: a length known only at run time otherwise (a split given as a
+// run-time scalar, a Loop of a run-time trip count whose body reads its sequence, elements whose
+// shape changes with the iteration, a Scan carrying a sequence, a graph output of such a
+// sequence), branches whose sequences differ in length.
 //
 // Shape inference (passes/infer_shapes.cc) calls these as it reaches each node, so element types
 // are known when a sequence is read.
@@ -28,8 +35,9 @@ namespace precis::passes {
 bool IsSequenceOperator(const ir::Node& node);
 
 // For a node that makes or reads a sequence or optional. Returns whether the node was removed or
-// replaced (inference resumes at its old position); *handled tells whether the node was one.
-StatusOr<bool> ResolveSequenceNode(ir::Graph& g, ir::Node& node, int64_t opset, bool* handled);
+// replaced (inference resumes at its old position); *handled tells whether the node was one, and
+// *loop_kept whether it was a Loop replaced by one whose sequence appends are scan outputs.
+StatusOr<bool> ResolveSequenceNode(ir::Graph& g, ir::Node& node, int64_t opset, bool* handled, bool* loop_kept = nullptr);
 
 // An If whose branches (already inferred) give sequences or optionals: replaced by an If with one
 // output per element. Returns whether it was replaced.

@@ -195,6 +195,7 @@ Status Prepare(ir::Model& model, const CompileOptions& options, CompileResult& r
   result.expanded_nodes = context.stats.expanded_nodes;
   result.sequence_ops = context.stats.sequence_ops;
   result.unrolled_loops = context.stats.unrolled_loops;
+  result.stacked_loops = context.stats.stacked_loops;
   result.folded_batchnorms = context.stats.folded_batchnorms;
   return Status::Ok();
 }

@@ -98,6 +98,7 @@ struct CompileResult {
   int expanded_nodes = 0;  // Attention, RMSNormalization... replaced by their parts
   int sequence_ops = 0;    // sequence and optional operators resolved when compiling
   int unrolled_loops = 0;  // Loops carrying a sequence, unrolled
+  int stacked_loops = 0;   // Loops of a run-time trip count kept, their sequence appends made scan outputs
   int folded_batchnorms = 0;  // BatchNormalization, Mul and Add nodes folded into convolutions
   passes::PrecisionStats precision;
   passes::EpilogueStats epilogues;  // fuse-epilogues (GPU plans) or fuse-epilogues-cpu

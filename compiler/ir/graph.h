@@ -88,6 +88,13 @@ class Value {
   // node was detached) until its uses are resolved too.
   const std::vector<Value*>* elements() const { return elements_.get(); }
   void set_elements(std::vector<Value*> v) { elements_ = std::make_shared<const std::vector<Value*>>(std::move(v)); }
+  // A sequence of a length known only at run time that the compiler keeps as one tensor: its
+  // elements are the slices of `stacked` along axis 0 (a Loop's list appends became a scan
+  // output, passes/sequences.h); nullptr otherwise. Such a value has no producer either.
+  Value* stacked() const { return stacked_; }
+  void set_stacked(Value* v) { stacked_ = v; }
+  // Either of the two: a sequence or optional the compiler resolved.
+  bool resolved_container() const { return elements_ || stacked_; }
 
  private:
   friend class Graph;
@@ -96,6 +103,7 @@ class Value {
   std::shared_ptr<const std::vector<DimExpr>> known_values_;
   std::shared_ptr<const std::vector<std::string>> known_exprs_;
   std::shared_ptr<const std::vector<Value*>> elements_;
+  Value* stacked_ = nullptr;
   Kind kind_ = Kind::kNodeOutput;
   Node* producer_ = nullptr;
   int output_index_ = -1;

@@ -72,7 +72,7 @@ class Verifier {
     // A sequence or optional resolved at compile time (passes/sequences.h) is defined by its
     // elements until shape inference resolves what reads it.
     for (const auto& v : g.values())
-      if (v->kind() == Value::Kind::kNodeOutput && !v->producer() && v->elements()) defined.insert(v.get());
+      if (v->kind() == Value::Kind::kNodeOutput && !v->producer() && v->resolved_container()) defined.insert(v.get());
     NameSet names;
     for (const auto& v : g.values())
       if (!v->name().empty()) names.insert(v->name());
@@ -84,7 +84,7 @@ class Verifier {
         return Fail("output '" + v->name() + "' is not defined in this graph or an enclosing one");
     }
     for (const auto& v : g.values())
-      if (v->kind() == Value::Kind::kNodeOutput && v->producer() == nullptr && !v->elements())
+      if (v->kind() == Value::Kind::kNodeOutput && v->producer() == nullptr && !v->resolved_container())
         return Fail("value '" + v->name() + "' has no producer");
     return Status::Ok();
   }

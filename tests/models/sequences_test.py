@@ -8,8 +8,15 @@ Models:
     (Loop carrying a sequence: SequenceEmpty, SequenceInsert, ConcatFromSequence new_axis=1),
     and torch.split + torch.cat (SplitToSequence, SequenceAt). FP32 within 1e-5 of onnxruntime,
     FP16/BF16 within relative L2 1e-2 / 4e-2. The loop is unrolled, so the plan has no Loop step.
-    Exported with a dynamic first axis, it is refused without --shape (the trip count is known
-    only at run time) and runs with --shape x=6x8.
+    Exported with a dynamic first axis (the trip count known only at run time), the loop is kept:
+    its list appends become a scan output (passes/sequences.h), the plan runs at 6, 3 and 1 rows
+    from one compile (within 1e-5 of onnxruntime) and also with --shape x=6x8 (unrolled).
+  - appends: a scripted loop over a dynamic axis appending to a list that starts with one
+    element, read as torch.stack(outs, 1), torch.cat(outs), outs[-1] and len(outs)
+    (ConcatFromSequence with and without a new axis, SequenceAt, SequenceLength over the kept
+    loop's stack), at 5 and 1 rows, FP32 within 1e-5 and FP16 within relative L2 1e-2 of
+    onnxruntime. The scripted-if model exported with a dynamic axis (its body reads the list) is
+    still refused, naming the trip count.
   - scripted_if: a scripted running sum over a list (`if i > 0: h = h + outs[i - 1]`): an If inside
     the Loop body, copied per iteration and decided once unrolled; within 1e-5 of onnxruntime.
   - positions: a sequence input of three 2x3 tensors (--shape seq=[2x3,2x3,2x3]) and a position
@@ -51,6 +58,17 @@ class Scripted(torch.nn.Module):
         parts = torch.split(x, [3, 5], dim=1)
         return torch.stack(outs), torch.cat([parts[1], parts[0]], dim=1)
 
+class Appends(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+    def forward(self, x):
+        outs = [x[0] * 0.5]
+        for i in range(x.size(0)):
+            outs.append(torch.relu(self.lin(x[i])) * 2.0)
+        n = torch.full([1], len(outs), dtype=torch.int64)
+        return torch.stack(outs, 1), torch.cat(outs, 0), outs[-1], n
+
 class ScriptedIf(torch.nn.Module):
     # A running sum over a list: the body's `if i > 0:` reads the element appended last.
     def __init__(self):
@@ -65,8 +83,12 @@ class ScriptedIf(torch.nn.Module):
             outs.append(h)
         return torch.stack(outs)
 
-if sys.argv[2] == "if":
-    torch.onnx.export(torch.jit.script(ScriptedIf()), (torch.randn(5, 8),), path, opset_version=17, input_names=["x"], output_names=["y"])
+if sys.argv[2] in ("if", "if_dynamic"):
+    kw = {"dynamic_axes": {"x": {0: "n"}}} if sys.argv[2] == "if_dynamic" else {}
+    torch.onnx.export(torch.jit.script(ScriptedIf()), (torch.randn(5, 8),), path, opset_version=17, input_names=["x"], output_names=["y"], **kw)
+elif sys.argv[2] == "appends":
+    torch.onnx.export(torch.jit.script(Appends()), (torch.randn(4, 8),), path, opset_version=17, input_names=["x"],
+                      output_names=["stacked", "joined", "last", "count"], dynamic_axes={"x": {0: "n"}})
 else:
     kw = {"dynamic_axes": {"x": {0: "n"}}} if dynamic else {}
     torch.onnx.export(torch.jit.script(Scripted()), (torch.randn(4, 8),), path, opset_version=17, input_names=["x"],
@@ -160,7 +182,7 @@ def main():
     script = os.path.join(work, "torch_export.py")
     with open(script, "w") as f:
         f.write(TORCH_EXPORT)
-    for kind in ("static", "dynamic", "if"):
+    for kind in ("static", "dynamic", "if", "if_dynamic", "appends"):
         path = os.path.join(work, f"scripted_{kind}.onnx")
         r = subprocess.run(["/usr/bin/python3", script, path, kind], capture_output=True, text=True)
         if r.returncode:
@@ -192,7 +214,40 @@ def main():
                 check(rel <= bound, f"scripted {precision}: {name} relative L2 {rel:.2e} <= {bound}")
     dyn = os.path.join(work, "scripted_dynamic.onnx")
     r = compile_plan(dyn, os.path.join(work, "scripted_dyn.plan"))
-    check(r.returncode != 0 and "trip count" in r.stderr, f"a loop over a run-time count carrying a sequence is refused: {r.stderr.strip()[-300:]}")
+    check(r.returncode == 0 and "1 loop kept" in r.stdout,
+          f"a loop over a run-time count appending to a list is kept, the appends a scan output: {r.stdout.strip()[-300:]} {r.stderr.strip()[-300:]}")
+    for rows in (6, 3, 1):
+        xr = np.random.default_rng(rows).standard_normal((rows, 8)).astype(np.float32)
+        wr = ort.InferenceSession(dyn, providers=["CPUExecutionProvider"]).run(None, {"x": xr})
+        rr, out = run_plan(os.path.join(work, "scripted_dyn.plan"), {"x": xr}, f"scripted_dyn_{rows}")
+        got = [load(out, name) for name in ("y", "z")]
+        check(rr.returncode == 0 and all(g is not None and g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-5) for g, w in zip(got, wr)),
+              f"the kept loop at {rows} rows matches onnxruntime {rr.stderr.strip()[-300:]}")
+    path = os.path.join(work, "scripted_appends.onnx")
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for precision, bound in (("fp32", None), ("fp16", 1e-2)):
+        plan = os.path.join(work, f"appends_{precision}.plan")
+        r = compile_plan(path, plan, "--precision", precision)
+        if r.returncode or "1 loop kept" not in r.stdout:
+            check(False, f"appends {precision}: compile keeps the loop: {r.stdout.strip()[-300:]} {r.stderr.strip()[-500:]}")
+            continue
+        for rows in (5, 1):
+            xr = np.random.default_rng(10 + rows).standard_normal((rows, 8)).astype(np.float32)
+            want = sess.run(None, {"x": xr})
+            rr, out = run_plan(plan, {"x": xr}, f"appends_{precision}_{rows}")
+            for name, w in zip(("stacked", "joined", "last", "count"), want):
+                got = load(out, name)
+                if rr.returncode or got is None or got.shape != w.shape:
+                    check(False, f"appends {precision} {rows} rows: {name}: {rr.stderr.strip()[-300:]} shape {None if got is None else got.shape} vs {w.shape}")
+                    continue
+                if name == "count" or bound is None:
+                    check(np.allclose(got, w, rtol=1e-5, atol=1e-5), f"appends {precision} {rows} rows: {name} within 1e-5 of onnxruntime")
+                else:
+                    rel = np.linalg.norm(got.astype(np.float64) - w) / np.linalg.norm(w)
+                    check(rel <= bound, f"appends {precision} {rows} rows: {name} relative L2 {rel:.2e} <= {bound}")
+    r = compile_plan(os.path.join(work, "scripted_if_dynamic.onnx"), os.path.join(work, "scripted_if_dyn.plan"))
+    check(r.returncode != 0 and "trip count" in r.stderr,
+          f"a loop over a run-time count whose body reads the list is refused: {r.stderr.strip()[-300:]}")
     r = compile_plan(dyn, os.path.join(work, "scripted_dyn6.plan"), "--shape", "x=6x8")
     x6 = np.random.default_rng(2).standard_normal((6, 8)).astype(np.float32)
     w6 = ort.InferenceSession(dyn, providers=["CPUExecutionProvider"]).run(None, {"x": x6})

@@ -176,9 +176,10 @@ int CompileCommand(const std::vector<std::string>& args) {
     std::printf("  nodes      %zu imported%s, %d folded into constants, %d folded into Conv or BatchNormalization (BatchNormalization, per-channel Mul/Add), %zu remain\n",
                 result->nodes_before, expanded.c_str(), result->folded_nodes, result->folded_batchnorms, result->nodes_after);
     std::printf("  steps      %zu\n", p.steps);
-    if (result->sequence_ops || result->unrolled_loops)
-      std::printf("  sequences  %d sequence and optional operators resolved when compiling, %d loop%s unrolled\n", result->sequence_ops,
-                  result->unrolled_loops, result->unrolled_loops == 1 ? "" : "s");
+    if (result->sequence_ops || result->unrolled_loops || result->stacked_loops)
+      std::printf("  sequences  %d sequence and optional operators resolved when compiling, %d loop%s unrolled, %d loop%s kept with %s appends as scan outputs\n",
+                  result->sequence_ops, result->unrolled_loops, result->unrolled_loops == 1 ? "" : "s", result->stacked_loops,
+                  result->stacked_loops == 1 ? "" : "s", result->stacked_loops == 1 ? "its sequence" : "their sequence");
     if (!p.symbols.empty()) {
       std::string names;
       for (const auto& n : p.symbols) names += (names.empty() ? "" : ", ") + n;
