@@ -576,12 +576,16 @@ TEST(FastKernels, WhereMatchesReferenceBitwise) {
 
 // ---------------------------------------------------------------- training kernels
 
-// Values on a grid of 0.25 in [-2, 2] (ties within windows are common) with NaNs sprinkled in,
-// and for `all_nan_plane` >= 0 one plane of NaNs only.
+// Values on a grid of 0.25 in [-2, 2] (ties within windows are common; zeros of either sign, so
+// that the sign of a zero maximum shows which one was first) with NaNs sprinkled in, and for
+// `all_nan_plane` >= 0 one plane of NaNs only.
 Buffer PoolInput(DataType dt, std::vector<int64_t> dims, uint32_t seed, int64_t all_nan_plane) {
   Buffer x(dt, dims);
   std::mt19937 rng(seed);
-  for (int64_t i = 0; i < x.t.numel; ++i) x.Set(i, rng() % 53 == 0 ? NAN : float(int(rng() % 17) - 8) * 0.25f);
+  for (int64_t i = 0; i < x.t.numel; ++i) {
+    float v = rng() % 53 == 0 ? NAN : float(int(rng() % 17) - 8) * 0.25f;
+    x.Set(i, v == 0.0f && (rng() & 1) ? -0.0f : v);
+  }
   int64_t plane = x.t.numel / (dims[0] * dims[1]);
   if (all_nan_plane >= 0)
     for (int64_t i = 0; i < plane; ++i) x.Set(all_nan_plane * plane + i, NAN);
@@ -647,6 +651,24 @@ TEST(FastKernels, MaxPoolAndGradMatchReference) {
         ASSERT_EQ(dx_got.Get(i) == 0.0f, w == 0.0) << "MaxPoolGrad " << what << " element " << i << ": a different maximum";
       }
     }
+}
+
+// Windows whose maximum is a zero of either sign: the reference keeps the first zero in scan
+// order, so the output's sign shows whether the fast kernel found the same one (its separable
+// maxima are order-free except for this; planes holding a -0 take the scan).
+TEST(FastKernels, MaxPoolSignedZeroTiesMatchReference) {
+  for (DataType dt : kTypes) {
+    Buffer x(dt, {2, 3, 20, 21});
+    std::mt19937 rng(17);
+    const float values[] = {-0.5f, -0.0f, 0.0f};
+    for (int64_t i = 0; i < x.t.numel; ++i) x.Set(i, values[rng() % 3]);
+    AttrList ra, fa;
+    for (AttrList* a : {&ra, &fa}) a->Ints("kernel_shape", {3, 3}).Ints("strides", {2, 2}).Ints("pads", {1, 1, 1, 1});
+    Buffer want(dt, {2, 3, 10, 11}), got(dt, {2, 3, 10, 11});
+    RunReference("MaxPool", {&x}, {&want}, ra);
+    RunFast("MaxPool", {&x}, {&got}, fa, 2);
+    ExpectBitwise(got, want, std::string("MaxPool signed zeros ") + TypeName(dt));
+  }
 }
 
 TEST(FastKernels, ReluGradMatchesReferenceBitwise) {
@@ -715,7 +737,8 @@ TEST(FastKernels, UnscaleGradientsMatchesReferenceBitwise) {
 // ulps of the result plus 1e-6 of the largest term's ulp scale (|dY| <= 1, so 1e-9 absolute).
 // 16-bit X, dY, Y and dX (mixed-precision training; scale, B and the statistics FP32): the
 // statistics as in f32 (16-bit values widen exactly), Y and dX within one storage ulp (both round
-// once, from float values within those bounds). Inner sizes below, at and past the fast kernel's
+// once; the fast kernel computes 16-bit dX in float with X centered, a few float ulps from the
+// double form, far below a 16-bit ulp). Inner sizes below, at and past the fast kernel's
 // 256-element blocks.
 TEST(FastKernels, BatchNormTrainingAndGradMatchReference) {
   const std::vector<int64_t> shapes[] = {{8, 5, 7, 9}, {4, 3, 1001}, {16, 6}, {2, 64, 28, 28}, {2, 3, 256}};

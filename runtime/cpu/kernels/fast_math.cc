@@ -133,4 +133,38 @@ PRECIS_CLONES void ScaleByDouble(const float* e, double inv, float* y, int64_t n
   for (int64_t i = 0; i < n; ++i) y[i] = float(double(e[i]) * inv);
 }
 
+// BatchNormalization's gradient (fast_train.cc): sums over 16 double lanes, so that the AVX2
+// clone keeps four independent vector chains of adds.
+namespace {
+constexpr int kStatLanes = 16;
+}
+
+PRECIS_CLONES void SumAndCenteredDot16(const float* g, const float* x, int64_t n, double mean, double* sum, double* dot) {
+  double sg[kStatLanes] = {}, sd[kStatLanes] = {};
+  int64_t i = 0;
+  for (; i + kStatLanes <= n; i += kStatLanes)
+    for (int k = 0; k < kStatLanes; ++k) {
+      double gv = double(g[i + k]);
+      sg[k] += gv;
+      sd[k] += gv * (double(x[i + k]) - mean);
+    }
+  for (int k = 0; i < n; ++i, ++k) {
+    double gv = double(g[i]);
+    sg[k] += gv;
+    sd[k] += gv * (double(x[i]) - mean);
+  }
+  double a = 0, b = 0;
+  for (int k = 0; k < kStatLanes; ++k) a += sg[k], b += sd[k];
+  *sum += a;
+  *dot += b;
+}
+
+PRECIS_CLONES void BatchNormGradArray(const float* g, const float* x, double a, double b, double c, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = float(a * double(g[i]) + b * double(x[i]) + c);
+}
+
+PRECIS_CLONES void BatchNormGradArrayF(const float* g, const float* x, float a, float b, float mean, float c, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a * g[i] + b * (x[i] - mean) + c;
+}
+
 }  // namespace precis::rt::fast

@@ -66,6 +66,14 @@ double ExpShiftSum(const float* x, float m, float* e, int64_t n);
 // equal e).
 void ScaleByDouble(const float* e, double inv, float* y, int64_t n);
 float RowMax(const float* x, int64_t n, bool* any_nan);
+// BatchNormalization's gradient sums in double over 16 lanes (their order differs from the
+// reference's; the kernel's test bounds the difference): *sum += sum(g), *dot += sum(g * (x - mean)).
+void SumAndCenteredDot16(const float* g, const float* x, int64_t n, double mean, double* sum, double* dot);
+// BatchNormalization's dX: y = float(a * g + b * x + c) in double (f32 steps), or
+// y = a * g + b * (x - mean) + c in float (16-bit steps: within a 16-bit ulp of the double form,
+// the centered x keeping b * x and c from cancelling).
+void BatchNormGradArray(const float* g, const float* x, double a, double b, double c, float* y, int64_t n);
+void BatchNormGradArrayF(const float* g, const float* x, float a, float b, float mean, float c, float* y, int64_t n);
 // Pools over channel rows (fast_nhwc_pool.cc): acc[i] = x[i] when x[i] > acc[i], or when acc[i]
 // is NaN and x[i] is not (the reference MaxPool's rule); acc[i] += x[i].
 void MaxPoolInto(float* acc, const float* x, int64_t n);

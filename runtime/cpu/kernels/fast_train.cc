@@ -23,12 +23,24 @@
 #include <limits>
 #include <vector>
 
+#include "runtime/cpu/kernels/fast_math.h"
 #include "runtime/cpu/kernels/fast_util.h"
 #include "runtime/cpu/kernels/register.h"
 #include "runtime/kernels/nn_window.h"
 
 namespace precis::rt::fast {
 namespace {
+
+// Whether x holds a -0 (vectorized: no branch in the loop).
+bool HasNegativeZero(const float* x, int64_t n) {
+  uint32_t any = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, 4);
+    any |= uint32_t(bits == 0x80000000u);
+  }
+  return any != 0;
+}
 
 // The window geometry of a MaxPool step and the scan that both pooling kernels share.
 class MaxWindows {
@@ -53,6 +65,53 @@ class MaxWindows {
   }
   const Window& window() const { return win_; }
   int64_t planes() const { return planes_; }
+
+  // The maxima alone (MaxPool's forward): per output row of D and H, the column maxima over the
+  // window's input rows, then the maxima of the full W windows at every input position (both
+  // over whole rows, vectorized: fast::MaxPoolInto), read at the windows' starts; windows that
+  // reach into the padding one at a time. The maximum that skips NaN (NaN only where every value
+  // is: a NaN never replaces the canonical NaN a window starts from) does not depend on the
+  // order the values come in, except for the sign of a zero maximum where both zeros occur (the
+  // scan keeps the first): a plane holding a -0 goes through Scan. So this gives Scan's maxima,
+  // bit for bit; an empty window gives lowest() as there. `col` holds two input rows.
+  void MaxValues(const float* xp, float* yp, float* col) const {
+    if (HasNegativeZero(xp, win_.InSize())) {
+      Scan(xp, [&](int64_t o, float best, int64_t) { yp[o] = best; });
+      return;
+    }
+    const int64_t IH = win_.in[1], IW = win_.in[2], KW = win_.kernel[2];
+    const int64_t dd = win_.dilation[0], dh = win_.dilation[1], dw = win_.dilation[2];
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    float* span = col + IW;                   // span[j]: the maximum of the full window starting at input j
+    const int64_t spans = IW - (KW - 1) * dw;  // full windows start at [0, spans)
+    for (const WindowRange& rd : ranges_[0])
+      for (const WindowRange& rh : ranges_[1]) {
+        if (rd.hi <= rd.lo || rh.hi <= rh.lo) {
+          yp = std::fill_n(yp, ranges_[2].size(), std::numeric_limits<float>::lowest());
+          continue;
+        }
+        std::fill_n(col, IW, nan);
+        for (int64_t kd = rd.lo; kd < rd.hi; ++kd)
+          for (int64_t kh = rh.lo; kh < rh.hi; ++kh) MaxPoolInto(col, xp + ((rd.start + kd * dd) * IH + rh.start + kh * dh) * IW, IW);
+        if (full_end_ > full_begin_ && spans > 0) {
+          std::copy(col, col + spans, span);
+          for (int64_t kw = 1; kw < KW; ++kw) MaxPoolInto(span, col + kw * dw, spans);
+        }
+        for (size_t ow = 0; ow < ranges_[2].size(); ++ow) {
+          const WindowRange& rw = ranges_[2][ow];
+          if (ow >= full_begin_ && ow < full_end_) {
+            *yp++ = span[rw.start];
+            continue;
+          }
+          float best = rw.hi <= rw.lo ? std::numeric_limits<float>::lowest() : nan;
+          for (int64_t kw = rw.lo; kw < rw.hi; ++kw) {
+            float v = col[rw.start + kw * dw];
+            best = (v > best) | ((best != best) & (v == v)) ? v : best;
+          }
+          *yp++ = best;
+        }
+      }
+  }
 
   // Calls emit(output index, maximum, its position in the plane or -1) for every window of one
   // plane, in output order. On x86, f32 windows whose W range lies inside the input go kGroup at
@@ -162,8 +221,9 @@ class FastMaxPoolKernel : public Kernel {
     PRECIS_RETURN_IF_ERROR(windows_.Read(args, *x));
     threads_ = std::max(ctx.threads, 1);
     // 16-bit planes are widened whole (vector conversions) and scanned as float; the output
-    // plane is narrowed whole.
-    plane_floats_ = x->dtype == DataType::kF32 ? 0 : size_t(windows_.window().InSize() + windows_.window().OutSize());
+    // plane is narrowed whole. Each thread also has two input rows of maxima (MaxValues).
+    row_floats_ = 2 * size_t(windows_.window().in[2]);
+    plane_floats_ = (x->dtype == DataType::kF32 ? 0 : size_t(windows_.window().InSize() + windows_.window().OutSize())) + row_floats_;
     return CheckWindowOutput(args, *y, x->dims[0], x->dims[1], windows_.window(), "output Y");
   }
 
@@ -176,15 +236,16 @@ class FastMaxPoolKernel : public Kernel {
       const T* px = args.in(0)->As<T>();
       T* py = args.out(0)->As<T>();
       ParallelFor(windows_.planes(), out_size * windows_.window().KernelSize(), std::min(ctx.threads, threads_), [&](int64_t begin, int64_t end) {
+        float* col = reinterpret_cast<float*>(ctx.scratch) + plane_floats_ * size_t(omp_get_thread_num());
         for (int64_t p = begin; p < end; ++p) {
           T* yp = py + p * out_size;
           if constexpr (std::is_same_v<T, float>) {
-            windows_.Scan(px + p * in_size, [&](int64_t o, float best, int64_t) { yp[o] = best; });
+            windows_.MaxValues(px + p * in_size, yp, col);
           } else {
-            float* xf = reinterpret_cast<float*>(ctx.scratch) + plane_floats_ * size_t(omp_get_thread_num());
+            float* xf = col + row_floats_;
             float* yf = xf + in_size;
             WidenArray(px + p * in_size, xf, in_size);
-            windows_.Scan(static_cast<const float*>(xf), [&](int64_t o, float best, int64_t) { yf[o] = best; });
+            windows_.MaxValues(xf, yf, col);
             NarrowArray(yf, yp, out_size);
           }
         }
@@ -196,7 +257,7 @@ class FastMaxPoolKernel : public Kernel {
  private:
   MaxWindows windows_;
   int threads_ = 1;
-  size_t plane_floats_ = 0;
+  size_t plane_floats_ = 0, row_floats_ = 0;
 };
 
 // MaxPoolGrad(dY, X) -> dX.
@@ -496,10 +557,8 @@ class FastBatchNormTrainingGradKernel : public Kernel {
         double mean = double(means[c]), r = 1.0 / std::sqrt(double(vars[c]) + double(eps_));
         double db = 0, dot = 0;
         for (int64_t b = 0; b < l_.N; ++b)
-          FloatBlocks2(pg + (b * C + c) * inner, px + (b * C + c) * inner, inner, [&](const float* g, const float* x, int64_t, int64_t k) {
-            db += SumDouble(g, k);
-            dot += CenteredDot(g, x, k, mean);
-          });
+          FloatBlocks2(pg + (b * C + c) * inner, px + (b * C + c) * inner, inner,
+                       [&](const float* g, const float* x, int64_t, int64_t k) { fast::SumAndCenteredDot16(g, x, k, mean, &db, &dot); });
         double dscale = dot * r;
         if (dscale_out) dscale_out[c] = float(dscale);
         if (db_out) db_out[c] = float(db);
@@ -509,14 +568,14 @@ class FastBatchNormTrainingGradKernel : public Kernel {
         for (int64_t b = 0; b < l_.N; ++b) {
           T* dr = pdx + (b * C + c) * inner;
           if constexpr (std::is_same_v<T, float>) {
-            const float* gr = pg + (b * C + c) * inner;
-            const float* xr = px + (b * C + c) * inner;
-            for (int64_t i = 0; i < inner; ++i) dr[i] = float(a * double(gr[i]) + bx * double(xr[i]) + c0);
+            fast::BatchNormGradArray(pg + (b * C + c) * inner, px + (b * C + c) * inner, a, bx, c0, dr, inner);
           } else {
+            // 16-bit dX rounds to 8 or 11 bits: the float form (x centered) is well within that.
+            const float af = float(a), bf = float(bx), meanf = float(mean), cf = float(-k * db);
             FloatBlocks2(pg + (b * C + c) * inner, px + (b * C + c) * inner, inner,
                          [&](const float* g, const float* x, int64_t offset, int64_t n) {
                            float out[kBlock];
-                           for (int64_t i = 0; i < n; ++i) out[i] = float(a * double(g[i]) + bx * double(x[i]) + c0);
+                           fast::BatchNormGradArrayF(g, x, af, bf, meanf, cf, out, n);
                            StoreBlock(out, dr, offset, n);
                          });
           }
