@@ -364,7 +364,7 @@ void ExpectChannelsLast(const ConvStep& s, const Activation& act, const std::vec
       }
 }
 
-void CheckChannelsLast(const ConvCase& c, const Activation& act = {}) {
+void CheckChannelsLast(const ConvCase& c, const Activation& act = {}, bool want_winograd = false) {
   SCOPED_TRACE(Describe(c) + " activation '" + act.name + "'");
   ConvStep s;
   Attributes a = ChannelsLastStep(c, act, &s);
@@ -380,7 +380,17 @@ void CheckChannelsLast(const ConvCase& c, const Activation& act = {}) {
     Status st = k->Init(args, CpuContext{});
     ASSERT_TRUE(st.ok()) << st.ToString();
     EXPECT_EQ(k->AppliesActivation(), !act.name.empty());
-    EXPECT_EQ(k->Variant(), nullptr) << "FP32 steps run in oneDNN's convolution as they are";
+    // FP32 steps run in oneDNN's convolution as they are: direct, or Winograd for 3x3 stride-1
+    // steps of constant weights without groups where oneDNN has it (AVX-512).
+    const bool winograd_shape = c.kernel == std::vector<int64_t>{3, 3} && Or(c.strides, 2, 1) == std::vector<int64_t>{1, 1} &&
+                                Or(c.dilations, 2, 1) == std::vector<int64_t>{1, 1} && c.group == 1 && c.w_constant;
+    if (k->Variant()) {
+      EXPECT_STREQ(k->Variant(), "Winograd");
+      EXPECT_TRUE(winograd_shape) << "Winograd for a step that is not a 3x3 stride-1 convolution of constant weights";
+    }
+    if (want_winograd) {
+      EXPECT_STREQ(k->Variant(), "Winograd") << "the step did not take oneDNN's Winograd kernel";
+    }
   }
   for (int threads : {1, 2}) {
     Status st = RunKernel(MakeNhwcConvKernel, inputs, &y, a, threads);
@@ -406,6 +416,22 @@ TEST(ChannelsLastConv, MatchesLoop) {
       CheckChannelsLast({{n, 16, 5, 7}, 8, {3, 2}, 1, {}, {}, {}, "VALID", bias, true});
       CheckChannelsLast({{n, 8, 1, 1}, 8, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", bias, true});         // 1x1 plane, pads only
     }
+}
+
+// FP32 3x3 stride-1 steps of constant weights take oneDNN's Winograd F(2x2, 3x3) on AVX-512
+// CPUs (asserted here; CheckChannelsLast asserts that no other step does); its outputs are held
+// to the same bound as the direct form's (1e-5 of the sum of |terms|): ResNet's shapes, planes
+// not a multiple of the tiles, no bias, a fused Relu.
+TEST(ChannelsLastConv, WinogradMatchesLoop) {
+  if (!HostCpuFeatures().x86_64_v4) GTEST_SKIP() << "oneDNN's FP32 Winograd convolution needs AVX-512 (x86-64-v4); this CPU has not";
+  for (int64_t n : {1, 2}) {
+    CheckChannelsLast({{n, 64, 14, 14}, 64, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, true}, {}, true);
+    CheckChannelsLast({{n, 32, 7, 9}, 48, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", false, true}, {}, true);
+    CheckChannelsLast({{n, 16, 13, 13}, 16, {3, 3}, 1, {}, {}, {}, "", true, true}, {}, true);  // no padding
+  }
+  CheckChannelsLast({{1, 64, 14, 14}, 64, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, true}, Activation{"Relu"}, true);
+  // A fused Clip: oneDNN's Winograd kernel declines that post-op, so the direct form.
+  CheckChannelsLast({{1, 64, 14, 14}, 64, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, true}, Activation{"Clip", 0.0f, 6.0f});
 }
 
 TEST(ChannelsLastConv, FusedActivations) {

@@ -111,7 +111,19 @@ dnnl::memory DnnlKernel::Arrange(const KernelArgs& args, size_t i, const md& giv
     // Constant data never moves and is readable now: reorder it once into a buffer we keep.
     dnnl::memory from(given, Engine(), const_cast<uint8_t*>(t.data));
     dnnl::memory to(wanted, Engine());
-    dnnl::reorder(from, to).execute(stream_, from, to);
+    try {
+      dnnl::reorder(from, to).execute(stream_, from, to);
+    } catch (const dnnl::error&) {
+      // oneDNN reorders into some layouts only from the plain one (Winograd's transformed weights:
+      // not from channels-last ohwi): through it, once.
+      using tag = dnnl::memory::format_tag;
+      const tag plain_tags[] = {tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
+      size_t rank = given.dims().size();
+      if (rank < 1 || rank > 6) throw;
+      dnnl::memory mid(md(given.dims(), given.data_type(), plain_tags[rank - 1]), Engine());
+      dnnl::reorder(from, mid).execute(stream_, from, mid);
+      dnnl::reorder(mid, to).execute(stream_, mid, to);
+    }
     stream_.wait();
     owned_.push_back(to);
     return to;
