@@ -449,7 +449,7 @@ StatusOr<bool> UnrollLoop(ir::Graph& g, ir::Node& node, int64_t opset, bool* loo
   if (node.outputs().size() != carried + scans) return InvalidArgument(node.Describe() + ": its outputs do not match its body");
   const std::string why = "carries a sequence, so Precis unrolls it when it compiles, ";
   auto trips_known = node.inputs()[0] ? ConstantInt(node, 0, "the trip count M") : StatusOr<int64_t>(InvalidArgument("no M"));
-  bool unrollable = trips_known.ok() && (!node.inputs()[1] || IsConstantTrue(node.inputs()[1])) &&
+  bool unrollable = trips_known.ok() && *trips_known <= kMaxUnrolledIterations && (!node.inputs()[1] || IsConstantTrue(node.inputs()[1])) &&
                     (ThroughIdentities(body.outputs()[0]) == body.inputs()[1] || IsConstantTrue(ThroughIdentities(body.outputs()[0])));
   if (!unrollable) {
     PRECIS_ASSIGN_OR_RETURN(bool rewritten, AppendsAsScanOutputs(g, node, opset));

@@ -10,7 +10,8 @@ Models:
     FP16/BF16 within relative L2 1e-2 / 4e-2. The loop is unrolled, so the plan has no Loop step.
     Exported with a dynamic first axis (the trip count known only at run time), the loop is kept:
     its list appends become a scan output (passes/sequences.h), the plan runs at 6, 3 and 1 rows
-    from one compile (within 1e-5 of onnxruntime) and also with --shape x=6x8 (unrolled).
+    from one compile (within 1e-5 of onnxruntime) and also with --shape x=6x8 (unrolled); with
+    --shape x=1500x8 (a known trip count past the unrolling limit) it is kept too.
   - appends: a scripted loop over a dynamic axis appending to a list that starts with one
     element, read as torch.stack(outs, 1), torch.cat(outs), outs[-1] and len(outs)
     (ConcatFromSequence with and without a new axis, SequenceAt, SequenceLength over the kept
@@ -248,6 +249,15 @@ def main():
     r = compile_plan(os.path.join(work, "scripted_if_dynamic.onnx"), os.path.join(work, "scripted_if_dyn.plan"))
     check(r.returncode != 0 and "trip count" in r.stderr,
           f"a loop over a run-time count whose body reads the list is refused: {r.stderr.strip()[-300:]}")
+    # A known trip count past the unrolling limit (1,024): the loop is kept as over a run-time count.
+    r = compile_plan(dyn, os.path.join(work, "scripted_dyn1500.plan"), "--shape", "x=1500x8")
+    x1500 = np.random.default_rng(5).standard_normal((1500, 8)).astype(np.float32)
+    w1500 = ort.InferenceSession(dyn, providers=["CPUExecutionProvider"]).run(None, {"x": x1500})
+    rr, out = run_plan(os.path.join(work, "scripted_dyn1500.plan"), {"x": x1500}, "scripted_dyn1500")
+    got = load(out, "y")
+    check(r.returncode == 0 and "1 loop kept" in r.stdout and rr.returncode == 0 and got is not None and got.shape == w1500[0].shape and
+          np.allclose(got, w1500[0], rtol=1e-5, atol=1e-5),
+          f"a loop of 1,500 known iterations (past the unrolling limit) is kept and matches onnxruntime {r.stderr.strip()[-300:]} {rr.stderr.strip()[-300:]}")
     r = compile_plan(dyn, os.path.join(work, "scripted_dyn6.plan"), "--shape", "x=6x8")
     x6 = np.random.default_rng(2).standard_normal((6, 8)).astype(np.float32)
     w6 = ort.InferenceSession(dyn, providers=["CPUExecutionProvider"]).run(None, {"x": x6})
