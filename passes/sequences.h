@@ -12,11 +12,12 @@
 // of one rank: a Gather from the stacked elements (padded to the largest, each result sliced back
 // to dims that the plan computes from the position when it runs).
 //
-// A Loop of a run-time trip count (or condition) that carries a sequence is kept where the body
-// only appends to it (one SequenceInsert without a position, the list pattern of scripted
-// exports): the appended tensor becomes a scan output, and the sequence after the loop is kept
-// as one tensor (ir::Value::stacked), read by ConcatFromSequence, SequenceAt, SequenceLength and
-// further appends as tensor operators over the stack.
+// A Loop of a run-time trip count (or condition, or a trip count past the unrolling limit) that
+// carries a sequence is kept where the body only appends to it (one SequenceInsert without a
+// position, the list pattern of scripted exports): the appended tensor becomes a scan output,
+// and the sequence after the loop is kept as one tensor (ir::Value::stacked), read by
+// ConcatFromSequence, SequenceAt, SequenceLength and further appends as tensor operators over
+// the stack.
 //
 // Refused, naming the node: a length known only at run time otherwise (a split given as a
 // run-time scalar, a Loop of a run-time trip count whose body reads its sequence, elements whose
