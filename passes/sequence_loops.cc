@@ -193,11 +193,12 @@ StatusOr<bool> ReadStacked(ir::Graph& g, ir::Node& node, int64_t opset) {
   const std::string& op = node.op_type();
   ir::Value* seq = node.inputs()[0];
   ir::Value* stack = seq ? seq->stacked() : nullptr;
+  // Only input 0 may be the stacked sequence, and no other input a resolved one.
   for (size_t i = stack ? 1 : 0; i < node.inputs().size(); ++i)
-    if (node.inputs()[i] && node.inputs()[i]->resolved_container() && (i != 0 || !stack))
-      return Refuse(node, "reads a sequence built by a Loop of a run-time trip count ('" + node.inputs()[i]->name() +
+    if (const ir::Value* v = node.inputs()[i]; v && v->resolved_container())
+      return Refuse(node, "reads a sequence built by a Loop of a run-time trip count ('" + v->name() +
                               "'), which Precis keeps as one tensor: ConcatFromSequence, SequenceAt, SequenceLength and SequenceInsert at its end "
-                              "read it as its first input");
+                              "read it as their first input");
   if (op == "Identity" || op == "OptionalGetElement") {
     if (ir::Value* out = node.outputs().empty() ? nullptr : node.outputs()[0]) {
       out->set_type(seq->type());
