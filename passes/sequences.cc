@@ -407,6 +407,15 @@ StatusOr<bool> ResolveSequenceNode(ir::Graph& g, ir::Node& node, int64_t opset, 
       if (const ir::Attribute* a = node.FindAttribute("type")) element = a->type;
     return Detach(g, node, v ? std::vector<ir::Value*>{v} : std::vector<ir::Value*>{}, ir::Type::Optional(element));
   }
+  if (std::any_of(node.inputs().begin(), node.inputs().end(), [](const ir::Value* v) { return v && v->present(); })) {
+    ir::Value* v = node.inputs()[0];
+    if (op != "OptionalHasElement" || !v || !v->present())
+      return Refuse(node, "reads an optional whose presence is decided at run time (an If gives it in one branch only); Precis takes such "
+                          "an optional as a graph output or in OptionalHasElement");
+    ops::Expander e(g, node, opset);
+    e.Replace({v->present()});
+    return true;
+  }
   if (op == "OptionalHasElement") {
     ir::Value* v = node.inputs().empty() ? nullptr : node.inputs()[0];
     if (v && IsContainer(v) && !v->elements()) return Elements(node, 0).status();  // an optional computed at run time
@@ -464,6 +473,53 @@ StatusOr<bool> InlineConstantIf(ir::Graph& g, ir::Node& node, int64_t opset) {
   return true;
 }
 
+// An If output that is an optional present in one branch only (`absent` the other branch): its
+// presence and its tensors (the optional's tensor, or its sequence's elements) as new If outputs,
+// appended to each branch's outputs.
+struct RuntimeOptional {
+  ir::Value* present = nullptr;
+  std::vector<ir::Value*> tensors;
+  bool sequence = false;
+};
+
+StatusOr<RuntimeOptional> PresentInOneBranch(ir::Graph& g, const ir::Node& node, size_t j, ir::Graph* branches[2], int absent,
+                                             std::vector<std::vector<ir::Value*>>& body_outputs) {
+  ir::Value* given = (*branches[1 - absent]->outputs()[j]->elements())[0];
+  RuntimeOptional r;
+  std::vector<ir::Value*> tensors{given};
+  if (given->stacked() || given->present())
+    return Refuse(node, "output " + std::to_string(j) + " is an optional present in one branch only, holding a sequence of a length known only at run time");
+  if (given->elements()) {
+    r.sequence = true;
+    tensors = *given->elements();
+  }
+  for (const ir::Value* v : tensors)
+    if (v->resolved_container() || !v->type().is_tensor() || !v->type().shape().is_static())
+      return Refuse(node, "output " + std::to_string(j) + " is an optional present in one branch only whose value '" + v->name() +
+                              "' is not a tensor of static shape (the other branch gives zeros of its shape in its place)");
+  std::string base = node.outputs()[j] ? node.outputs()[j]->name() : "if_output";
+  // Branch b's output: an Identity of `v` (a branch output is a value the branch produces).
+  auto give = [&](int b, ir::Value* v) {
+    ir::Value* out = branches[b]->NewValue(match::FreshName(*branches[b], v->name() + "/out"));
+    out->set_type(v->type());
+    branches[b]->AddNode("", "Identity", match::FreshName(*branches[b], "Identity/element"), {v}, {out}, {});
+    body_outputs[size_t(b)].push_back(out);
+  };
+  r.present = g.NewValue(match::FreshName(g, base + "/present"));
+  for (int b = 0; b < 2; ++b) give(b, ScalarConstant(*branches[b], base + "_present", ir::DType::kBool, b != absent));
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    r.tensors.push_back(g.NewValue(match::FreshName(g, base + "/" + std::to_string(k))));
+    const ir::Type& type = tensors[k]->type();
+    std::vector<int64_t> dims;
+    for (const ir::Dim& d : type.shape().dims()) dims.push_back(d.value());
+    size_t bytes = size_t(*type.shape().NumElements()) * size_t(ir::DTypeSize(type.dtype()));
+    ir::Value* zeros = branches[absent]->AddConstant(match::FreshName(*branches[absent], base + "_absent"),
+                                                     ir::Tensor(type.dtype(), dims, ir::Buffer::Own(std::vector<uint8_t>(bytes))));
+    for (int b = 0; b < 2; ++b) give(b, b == absent ? zeros : tensors[k]);
+  }
+  return r;
+}
+
 StatusOr<bool> FlattenIfContainers(ir::Graph& g, ir::Node& node) {
   if (!node.domain().empty() || node.op_type() != "If") return false;
   const ir::Attribute* then_a = node.FindAttribute("then_branch");
@@ -480,6 +536,7 @@ StatusOr<bool> FlattenIfContainers(ir::Graph& g, ir::Node& node) {
   std::vector<ir::Type> types(outs);
   std::vector<std::vector<ir::Value*>> resolved(outs);
   std::vector<std::vector<ir::Value*>> body_outputs(2);
+  std::vector<RuntimeOptional> runtime(outs);
   for (size_t j = 0; j < outs; ++j) {
     ir::Value* t = branches[0]->outputs()[j];
     ir::Value* f = branches[1]->outputs()[j];
@@ -493,6 +550,12 @@ StatusOr<bool> FlattenIfContainers(ir::Graph& g, ir::Node& node) {
     types[j] = t->type();
     const auto& te = *t->elements();
     const auto& fe = *f->elements();
+    if (t->type().kind() == ir::Type::Kind::kOptional && te.size() + fe.size() == 1) {
+      // Present in one branch only: the If also gives whether it is, and the other branch gives
+      // zeros in its place.
+      PRECIS_ASSIGN_OR_RETURN(runtime[j], PresentInOneBranch(g, node, j, branches, te.empty() ? 0 : 1, body_outputs));
+      continue;
+    }
     if (te.size() != fe.size())
       return Refuse(node, "output " + std::to_string(j) +
                               (t->type().kind() == ir::Type::Kind::kOptional
@@ -522,7 +585,10 @@ StatusOr<bool> FlattenIfContainers(ir::Graph& g, ir::Node& node) {
   std::vector<ir::Value*> new_outputs, placeholders;
   for (size_t j = 0; j < outs; ++j) {
     ir::Value* out = node.outputs()[j];
-    if (container[j]) {
+    if (container[j] && runtime[j].present) {
+      new_outputs.push_back(runtime[j].present);
+      new_outputs.insert(new_outputs.end(), runtime[j].tensors.begin(), runtime[j].tensors.end());
+    } else if (container[j]) {
       new_outputs.insert(new_outputs.end(), resolved[j].begin(), resolved[j].end());
     } else if (!out) {
       new_outputs.push_back(nullptr);
@@ -546,7 +612,17 @@ StatusOr<bool> FlattenIfContainers(ir::Graph& g, ir::Node& node) {
   for (size_t j = 0; j < outs; ++j)
     if (ir::Value* out = node.outputs()[j]; out && container[j]) {
       out->set_type(types[j]);
-      out->set_elements(resolved[j]);
+      if (!runtime[j].present) {
+        out->set_elements(resolved[j]);
+        continue;
+      }
+      ir::Value* payload = runtime[j].tensors.size() == 1 && !runtime[j].sequence ? runtime[j].tensors[0] : nullptr;
+      if (!payload) {
+        payload = g.NewValue(match::FreshName(g, out->name() + "/value"));
+        payload->set_type(types[j].element());
+        payload->set_elements(runtime[j].tensors);
+      }
+      out->set_runtime_optional(runtime[j].present, payload);
     }
   g.DetachNode(&node);
   for (ir::Value* v : placeholders) g.RemoveOrphanValue(v);
@@ -557,10 +633,51 @@ Status FinishSequences(ir::Model& model) {
   ir::Graph& g = *model.graph;
   std::vector<ir::Value*> outputs;
   bool changed = false;
+  // Graph output `name`: an Identity of `value`.
+  auto output = [&](const std::string& name, ir::Value* value) -> Status {
+    if (ir::Value* taken = g.FindLocal(name); taken && (taken != value || value->kind() != ir::Value::Kind::kNodeOutput))
+      return InvalidArgument("output '" + name + "': the model already has a value named '" + name + "'");
+    if (g.FindLocal(name) == value) g.Rename(value, match::FreshName(g, name + "/resolved"));
+    ir::Value* out = g.NewValue(name);
+    out->set_type(value->type());
+    g.AddNode("", "Identity", match::FreshName(g, name + "/element"), {value}, {out}, {});
+    outputs.push_back(out);
+    return Status::Ok();
+  };
+  model.output_containers.clear();
   for (ir::Value* v : g.outputs()) {
-    if (v->stacked())
-      return Unimplemented("output '" + v->name() + "' is a sequence whose length is known only at run time (built by a Loop); plan outputs "
-                           "are tensors: stack it in the model (ConcatFromSequence with new_axis 1) to output it");
+    if (v->stacked() || v->present()) {
+      // Decided when the plan runs: the plan outputs its parts, and the session assembles it.
+      changed = true;
+      const std::string name = v->name();
+      g.Rename(v, match::FreshName(g, name + "/resolved"));
+      ir::OutputContainer c;
+      c.name = name;
+      ir::Value* seq = v;
+      if (v->present()) {
+        c.present = name + "/present";
+        PRECIS_RETURN_IF_ERROR(output(c.present, v->present()));
+        seq = v->payload()->type().is_tensor() && !v->payload()->resolved_container() ? nullptr : v->payload();
+        c.kind = seq ? ir::OutputContainer::Kind::kOptionalSequence : ir::OutputContainer::Kind::kOptionalTensor;
+        if (!seq) {
+          c.elements.push_back(name);
+          PRECIS_RETURN_IF_ERROR(output(name, v->payload()));
+        }
+      }
+      if (seq && seq->stacked()) {
+        c.stack = name + "/stack";
+        PRECIS_RETURN_IF_ERROR(output(c.stack, seq->stacked()));
+      } else if (seq) {
+        for (size_t i = 0; i < seq->elements()->size(); ++i) {
+          ir::Value* el = (*seq->elements())[i];
+          if (el->resolved_container()) return Unimplemented("output '" + name + "' nests sequences");
+          c.elements.push_back(ElementName(name, i));
+          PRECIS_RETURN_IF_ERROR(output(c.elements.back(), el));
+        }
+      }
+      model.output_containers.push_back(std::move(c));
+      continue;
+    }
     if (!v->elements()) {
       if (IsContainer(v)) return Unimplemented("output '" + v->name() + "' is a sequence or optional computed at run time; Precis resolves sequences when it compiles");
       outputs.push_back(v);
@@ -581,12 +698,7 @@ Status FinishSequences(ir::Model& model) {
     if (std::find(names.begin(), names.end(), name) != names.end()) g.Rename(v, match::FreshName(g, name + "/resolved"));
     for (size_t i = 0; i < elements.size(); ++i) {
       if (elements[i]->elements()) return Unimplemented("output '" + name + "' nests sequences");
-      if (ir::Value* taken = g.FindLocal(names[i]); taken && taken != elements[i])
-        return InvalidArgument("output '" + name + "': the model already has a value named '" + names[i] + "'");
-      ir::Value* out = g.NewValue(names[i]);
-      out->set_type(elements[i]->type());
-      g.AddNode("", "Identity", match::FreshName(g, names[i] + "/element"), {elements[i]}, {out}, {});
-      outputs.push_back(out);
+      PRECIS_RETURN_IF_ERROR(output(names[i], elements[i]));
     }
   }
   if (changed) g.SetOutputs(outputs);

@@ -579,6 +579,34 @@ class Emitter {
     std::vector<std::pair<std::string, int64_t>> programs;  // control flow: "body_program" -> program index
   };
   StatusOr<EmittedPlan> Write();
+  // The model's output containers (ir::Model::output_containers) whose parts are all outputs of
+  // the entry program `p`; a container with only some of them is an error.
+  StatusOr<flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::Container>>>> WriteContainers(flatbuffers::FlatBufferBuilder& b,
+                                                                                                          const Program& p) {
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::Container>>> none;
+    if (p.body || p.derives_state || model_.output_containers.empty()) return none;
+    auto find = [&](const std::string& name) {
+      for (int id : p.outputs)
+        if (tensors_[size_t(id)].value->name() == name) return id;
+      return -1;
+    };
+    std::vector<flatbuffers::Offset<plan::Container>> list;
+    for (const ir::OutputContainer& c : model_.output_containers) {
+      std::vector<std::string> parts = c.elements;
+      for (const std::string* part : {&c.stack, &c.present})
+        if (!part->empty()) parts.push_back(*part);
+      size_t found = 0;
+      for (const std::string& part : parts) found += find(part) >= 0;
+      if (found == 0) continue;
+      if (found != parts.size()) return InvalidArgument("program '" + p.name + "' outputs only some parts of the output '" + c.name + "'");
+      std::vector<int> elements;
+      for (const std::string& e : c.elements) elements.push_back(find(e));
+      auto id = [&](const std::string& part) { return part.empty() ? -1 : find(part); };
+      list.push_back(plan::CreateContainer(b, b.CreateString(c.name), uint8_t(c.kind), b.CreateVector(elements), id(c.stack), id(c.present)));
+    }
+    if (list.empty()) return none;
+    return b.CreateVector(list);
+  }
   flatbuffers::Offset<plan::Step> WriteStep(flatbuffers::FlatBufferBuilder& b, const Step& s);
 
   const ir::Model& model_;
@@ -665,8 +693,9 @@ StatusOr<EmittedPlan> Emitter::Write() {
   for (size_t p = 0; p < programs_.size(); ++p) {
     std::vector<flatbuffers::Offset<plan::Step>> steps;
     for (size_t i : programs_[p].steps) steps.push_back(WriteStep(b, steps_[i]));
+    PRECIS_ASSIGN_OR_RETURN(auto containers, WriteContainers(b, programs_[p]));
     programs.push_back(plan::CreateProgram(b, b.CreateString(programs_[p].name), b.CreateVector(steps), b.CreateVector(programs_[p].inputs),
-                                           b.CreateVector(programs_[p].outputs), programs_[p].body, programs_[p].derives_state));
+                                           b.CreateVector(programs_[p].outputs), programs_[p].body, programs_[p].derives_state, containers));
   }
   flatbuffers::Offset<flatbuffers::String> report_json, report_text;
   if (!options_.report_json.empty()) report_json = b.CreateString(options_.report_json);

@@ -93,8 +93,14 @@ class Value {
   // output, passes/sequences.h); nullptr otherwise. Such a value has no producer either.
   Value* stacked() const { return stacked_; }
   void set_stacked(Value* v) { stacked_ = v; }
-  // Either of the two: a sequence or optional the compiler resolved.
-  bool resolved_container() const { return elements_ || stacked_; }
+  // An optional whose presence is decided at run time (an If gives a value in one branch only):
+  // `present` is a bool scalar and `payload` the optional's content where it is true (a tensor,
+  // or a resolved sequence); nullptr otherwise. Such a value has no producer either.
+  Value* present() const { return present_; }
+  Value* payload() const { return payload_; }
+  void set_runtime_optional(Value* present, Value* payload) { present_ = present, payload_ = payload; }
+  // A sequence or optional the compiler resolved (any of the forms above).
+  bool resolved_container() const { return elements_ || stacked_ || present_; }
 
  private:
   friend class Graph;
@@ -104,6 +110,8 @@ class Value {
   std::shared_ptr<const std::vector<std::string>> known_exprs_;
   std::shared_ptr<const std::vector<Value*>> elements_;
   Value* stacked_ = nullptr;
+  Value* present_ = nullptr;
+  Value* payload_ = nullptr;
   Kind kind_ = Kind::kNodeOutput;
   Node* producer_ = nullptr;
   int output_index_ = -1;
@@ -218,12 +226,23 @@ class Graph {
   std::unordered_map<std::string, Value*> by_name_;
 };
 
+// A graph output that is a sequence or optional decided when the plan runs (passes/sequences.h):
+// the names of the graph outputs it is read from (plan.fbs Container).
+struct OutputContainer {
+  enum class Kind { kSequence, kOptionalTensor, kOptionalSequence };
+  std::string name;  // the model's output
+  Kind kind = Kind::kSequence;
+  std::vector<std::string> elements;  // elements of a count fixed when compiling
+  std::string stack, present;         // "" where absent
+};
+
 struct Model {
   int64_t ir_version = 0;
   std::string producer_name, producer_version, domain;
   int64_t model_version = 0;
   std::map<std::string, int64_t> opsets;  // domain ("" for ai.onnx) -> version
   std::unique_ptr<Graph> graph = std::make_unique<Graph>();
+  std::vector<OutputContainer> output_containers;
 };
 
 // Maps a value a copied graph uses from an enclosing graph to the value the copy uses instead.

@@ -222,6 +222,7 @@ Status Session::Impl::LoadPrograms() {
     std::unordered_map<std::string, int> unnamed;
     PRECIS_RETURN_IF_ERROR(list(p->inputs(), prog.inputs, pio.inputs, prog.body ? unnamed : input_ids));
     PRECIS_RETURN_IF_ERROR(list(p->outputs(), prog.outputs, pio.outputs, prog.body ? unnamed : output_ids));
+    PRECIS_RETURN_IF_ERROR(LoadContainers(*p, prog, pio));
     // The control-flow step writes its body's inputs: arena tensors only (never a constant of
     // the mapped plan file).
     for (int id : prog.body ? prog.inputs : std::vector<int>{})

@@ -39,7 +39,16 @@ struct Session::Impl {
   std::vector<std::string> entry_names;    // the programs a caller may run (not bodies)
   struct ProgramIo {
     std::vector<TensorInfo> inputs, outputs;
+    // plan.fbs Program.containers: each with its parts' tensor ids (-1: none).
+    struct Container {
+      std::vector<int> elements;
+      int stack = -1, present = -1;
+    };
+    std::vector<ContainerInfo> container_infos;
+    std::vector<Container> containers;
   };
+  Status LoadContainers(const plan::Program& p, const rt::ProgramSteps& prog, ProgramIo& pio);
+
   std::vector<ProgramIo> io;
   size_t default_program = 0, last_program = 0;
   std::unordered_map<std::string, int> input_ids, output_ids, state_ids;

@@ -226,28 +226,39 @@ Result Attempt(const fs::path& dir, const std::vector<tools::HostValue>& input_v
   for (size_t i = 0; i < graph_inputs.size(); ++i)  // a present optional tensor: its test shape
     if (graph_inputs[i]->type().kind() == ir::Type::Kind::kOptional && input_values[i].present && !input_values[i].sequence)
       options.shapes[model_inputs[i]] = input_values[i].tensors.at(0).dims;
-  std::vector<std::string> output_names;
-  std::vector<tools::HostTensor> outputs;
-  {
-    const auto& graph_outputs = (*model)->graph->outputs();
-    if (graph_outputs.size() != output_values.size()) return {Outcome::kError, "output count differs from the test data"};
-    for (size_t i = 0; i < graph_outputs.size(); ++i) {
-      std::vector<std::pair<std::string, tools::HostTensor>> flat;
-      Flatten(graph_outputs[i]->name(), output_values[i], flat);
-      for (auto& [name, t] : flat) output_names.push_back(name), outputs.push_back(std::move(t));
-    }
-  }
+  std::vector<std::string> graph_output_names;
+  for (const auto* v : (*model)->graph->outputs()) graph_output_names.push_back(v->name());
+  if (graph_output_names.size() != output_values.size()) return {Outcome::kError, "output count differs from the test data"};
   auto compiled = driver::Compile(**model, options);
   if (!compiled.ok())
     return {compiled.status().code() == StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kError, compiled.status().ToString()};
   auto session = Session::FromBuffer(compiled->plan.bytes.data(), compiled->plan.bytes.size());
   if (!session.ok())
     return {session.status().code() == StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kError, session.status().ToString()};
+  // Outputs the plan gives as containers (sequences and optionals decided when it runs) are
+  // compared as wholes after the run; the others element by element.
+  std::vector<std::pair<std::string, const tools::HostValue*>> containers;
+  std::set<std::string> container_parts;
+  for (const ContainerInfo& c : (*session)->containers()) {
+    auto at = std::find(graph_output_names.begin(), graph_output_names.end(), c.name);
+    if (at == graph_output_names.end()) return {Outcome::kError, "the plan's container output '" + c.name + "' is not a model output"};
+    containers.push_back({c.name, &output_values[size_t(at - graph_output_names.begin())]});
+    container_parts.insert(c.parts.begin(), c.parts.end());
+  }
+  std::vector<std::string> output_names;
+  std::vector<tools::HostTensor> outputs;
+  for (size_t i = 0; i < graph_output_names.size(); ++i) {
+    if (std::any_of(containers.begin(), containers.end(), [&](const auto& c) { return c.first == graph_output_names[i]; })) continue;
+    std::vector<std::pair<std::string, tools::HostTensor>> flat;
+    Flatten(graph_output_names[i], output_values[i], flat);
+    for (auto& [name, t] : flat) output_names.push_back(name), outputs.push_back(std::move(t));
+  }
   {
     // The plan gives exactly the expected values: every element of a sequence, nothing for an
     // absent optional.
     std::set<std::string> want(output_names.begin(), output_names.end()), got;
-    for (const auto& info : (*session)->outputs()) got.insert(info.name);
+    for (const auto& info : (*session)->outputs())
+      if (!container_parts.count(info.name)) got.insert(info.name);
     if (want != got) {
       std::string w, g;
       for (const auto& n : want) w += (w.empty() ? "" : ", ") + n;
@@ -289,28 +300,45 @@ Result Attempt(const fs::path& dir, const std::vector<tools::HostValue>& input_v
   // Unimplemented from a run: the inputs ask for what the plan does not do (Dropout in training
   // mode with a ratio above 0: random masks).
   if (!s.ok()) return {s.code() == StatusCode::kUnimplemented ? Outcome::kUnsupported : Outcome::kError, "run: " + s.ToString()};
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    auto got = (*session)->Output(output_names[i]);
-    if (!got.ok()) return {Outcome::kError, got.status().ToString()};
-    if (outputs[i].dtype == DataType::kU16 && got->info.dtype == DataType::kBF16)
-      return {Outcome::kBadCase, "test data stores bfloat16 output '" + output_names[i] + "' as uint16, rounded by truncation (ONNX 1.12 test data)"};
+  // One expected tensor against what the plan gave.
+  auto check = [&](const std::string& name, const tools::HostTensor& want, const TensorData& got) -> Result {
+    if (want.dtype == DataType::kU16 && got.info.dtype == DataType::kBF16)
+      return {Outcome::kBadCase, "test data stores bfloat16 output '" + name + "' as uint16, rounded by truncation (ONNX 1.12 test data)"};
     std::string diff;
     if (g_precision == "fp32") {
       double atol = 1e-7;
       // DFT/STFT references are FP32 FFTs: near-zero outputs carry their rounding noise (about
       // 1e-7 of the output's scale per term), which a double-precision transform does not have.
-      if (op_types.count("DFT") || op_types.count("STFT")) atol = 1e-6 * MaxAbs(outputs[i]);
-      diff = Compare(outputs[i], *got, 1e-3, std::max(atol, 1e-7));
+      if (op_types.count("DFT") || op_types.count("STFT")) atol = 1e-6 * MaxAbs(want);
+      diff = Compare(want, got, 1e-3, std::max(atol, 1e-7));
     } else {
       double tol = g_precision == "fp16" ? 1e-2 : 6e-2, scale = 1;
-      if (outputs[i].dtype == DataType::kF32 || outputs[i].dtype == DataType::kF64 || outputs[i].dtype == DataType::kF16)
-        for (size_t k = 0, n = outputs[i].data.size() / DataTypeSize(outputs[i].dtype); k < n; ++k) {
-          double w = std::fabs(AsDouble(outputs[i].dtype, outputs[i].data.data() + k * DataTypeSize(outputs[i].dtype)));
+      if (want.dtype == DataType::kF32 || want.dtype == DataType::kF64 || want.dtype == DataType::kF16)
+        for (size_t k = 0, n = want.data.size() / DataTypeSize(want.dtype); k < n; ++k) {
+          double w = std::fabs(AsDouble(want.dtype, want.data.data() + k * DataTypeSize(want.dtype)));
           if (std::isfinite(w)) scale = std::max(scale, w);
         }
-      diff = Compare(outputs[i], *got, tol, tol * scale);
+      diff = Compare(want, got, tol, tol * scale);
     }
-    if (!diff.empty()) return {Outcome::kMismatch, "output '" + output_names[i] + "': " + diff};
+    if (!diff.empty()) return {Outcome::kMismatch, "output '" + name + "': " + diff};
+    return {Outcome::kPass, ""};
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    auto got = (*session)->Output(output_names[i]);
+    if (!got.ok()) return {Outcome::kError, got.status().ToString()};
+    if (Result r = check(output_names[i], outputs[i], *got); r.outcome != Outcome::kPass) return r;
+  }
+  for (const auto& [name, want] : containers) {
+    auto got = (*session)->OutputContainer(name);
+    if (!got.ok()) return {Outcome::kError, got.status().ToString()};
+    if (got->present != want->present)
+      return {Outcome::kMismatch, "output '" + name + "': the optional is " + (got->present ? "present" : "absent") + ", the test's " +
+                                      (want->present ? "present" : "absent")};
+    size_t count = want->present ? want->tensors.size() : 0;
+    if (got->elements.size() != count)
+      return {Outcome::kMismatch, "output '" + name + "': " + std::to_string(got->elements.size()) + " elements, the test's " + std::to_string(count)};
+    for (size_t k = 0; k < count; ++k)
+      if (Result r = check(got->elements[k].info.name, want->tensors[k], got->elements[k]); r.outcome != Outcome::kPass) return r;
   }
   if (!g_export.empty()) {
     // The plan, the inputs as the plan takes them, and the CPU backend's outputs.

@@ -35,6 +35,7 @@ Models:
 Also checked: a sequence input without --shape is a compile error that says how to give it.
 """
 import os
+import shutil
 import subprocess
 import sys
 
@@ -45,6 +46,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 TORCH_EXPORT = r"""
 import sys, torch
+from typing import List
 torch.manual_seed(0)
 path, dynamic = sys.argv[1], sys.argv[2] == "dynamic"
 
@@ -70,6 +72,17 @@ class Appends(torch.nn.Module):
         n = torch.full([1], len(outs), dtype=torch.int64)
         return torch.stack(outs, 1), torch.cat(outs, 0), outs[-1], n
 
+class ListOut(torch.nn.Module):
+    # The list itself is the output: a sequence whose length is known only when the plan runs.
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+    def forward(self, x) -> List[torch.Tensor]:
+        outs = [x[0] * 0.5]
+        for i in range(x.size(0)):
+            outs.append(torch.relu(self.lin(x[i])) * 2.0)
+        return outs
+
 class ScriptedIf(torch.nn.Module):
     # A running sum over a list: the body's `if i > 0:` reads the element appended last.
     def __init__(self):
@@ -87,6 +100,9 @@ class ScriptedIf(torch.nn.Module):
 if sys.argv[2] in ("if", "if_dynamic"):
     kw = {"dynamic_axes": {"x": {0: "n"}}} if sys.argv[2] == "if_dynamic" else {}
     torch.onnx.export(torch.jit.script(ScriptedIf()), (torch.randn(5, 8),), path, opset_version=17, input_names=["x"], output_names=["y"], **kw)
+elif sys.argv[2] == "list":
+    torch.onnx.export(torch.jit.script(ListOut()), (torch.randn(4, 8),), path, opset_version=17, input_names=["x"],
+                      output_names=["outs"], dynamic_axes={"x": {0: "n"}})
 elif sys.argv[2] == "appends":
     torch.onnx.export(torch.jit.script(Appends()), (torch.randn(4, 8),), path, opset_version=17, input_names=["x"],
                       output_names=["stacked", "joined", "last", "count"], dynamic_axes={"x": {0: "n"}})
@@ -152,6 +168,24 @@ def optional_model(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
 
 
+def optional_output_model(path):
+    # If with a run-time condition: then gives an empty optional, else an optional sequence (two
+    # elements) or an optional tensor; OptionalHasElement reads the first.
+    seq_t = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))
+    opt_seq = helper.make_optional_type_proto(seq_t)
+    opt_t = helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))
+    then_g = helper.make_graph([n_("Optional", [], ["then_o"], type=seq_t),
+                                n_("Optional", ["x"], ["then_t"])], "then", [],
+                               [helper.make_value_info("then_o", opt_seq), helper.make_value_info("then_t", opt_t)])
+    else_g = helper.make_graph([n_("Add", ["x", "x"], ["a"]), n_("Neg", ["x"], ["b"]), n_("SequenceConstruct", ["a", "b"], ["s"]),
+                                n_("Optional", ["s"], ["else_o"]), n_("Optional", [], ["else_t"], type=helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))],
+                               "else", [], [helper.make_value_info("else_o", opt_seq), helper.make_value_info("else_t", opt_t)])
+    nodes = [n_("If", ["cond"], ["o", "t"], then_branch=then_g, else_branch=else_g), n_("OptionalHasElement", ["o"], ["has"])]
+    graph = helper.make_graph(nodes, "optional_output", [vi("cond", TensorProto.BOOL, []), vi("x", TensorProto.FLOAT, [3])],
+                              [helper.make_value_info("o", opt_seq), helper.make_value_info("t", opt_t), vi("has", TensorProto.BOOL, [])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+
+
 def main():
     precis, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -167,6 +201,7 @@ def main():
 
     def run_plan(plan, feeds, tag):
         out = os.path.join(work, tag + "_out")
+        shutil.rmtree(out, ignore_errors=True)  # no file of an earlier run may pass for an output
         args = [precis, "run", plan, "--output-dir", out]
         for name, value in feeds.items():
             f = os.path.join(work, f"{tag}_{name.replace('[', '_').replace(']', '')}.npy")
@@ -183,7 +218,7 @@ def main():
     script = os.path.join(work, "torch_export.py")
     with open(script, "w") as f:
         f.write(TORCH_EXPORT)
-    for kind in ("static", "dynamic", "if", "if_dynamic", "appends"):
+    for kind in ("static", "dynamic", "if", "if_dynamic", "appends", "list"):
         path = os.path.join(work, f"scripted_{kind}.onnx")
         r = subprocess.run(["/usr/bin/python3", script, path, kind], capture_output=True, text=True)
         if r.returncode:
@@ -246,6 +281,20 @@ def main():
                 else:
                     rel = np.linalg.norm(got.astype(np.float64) - w) / np.linalg.norm(w)
                     check(rel <= bound, f"appends {precision} {rows} rows: {name} relative L2 {rel:.2e} <= {bound}")
+    # The list as the model's output: the plan outputs the stack, the session gives the elements.
+    path = os.path.join(work, "scripted_list.onnx")
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    plan = os.path.join(work, "list.plan")
+    r = compile_plan(path, plan)
+    check(r.returncode == 0 and "1 loop kept" in r.stdout, f"list output: compile keeps the loop {r.stdout.strip()[-300:]} {r.stderr.strip()[-500:]}")
+    for rows in (4, 1):
+        xr = np.random.default_rng(20 + rows).standard_normal((rows, 8)).astype(np.float32)
+        want = sess.run(None, {"x": xr})[0]
+        rr, out = run_plan(plan, {"x": xr}, f"list_{rows}")
+        got = [load(out, f"outs[{i}]") for i in range(len(want) + 1)]
+        ok = rr.returncode == 0 and got[-1] is None and f"outs: a sequence of {len(want)} element(s)" in rr.stdout
+        ok = ok and all(g is not None and g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-5) for g, w in zip(got, want))
+        check(ok, f"list output at {rows} rows: {len(want)} elements, each within 1e-5 of onnxruntime {rr.stdout.strip()[-200:]} {rr.stderr.strip()[-300:]}")
     r = compile_plan(os.path.join(work, "scripted_if_dynamic.onnx"), os.path.join(work, "scripted_if_dyn.plan"))
     check(r.returncode != 0 and "trip count" in r.stderr,
           f"a loop over a run-time count whose body reads the list is refused: {r.stderr.strip()[-300:]}")
@@ -366,6 +415,22 @@ def main():
     rr, out = run_plan(os.path.join(work, "optional_absent.plan"), {"x": xo}, "optional_absent")
     got = load(out, "y")
     check(r.returncode == 0 and rr.returncode == 0 and got is not None and np.array_equal(got, xo), f"optional absent: y = x {r.stderr.strip()[-300:]}")
+
+    # Optionals whose presence the condition decides when the plan runs.
+    path, plan = os.path.join(work, "optional_output.onnx"), os.path.join(work, "optional_output.plan")
+    optional_output_model(path)
+    x3 = rng.standard_normal(3).astype(np.float32)
+    r = compile_plan(path, plan)
+    check(r.returncode == 0, f"optional outputs decided at run time: compiles {r.stderr.strip()[-300:]}")
+    for c in (True, False):
+        rr, out = run_plan(plan, {"cond": np.array(c), "x": x3}, f"optional_output_{c}")
+        got = {name: load(out, name) for name in ("o[0]", "o[1]", "t", "has")}
+        if c:  # then: o absent, t = x
+            ok = got["o[0]"] is None and got["o[1]"] is None and np.array_equal(got["t"], x3) and "o: absent" in rr.stdout
+        else:  # else: o = [x + x, -x], t absent
+            ok = got["t"] is None and np.array_equal(got["o[0]"], x3 + x3) and np.array_equal(got["o[1]"], -x3) and "t: absent" in rr.stdout
+        ok = ok and rr.returncode == 0 and got["has"] is not None and bool(got["has"]) == (not c)
+        check(ok, f"optional outputs, condition {c}: present where the branch gives them, with their values {rr.stdout.strip()[-300:]} {rr.stderr.strip()[-300:]}")
 
     if failures:
         print(f"\n{len(failures)} failures")

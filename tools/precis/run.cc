@@ -219,9 +219,28 @@ int RunCommand(const std::vector<std::string>& args) {
     std::filesystem::create_directories(output_dir, ec);
     if (ec) return ReportError("run", Internal("cannot create '" + output_dir + "'"));
   }
+  // Containers (sequences and optionals decided when the plan runs) in place of their parts:
+  // each element as NAME[i] (an optional tensor as NAME), an absent optional as nothing.
+  std::vector<TensorData> results;
+  std::set<std::string> parts;
+  for (const ContainerInfo& c : s.containers()) {
+    parts.insert(c.parts.begin(), c.parts.end());
+    auto got = s.OutputContainer(c.name);
+    if (!got.ok()) return ReportError("run", got.status());
+    if (!got->present) std::printf("%s: absent (an optional without a value)\n", c.name.c_str());
+    else if (c.kind != ContainerInfo::Kind::kOptionalTensor)
+      std::printf("%s: a sequence of %zu element(s)\n", c.name.c_str(), got->elements.size());
+    results.insert(results.end(), got->elements.begin(), got->elements.end());
+  }
   for (const TensorInfo& info : s.outputs()) {
+    if (parts.count(info.name)) continue;
     auto out = s.Output(info.name);
     if (!out.ok()) return ReportError("run", out.status());
+    results.push_back(*out);
+  }
+  for (const TensorData& result : results) {
+    const TensorData* out = &result;
+    const TensorInfo& info = out->info;
     PrintSummary(*out);
     if (!compare_dir.empty()) {
       Status c = CompareWith(*out, compare_dir + "/" + FileNameFor(info.name) + ".npy");

@@ -66,6 +66,21 @@ struct TensorData {
   const void* data = nullptr;
 };
 
+// A model output that is a sequence, or an optional, whose length or presence is decided when
+// the plan runs (docs/sequences.md). The plan outputs its parts (`parts`: the elements
+// "NAME[i]" or the optional's value "NAME", and "NAME/stack", "NAME/present"),
+// listed in outputs() like any output; OutputContainer assembles them after a run.
+struct ContainerInfo {
+  enum class Kind { kSequence, kOptionalTensor, kOptionalSequence };
+  std::string name;
+  Kind kind = Kind::kSequence;
+  std::vector<std::string> parts;
+};
+struct ContainerData {
+  bool present = true;               // an optional that has its value
+  std::vector<TensorData> elements;  // the sequence's elements, or the optional tensor (none when absent)
+};
+
 class Session {
  public:
   static StatusOr<std::unique_ptr<Session>> Open(const std::string& plan_path, const SessionOptions& options = {});
@@ -103,6 +118,10 @@ class Session {
   Status Run();
   Status Run(const std::string& program);
   StatusOr<TensorData> Output(const std::string& name) const;
+  // The default program's container outputs, and one of them assembled from the last run (its
+  // elements point into the plan's outputs: valid until the next Run).
+  const std::vector<ContainerInfo>& containers() const;
+  StatusOr<ContainerData> OutputContainer(const std::string& name) const;
   // Calls `observer` with every output of every step right after the step runs (calibration
   // reads each tensor's range this way). An empty function removes it. Costs nothing when unset.
   void SetStepObserver(std::function<void(const TensorData&)> observer);
