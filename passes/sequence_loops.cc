@@ -203,10 +203,14 @@ StatusOr<bool> ReadStacked(ir::Graph& g, ir::Node& node, int64_t opset) {
     if (ir::Value* out = node.outputs().empty() ? nullptr : node.outputs()[0]) {
       out->set_type(seq->type());
       out->set_stacked(stack);
+      out->set_stacked_dims(seq->stacked_dims());
     }
     g.DetachNode(&node);
     return true;
   }
+  if (seq->stacked_dims() && op != "SequenceLength")
+    return Refuse(node, "reads '" + seq->name() + "', a sequence of a run-time length whose elements differ in shape (SplitToSequence's last chunk), "
+                        "which Precis keeps as one padded tensor: SequenceLength reads it, and a graph output of it gives its elements");
   ops::Expander e(g, node, opset);
   if (op == "SequenceLength") {
     e.Replace({e.Op("Gather", {e.Op("Shape", {stack}), ScalarConstant(g, node.name() + "_axis", ir::DType::kI64, 0)}, {GradAttr::Int("axis", 0)})});

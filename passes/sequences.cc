@@ -196,13 +196,66 @@ StatusOr<bool> RuntimePosition(ir::Graph& g, ir::Node& node, int64_t opset, std:
   return Detach(g, node, result, ir::Type::Sequence(same ? first : ir::Type::Tensor(first.dtype(), ir::Shape())));
 }
 
+// SplitToSequence into chunks of a scalar length s along `axis` when the chunk count
+// n = ceil(D / s) is decided at run time (s an input, or D symbolic): the sequence is one stack
+// [n, ...] padded with zeros to n * s along the axis, and a dims matrix [n, rank] whose rows are
+// the chunks' dims (the last chunk is shorter where s does not divide D).
+StatusOr<bool> RuntimeChunks(ir::Graph& g, ir::Node& node, ops::Expander& e, int64_t axis, int64_t rank) {
+  ir::Value* x = e.in(0);
+  auto scalar = [&](ir::Value* v) { return e.Op("Reshape", {v, e.Int64s({})}); };
+  auto slice = [&](ir::Value* v, int64_t from, int64_t to) { return e.Op("Slice", {v, e.Int64s({from}), e.Int64s({to}), e.Int64s({0})}); };
+  ir::Value* s = e.Op("Reshape", {e.CastTo(e.in(1), ir::DType::kI64), e.Int64s({1})});
+  ir::Value* shape = e.Op("Shape", {x});
+  ir::Value* d = slice(shape, axis, axis + 1);
+  ir::Value* starts = e.Op("Range", {ScalarConstant(g, node.name() + "_zero", ir::DType::kI64, 0), scalar(d), scalar(s)});
+  ir::Value* n = e.Op("Shape", {starts});
+  std::vector<ir::Value*> pads;
+  if (rank + axis > 0) pads.push_back(e.Int64s(std::vector<int64_t>(size_t(rank + axis), 0)));
+  pads.push_back(e.Op("Sub", {e.Op("Mul", {n, s}), d}));
+  if (rank - axis - 1 > 0) pads.push_back(e.Int64s(std::vector<int64_t>(size_t(rank - axis - 1), 0)));
+  ir::Value* padded = e.Op("Pad", {x, e.Op("Concat", pads, {GradAttr::Int("axis", 0)})});
+  std::vector<ir::Value*> target;
+  if (axis > 0) target.push_back(slice(shape, 0, axis));
+  target.push_back(n);
+  target.push_back(s);
+  if (axis + 1 < rank) target.push_back(slice(shape, axis + 1, rank));
+  ir::Value* blocks = e.Op("Reshape", {padded, e.Op("Concat", target, {GradAttr::Int("axis", 0)})});
+  std::vector<int64_t> perm{axis};
+  for (int64_t k = 0; k <= rank; ++k)
+    if (k != axis) perm.push_back(k);
+  ir::Value* stack = e.Op("Transpose", {blocks}, {GradAttr::Ints("perm", perm)});
+  // Row i: the input's dims with min(s, D - i * s) at the axis.
+  ir::Value* lengths = AxesOp(e, "Unsqueeze", e.Op("Min", {s, e.Op("Sub", {d, starts})}), {1});
+  ir::Value* rows = e.Op("Expand", {AxesOp(e, "Unsqueeze", shape, {0}), e.Op("Concat", {n, e.Int64s({rank})}, {GradAttr::Int("axis", 0)})});
+  std::vector<uint8_t> mask(size_t(rank), 0);
+  mask[size_t(axis)] = 1;
+  ir::Value* at_axis = g.AddConstant(match::FreshName(g, node.name() + "_axis_mask"), ir::Tensor(ir::DType::kBool, {1, rank}, ir::Buffer::Own(std::move(mask))));
+  ir::Value* dims = e.Op("Where", {at_axis, lengths, rows});
+  e.KeepNode();
+  if (ir::Value* out = node.outputs().empty() ? nullptr : node.outputs()[0]) {
+    out->set_type(ir::Type::Sequence(ir::Type::Tensor(x->type().dtype(), ir::Shape())));
+    out->set_stacked(stack);
+    out->set_stacked_dims(dims);
+  }
+  g.DetachNode(&node);
+  return true;
+}
+
 StatusOr<bool> SplitToSequence(ir::Graph& g, ir::Node& node, int64_t opset) {
   ops::Expander e(g, node, opset);
   PRECIS_ASSIGN_OR_RETURN(auto dims, e.InputDims(0));
   int64_t rank = int64_t(dims.size()), axis = e.Int("axis", 0);
   if (axis < -rank || axis >= rank) return e.Error("axis " + std::to_string(axis) + " is outside rank " + std::to_string(rank));
   if (axis < 0) axis += rank;
-  if (!dims[size_t(axis)].is_static()) return e.Unsupported("the split axis has a symbolic size; Precis fixes a sequence's length when it compiles");
+  {
+    // Chunks of one length (a scalar split) whose count is decided when the plan runs.
+    ir::Value* split = e.in(1);
+    const ir::Type* st = split ? &split->type() : nullptr;
+    bool scalar = st && st->is_tensor() && st->shape().rank() == 0;
+    if (scalar && (!dims[size_t(axis)].is_static() || !split->is_constant())) return RuntimeChunks(g, node, e, axis, rank);
+  }
+  if (!dims[size_t(axis)].is_static())
+    return e.Unsupported("the split axis has a symbolic size and the split is not one chunk length; Precis fixes a sequence's length when it compiles");
   int64_t size = dims[size_t(axis)].value();
   std::vector<int64_t> lengths;
   bool squeeze = false;
@@ -667,6 +720,10 @@ Status FinishSequences(ir::Model& model) {
       if (seq && seq->stacked()) {
         c.stack = name + "/stack";
         PRECIS_RETURN_IF_ERROR(output(c.stack, seq->stacked()));
+        if (seq->stacked_dims()) {
+          c.dims = name + "/dims";
+          PRECIS_RETURN_IF_ERROR(output(c.dims, seq->stacked_dims()));
+        }
       } else if (seq) {
         for (size_t i = 0; i < seq->elements()->size(); ++i) {
           ir::Value* el = (*seq->elements())[i];

@@ -593,7 +593,7 @@ class Emitter {
     std::vector<flatbuffers::Offset<plan::Container>> list;
     for (const ir::OutputContainer& c : model_.output_containers) {
       std::vector<std::string> parts = c.elements;
-      for (const std::string* part : {&c.stack, &c.present})
+      for (const std::string* part : {&c.stack, &c.dims, &c.present})
         if (!part->empty()) parts.push_back(*part);
       size_t found = 0;
       for (const std::string& part : parts) found += find(part) >= 0;
@@ -602,7 +602,7 @@ class Emitter {
       std::vector<int> elements;
       for (const std::string& e : c.elements) elements.push_back(find(e));
       auto id = [&](const std::string& part) { return part.empty() ? -1 : find(part); };
-      list.push_back(plan::CreateContainer(b, b.CreateString(c.name), uint8_t(c.kind), b.CreateVector(elements), id(c.stack), id(c.present)));
+      list.push_back(plan::CreateContainer(b, b.CreateString(c.name), uint8_t(c.kind), b.CreateVector(elements), id(c.stack), id(c.dims), id(c.present)));
     }
     if (list.empty()) return none;
     return b.CreateVector(list);

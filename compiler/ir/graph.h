@@ -93,6 +93,11 @@ class Value {
   // output, passes/sequences.h); nullptr otherwise. Such a value has no producer either.
   Value* stacked() const { return stacked_; }
   void set_stacked(Value* v) { stacked_ = v; }
+  // With `stacked`: an int64 [count, rank] tensor of each element's dims, where the elements
+  // differ in shape (the stack is then padded to the largest; SplitToSequence's last chunk);
+  // nullptr: every element has the stack's trailing dims.
+  Value* stacked_dims() const { return stacked_dims_; }
+  void set_stacked_dims(Value* v) { stacked_dims_ = v; }
   // An optional whose presence is decided at run time (an If gives a value in one branch only):
   // `present` is a bool scalar and `payload` the optional's content where it is true (a tensor,
   // or a resolved sequence); nullptr otherwise. Such a value has no producer either.
@@ -110,6 +115,7 @@ class Value {
   std::shared_ptr<const std::vector<std::string>> known_exprs_;
   std::shared_ptr<const std::vector<Value*>> elements_;
   Value* stacked_ = nullptr;
+  Value* stacked_dims_ = nullptr;
   Value* present_ = nullptr;
   Value* payload_ = nullptr;
   Kind kind_ = Kind::kNodeOutput;
@@ -233,7 +239,7 @@ struct OutputContainer {
   std::string name;  // the model's output
   Kind kind = Kind::kSequence;
   std::vector<std::string> elements;  // elements of a count fixed when compiling
-  std::string stack, present;         // "" where absent
+  std::string stack, dims, present;   // "" where absent
 };
 
 struct Model {

@@ -326,8 +326,8 @@ Status InferRange(InferContext& ctx) {
     // An integer limit known as a symbolic dim (Range(0, seq, 1) for position ids): the length
     // is limit - start for delta 1.
     auto s_values = ctx.ShapeValues(0), l_values = ctx.ShapeValues(1), d_values = ctx.ShapeValues(2);
-    if (s_values.ok() && l_values.ok() && d_values.ok() && s_values->size() == 1 && l_values->size() == 1 && d_values->size() == 1 &&
-        ((*s_values)[0].HasValueSymbols() || (*l_values)[0].HasValueSymbols() || (*d_values)[0].HasValueSymbols())) {
+    bool known = s_values.ok() && l_values.ok() && d_values.ok() && s_values->size() == 1 && l_values->size() == 1 && d_values->size() == 1;
+    if (known && ((*s_values)[0].HasValueSymbols() || (*l_values)[0].HasValueSymbols() || (*d_values)[0].HasValueSymbols())) {
       // Run-time values: max(0, ceil((limit - start) / delta)) = max(0, -floor((start - limit) / delta)).
       auto back = (*s_values)[0].Sub((*l_values)[0]);
       auto q = back ? back->FloorDivBy((*d_values)[0]) : std::nullopt;
@@ -345,6 +345,18 @@ Status InferRange(InferContext& ctx) {
           ctx.SetOutput(0, dtype, {n->ToDim()});
           return Status::Ok();
         }
+      }
+    }
+    if (known && (!(*s_values)[0].is_constant() || !(*l_values)[0].is_constant()) && (*d_values)[0].is_constant() && (*d_values)[0].constant() > 0) {
+      // Symbolic bounds and a positive constant delta (chunk starts over a symbolic dim):
+      // max(0, ceil((limit - start) / delta)).
+      auto back = (*s_values)[0].Sub((*l_values)[0]);
+      auto q = back ? back->FloorDivBy((*d_values)[0]) : std::nullopt;
+      auto up = q ? ir::DimExpr().Sub(*q) : std::nullopt;
+      auto n = up ? ir::DimExpr::Max(*up, ir::DimExpr()) : std::nullopt;
+      if (n) {
+        ctx.SetOutput(0, dtype, {n->ToDim()});
+        return Status::Ok();
       }
     }
     PRECIS_ASSIGN_OR_RETURN(auto start, ctx.ConstantInts(0));

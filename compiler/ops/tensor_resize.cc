@@ -1,5 +1,6 @@
 // Operator semantics: Resize and Upsample (output sizes from constant scales or sizes), Pad
 // (constant pads; negative pads crop), DepthToSpace and SpaceToDepth.
+#include <algorithm>
 #include <cmath>
 
 #include "compiler/ops/op_registry.h"
@@ -233,7 +234,9 @@ Status InferPad(InferContext& ctx) {
   if (ctx.opset() >= 11 && ctx.has_input(1)) {
     // Pads (or axes) as run-time values: dim + before + after (the kernel reads them at run time).
     auto values = ctx.ShapeValues(1);
-    if (values.ok() && (AnyValueSymbols(*values) || value_axes_given)) {
+    // (or symbolic dims: the padding up to whole chunks of a split over a symbolic axis)
+    bool symbolic = values.ok() && std::any_of(values->begin(), values->end(), [](const ir::DimExpr& v) { return !v.is_constant(); });
+    if (values.ok() && (AnyValueSymbols(*values) || value_axes_given || symbolic)) {
       // Axes: constants or run-time values too; dim j grows by the pads of the entry naming it.
       DimExprs value_axes;
       if (ctx.has_input(3) && ctx.opset() >= 18) {

@@ -42,12 +42,14 @@ struct Session::Impl {
     // plan.fbs Program.containers: each with its parts' tensor ids (-1: none).
     struct Container {
       std::vector<int> elements;
-      int stack = -1, present = -1;
+      int stack = -1, dims = -1, present = -1;
     };
     std::vector<ContainerInfo> container_infos;
     std::vector<Container> containers;
   };
   Status LoadContainers(const plan::Program& p, const rt::ProgramSteps& prog, ProgramIo& pio);
+  // Elements OutputContainer cut from a padded stack, per container output.
+  mutable std::unordered_map<std::string, std::vector<std::vector<uint8_t>>> container_bytes;
 
   std::vector<ProgramIo> io;
   size_t default_program = 0, last_program = 0;

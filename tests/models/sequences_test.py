@@ -18,6 +18,12 @@ Models:
     loop's stack), at 5 and 1 rows, FP32 within 1e-5 and FP16 within relative L2 1e-2 of
     onnxruntime. The scripted-if model exported with a dynamic axis (its body reads the list) is
     still refused, naming the trip count.
+  - list: the appends model's list returned as the model output (a container output: the plan
+    outputs the stack, the session gives the elements) at 4 and 1 rows, each element within 1e-5
+    of onnxruntime and none past the count.
+  - split_list: torch.split(x * 2, 2) over a dynamic axis returned as the list (SplitToSequence
+    whose chunk count is decided at run time: a padded stack and each chunk's dims) at 5, 4 and 1
+    rows in FP32 and BF16 (inputs BF16 holds exactly), equal to onnxruntime.
   - scripted_if: a scripted running sum over a list (`if i > 0: h = h + outs[i - 1]`): an If inside
     the Loop body, copied per iteration and decided once unrolled; within 1e-5 of onnxruntime.
   - positions: a sequence input of three 2x3 tensors (--shape seq=[2x3,2x3,2x3]) and a position
@@ -32,6 +38,10 @@ Models:
     (SequenceConstruct) read by ConcatFromSequence, at both conditions, against onnxruntime.
   - optional: OptionalHasElement / OptionalGetElement of an optional tensor input, compiled with
     the input present and absent (--shape opt=none), against numpy (the values are exact).
+  - optional_output: an If with a run-time condition giving an optional sequence and an optional
+    tensor, each present in one branch only, and OptionalHasElement of the first: at both
+    conditions the present one has its values (exact), the absent one writes nothing and is
+    reported absent.
 Also checked: a sequence input without --shape is a compile error that says how to give it.
 """
 import os
@@ -83,6 +93,12 @@ class ListOut(torch.nn.Module):
             outs.append(torch.relu(self.lin(x[i])) * 2.0)
         return outs
 
+class SplitList(torch.nn.Module):
+    # torch.split into chunks of 2 rows over a dynamic axis: the chunk count (and the last
+    # chunk's rows) are decided when the plan runs.
+    def forward(self, x) -> List[torch.Tensor]:
+        return torch.split(x * 2.0, 2)
+
 class ScriptedIf(torch.nn.Module):
     # A running sum over a list: the body's `if i > 0:` reads the element appended last.
     def __init__(self):
@@ -103,6 +119,9 @@ if sys.argv[2] in ("if", "if_dynamic"):
 elif sys.argv[2] == "list":
     torch.onnx.export(torch.jit.script(ListOut()), (torch.randn(4, 8),), path, opset_version=17, input_names=["x"],
                       output_names=["outs"], dynamic_axes={"x": {0: "n"}})
+elif sys.argv[2] == "split_list":
+    torch.onnx.export(torch.jit.script(SplitList()), (torch.randn(5, 3),), path, opset_version=17, input_names=["x"],
+                      output_names=["parts"], dynamic_axes={"x": {0: "n"}})
 elif sys.argv[2] == "appends":
     torch.onnx.export(torch.jit.script(Appends()), (torch.randn(4, 8),), path, opset_version=17, input_names=["x"],
                       output_names=["stacked", "joined", "last", "count"], dynamic_axes={"x": {0: "n"}})
@@ -218,7 +237,7 @@ def main():
     script = os.path.join(work, "torch_export.py")
     with open(script, "w") as f:
         f.write(TORCH_EXPORT)
-    for kind in ("static", "dynamic", "if", "if_dynamic", "appends", "list"):
+    for kind in ("static", "dynamic", "if", "if_dynamic", "appends", "list", "split_list"):
         path = os.path.join(work, f"scripted_{kind}.onnx")
         r = subprocess.run(["/usr/bin/python3", script, path, kind], capture_output=True, text=True)
         if r.returncode:
@@ -295,6 +314,24 @@ def main():
         ok = rr.returncode == 0 and got[-1] is None and f"outs: a sequence of {len(want)} element(s)" in rr.stdout
         ok = ok and all(g is not None and g.shape == w.shape and np.allclose(g, w, rtol=1e-5, atol=1e-5) for g, w in zip(got, want))
         check(ok, f"list output at {rows} rows: {len(want)} elements, each within 1e-5 of onnxruntime {rr.stdout.strip()[-200:]} {rr.stderr.strip()[-300:]}")
+    # torch.split over a dynamic axis returned as the list: one padded stack and each chunk's dims.
+    path = os.path.join(work, "scripted_split_list.onnx")
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for precision in ("fp32", "bf16"):
+        plan = os.path.join(work, f"split_list_{precision}.plan")
+        r = compile_plan(path, plan, "--precision", precision)
+        check(r.returncode == 0, f"split list {precision}: compiles {r.stderr.strip()[-500:]}")
+        for rows in (5, 4, 1):
+            xr = np.random.default_rng(30 + rows).standard_normal((rows, 3)).astype(np.float32)
+            if precision == "bf16":  # values BF16 holds exactly, so x * 2 is exact in either precision
+                xr = (np.round(xr * 8) / 8).astype(np.float32)
+            want = sess.run(None, {"x": xr})[0]
+            rr, out = run_plan(plan, {"x": xr}, f"split_list_{precision}_{rows}")
+            got = [load(out, f"parts[{i}]") for i in range(len(want) + 1)]
+            ok = rr.returncode == 0 and got[-1] is None and f"parts: a sequence of {len(want)} element(s)" in rr.stdout
+            ok = ok and all(g is not None and g.shape == w.shape and np.array_equal(g.astype(np.float32), w) for g, w in zip(got, want))
+            check(ok, f"split list {precision} at {rows} rows: {len(want)} chunks of shapes {[w.shape for w in want]}, equal to onnxruntime "
+                      f"{rr.stdout.strip()[-200:]} {rr.stderr.strip()[-300:]}")
     r = compile_plan(os.path.join(work, "scripted_if_dynamic.onnx"), os.path.join(work, "scripted_if_dyn.plan"))
     check(r.returncode != 0 and "trip count" in r.stderr,
           f"a loop over a run-time count whose body reads the list is refused: {r.stderr.strip()[-300:]}")

@@ -8,6 +8,7 @@
 // so only the check under test can notice.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -312,6 +313,48 @@ graph "rows" {
 // Control flow: bodies are programs that only their step runs, always later programs (so no body
 // can run itself); a body whose tensors do not match its step, and a trip count beyond
 // SessionOptions::max_loop_iterations, are errors that name the step.
+// Container outputs (plan.fbs Container) over the plan's output y (f32[3,2]) and input x.
+std::unique_ptr<plan::ContainerT> Container(uint8_t kind, int stack, int dims = -1, int present = -1, std::vector<int> elements = {}) {
+  auto c = std::make_unique<plan::ContainerT>();
+  c->name = "c";
+  c->kind = kind;
+  c->stack = stack;
+  c->dims = dims;
+  c->present = present;
+  c->elements = std::move(elements);
+  return c;
+}
+
+TEST(HostilePlan, ContainerOutputs) {
+  // Well formed: y as a stack of 3 elements of [2].
+  std::vector<uint8_t> bytes = RewritePlan(Plan(), [](plan::PlanT& p, auto&) { p.programs[0]->containers.push_back(Container(0, TensorId(p, "y"))); });
+  auto session = Session::FromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  ASSERT_EQ((*session)->containers().size(), 1u);
+  EXPECT_EQ((*session)->containers()[0].parts, std::vector<std::string>{"y"});
+  std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_TRUE((*session)->SetInput("x", DataType::kF32, {2, 4}, x.data(), x.size() * 4).ok());
+  ASSERT_TRUE((*session)->Run().ok());
+  auto y = (*session)->Output("y");
+  auto c = (*session)->OutputContainer("c");
+  ASSERT_TRUE(y.ok() && c.ok());
+  ASSERT_TRUE(c->present);
+  ASSERT_EQ(c->elements.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(c->elements[i].info.dims, (std::vector<int64_t>{2}));
+    EXPECT_EQ(std::memcmp(c->elements[i].data, static_cast<const float*>(y->data) + 2 * i, 8), 0) << "element " << i;
+  }
+  EXPECT_FALSE((*session)->OutputContainer("d").ok());
+  // Hostile: parts that are not outputs, of the wrong type, or missing.
+  ExpectRefused([](plan::PlanT& p, auto&) { p.programs[0]->containers.push_back(Container(0, TensorId(p, "x"))); }, "that is not an output of the program");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.programs[0]->containers.push_back(Container(0, 1 << 20)); }, "that is not an output of the program");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.programs[0]->containers.push_back(Container(0, TensorId(p, "y"), TensorId(p, "y"))); }, "not an int64 matrix");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.programs[0]->containers.push_back(Container(0, -1, TensorId(p, "y"))); }, "dims without a stack");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.programs[0]->containers.push_back(Container(2, TensorId(p, "y"), -1, TensorId(p, "y"))); }, "not a bool scalar");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.programs[0]->containers.push_back(Container(1, TensorId(p, "y"))); }, "without a presence");
+  ExpectRefused([](plan::PlanT& p, auto&) { p.programs[0]->containers.push_back(Container(7, TensorId(p, "y"))); }, "unknown kind");
+}
+
 TEST(HostilePlan, ControlFlowBodies) {
   auto model = ir::ParseModel(R"(
 model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}

@@ -68,7 +68,7 @@ struct TensorData {
 
 // A model output that is a sequence, or an optional, whose length or presence is decided when
 // the plan runs (docs/sequences.md). The plan outputs its parts (`parts`: the elements
-// "NAME[i]" or the optional's value "NAME", and "NAME/stack", "NAME/present"),
+// "NAME[i]" or the optional's value "NAME", and "NAME/stack", "NAME/dims", "NAME/present"),
 // listed in outputs() like any output; OutputContainer assembles them after a run.
 struct ContainerInfo {
   enum class Kind { kSequence, kOptionalTensor, kOptionalSequence };
@@ -119,7 +119,7 @@ class Session {
   Status Run(const std::string& program);
   StatusOr<TensorData> Output(const std::string& name) const;
   // The default program's container outputs, and one of them assembled from the last run (its
-  // elements point into the plan's outputs: valid until the next Run).
+  // elements' data stays valid until the next Run, or the next OutputContainer of that name).
   const std::vector<ContainerInfo>& containers() const;
   StatusOr<ContainerData> OutputContainer(const std::string& name) const;
   // Calls `observer` with every output of every step right after the step runs (calibration
