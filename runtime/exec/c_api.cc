@@ -1,6 +1,7 @@
 // The C API (runtime/include/precis/c_api.h) over precis::Session.
 #include "precis/c_api.h"
 
+#include <map>
 #include <string>
 
 #include "precis/session.h"
@@ -8,6 +9,7 @@
 struct precis_session {
   std::unique_ptr<precis::Session> session;
   std::vector<int64_t> shape;  // precis_output_shape's answer
+  std::map<std::string, precis::ContainerData> containers;  // precis_container's answers, by name
 };
 
 namespace {
@@ -37,7 +39,7 @@ int Info(const std::vector<precis::TensorInfo>& infos, int i, const char** name,
 int Wrap(precis::StatusOr<std::unique_ptr<precis::Session>> s, precis_session** out) {
   if (!out) return Fail("out is null");
   if (!s.ok()) return Fail(s.status());
-  *out = new precis_session{std::move(s).value(), {}};
+  *out = new precis_session{std::move(s).value(), {}, {}};
   return 0;
 }
 
@@ -173,6 +175,42 @@ int precis_output(const precis_session* s, const char* name, const void** data, 
   if (!out.ok()) return Fail(out.status());
   if (data) *data = out->data;
   if (bytes) *bytes = out->info.ByteSize();
+  return 0;
+}
+
+int precis_num_containers(const precis_session* s) { return s ? int(s->session->containers().size()) : -1; }
+
+int precis_container_info(const precis_session* s, int i, const char** name, int* kind) {
+  if (!s) return Fail("null argument");
+  const auto& list = s->session->containers();
+  if (i < 0 || size_t(i) >= list.size()) return Fail("container index out of range");
+  if (name) *name = list[size_t(i)].name.c_str();
+  if (kind) *kind = int(list[size_t(i)].kind);
+  return 0;
+}
+
+int precis_container(precis_session* s, const char* name, int* present, int* count) {
+  if (!s || !name) return Fail("null argument");
+  auto got = s->session->OutputContainer(name);
+  if (!got.ok()) return Fail(got.status());
+  precis::ContainerData& kept = s->containers[name] = std::move(*got);
+  if (present) *present = kept.present ? 1 : 0;
+  if (count) *count = int(kept.elements.size());
+  return 0;
+}
+
+int precis_container_element(const precis_session* s, const char* name, int k, const void** data, size_t* bytes, int* dtype,
+                             const int64_t** dims, int* rank) {
+  if (!s || !name) return Fail("null argument");
+  auto it = s->containers.find(name);
+  if (it == s->containers.end()) return Fail((std::string("container '") + name + "': call precis_container after the run first").c_str());
+  if (k < 0 || size_t(k) >= it->second.elements.size()) return Fail((std::string("container '") + name + "': element index out of range").c_str());
+  const precis::TensorData& t = it->second.elements[size_t(k)];
+  if (data) *data = t.data;
+  if (bytes) *bytes = t.info.ByteSize();
+  if (dtype) *dtype = int(t.info.dtype);
+  if (dims) *dims = t.info.dims.data();
+  if (rank) *rank = int(t.info.dims.size());
   return 0;
 }
 

@@ -1,5 +1,6 @@
 /* Exercises the C API from C: it loads a plan given on the command line (made by
- * `precis compile` in the ctest set-up), runs it on a constant input, and checks errors are reported. */
+ * `precis compile` in the ctest set-up), runs it on a constant input, and checks errors are reported.
+ * A second plan, when given, has container outputs (check_containers). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,8 +8,73 @@
 
 #include "precis/c_api.h"
 
+/* Container outputs (argv[2]: tests/runtime/container_model.py compiled): an If whose condition
+ * decides which of two optionals is present, read through precis_container*. */
+static int check_containers(const char* path) {
+  precis_session* s = NULL;
+  if (precis_session_open(path, 1, &s) != 0) {
+    fprintf(stderr, "open %s: %s\n", path, precis_last_error());
+    return 1;
+  }
+  const char* name;
+  int kind;
+  if (precis_num_containers(s) != 2 || precis_container_info(s, 0, &name, &kind) != 0 || strcmp(name, "o") != 0 || kind != 2 ||
+      precis_container_info(s, 1, &name, &kind) != 0 || strcmp(name, "t") != 0 || kind != 1 || precis_container_info(s, 2, &name, &kind) == 0) {
+    fprintf(stderr, "container info: o an optional sequence, t an optional tensor\n");
+    return 1;
+  }
+  const void* data;
+  size_t bytes;
+  int dtype, rank, present, count;
+  const int64_t* dims;
+  if (precis_container_element(s, "o", 0, &data, &bytes, &dtype, &dims, &rank) == 0) {
+    fprintf(stderr, "an element before precis_container should be refused\n");
+    return 1;
+  }
+  const float x[3] = {1.0f, 2.0f, -3.0f};
+  const int64_t x_dims[1] = {3};
+  for (int c = 0; c < 2; ++c) {
+    unsigned char cond = (unsigned char)c;
+    if (precis_set_input(s, "cond", 9, x_dims, 0, &cond, 1) != 0 || precis_set_input(s, "x", 1, x_dims, 1, x, sizeof x) != 0 || precis_run(s) != 0) {
+      fprintf(stderr, "run: %s\n", precis_last_error());
+      return 1;
+    }
+    /* cond 0 (else): o = [x + x, -x], t absent; cond 1 (then): o absent, t = x. */
+    if (precis_container(s, "o", &present, &count) != 0 || present != !c || count != (c ? 0 : 2)) {
+      fprintf(stderr, "cond %d: o present %d with %d elements (%s)\n", c, present, count, precis_last_error());
+      return 1;
+    }
+    for (int k = 0; k < count; ++k) {
+      if (precis_container_element(s, "o", k, &data, &bytes, &dtype, &dims, &rank) != 0 || dtype != 1 || rank != 1 || dims[0] != 3 || bytes != sizeof x) {
+        fprintf(stderr, "o[%d]: %s\n", k, precis_last_error());
+        return 1;
+      }
+      for (int i = 0; i < 3; ++i)
+        if (((const float*)data)[i] != (k == 0 ? x[i] + x[i] : -x[i])) {
+          fprintf(stderr, "o[%d][%d] = %f\n", k, i, ((const float*)data)[i]);
+          return 1;
+        }
+    }
+    if (precis_container(s, "t", &present, &count) != 0 || present != c || count != c) {
+      fprintf(stderr, "cond %d: t present %d with %d elements\n", c, present, count);
+      return 1;
+    }
+    if (c && (precis_container_element(s, "t", 0, &data, &bytes, &dtype, &dims, &rank) != 0 || bytes != sizeof x || memcmp(data, x, sizeof x) != 0)) {
+      fprintf(stderr, "t: %s\n", precis_last_error());
+      return 1;
+    }
+    if (precis_container_element(s, "t", c, &data, &bytes, &dtype, &dims, &rank) == 0 || precis_container(s, "nothing", &present, &count) == 0) {
+      fprintf(stderr, "an element past the count and an unknown container should be refused\n");
+      return 1;
+    }
+  }
+  precis_session_free(s);
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2) return 2;
+  if (argc != 2 && argc != 3) return 2;
+  if (argc == 3 && check_containers(argv[2]) != 0) return 1;
   precis_session* s = NULL;
   if (precis_session_open("/nonexistent.plan", 1, &s) == 0 || precis_last_error()[0] == 0) {
     fprintf(stderr, "opening a missing plan should fail with a message\n");

@@ -56,6 +56,16 @@ int precis_output(const precis_session* session, const char* name, const void** 
 /* The shape of output `name` after the last run (a dynamic plan's outputs change with the inputs);
  * `dims` stays valid until the next call on this session. */
 int precis_output_shape(precis_session* session, const char* name, const int64_t** dims, int* rank);
+/* Container outputs (docs/sequences.md): model outputs that are sequences or optionals whose length
+ * or presence is decided when the plan runs; their parts are outputs too. kind: 0 a sequence, 1 an
+ * optional tensor, 2 an optional sequence. After a run, precis_container gives whether it is present
+ * and its element count, and precis_container_element element k (data, bytes, dtype and dims valid
+ * until the next run or the next precis_container call for that name). */
+int precis_num_containers(const precis_session* session);
+int precis_container_info(const precis_session* session, int i, const char** name, int* kind);
+int precis_container(precis_session* session, const char* name, int* present, int* count);
+int precis_container_element(const precis_session* session, const char* name, int k, const void** data, size_t* bytes, int* dtype,
+                             const int64_t** dims, int* rank);
 
 /* State tensors (persisting across runs: trained weights, optimizer moments, counters). Read and
  * write copy `bytes` (the tensor's exact size); save/load write and read all state as one file
