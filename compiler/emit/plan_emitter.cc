@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "compiler/emit/containers.h"
 #include "compiler/emit/data_dims.h"
 #include "compiler/emit/input_symbols.h"
 #include "compiler/emit/memory_planner.h"
@@ -579,34 +580,6 @@ class Emitter {
     std::vector<std::pair<std::string, int64_t>> programs;  // control flow: "body_program" -> program index
   };
   StatusOr<EmittedPlan> Write();
-  // The model's output containers (ir::Model::output_containers) whose parts are all outputs of
-  // the entry program `p`; a container with only some of them is an error.
-  StatusOr<flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::Container>>>> WriteContainers(flatbuffers::FlatBufferBuilder& b,
-                                                                                                          const Program& p) {
-    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::Container>>> none;
-    if (p.body || p.derives_state || model_.output_containers.empty()) return none;
-    auto find = [&](const std::string& name) {
-      for (int id : p.outputs)
-        if (tensors_[size_t(id)].value->name() == name) return id;
-      return -1;
-    };
-    std::vector<flatbuffers::Offset<plan::Container>> list;
-    for (const ir::OutputContainer& c : model_.output_containers) {
-      std::vector<std::string> parts = c.elements;
-      for (const std::string* part : {&c.stack, &c.dims, &c.present})
-        if (!part->empty()) parts.push_back(*part);
-      size_t found = 0;
-      for (const std::string& part : parts) found += find(part) >= 0;
-      if (found == 0) continue;
-      if (found != parts.size()) return InvalidArgument("program '" + p.name + "' outputs only some parts of the output '" + c.name + "'");
-      std::vector<int> elements;
-      for (const std::string& e : c.elements) elements.push_back(find(e));
-      auto id = [&](const std::string& part) { return part.empty() ? -1 : find(part); };
-      list.push_back(plan::CreateContainer(b, b.CreateString(c.name), uint8_t(c.kind), b.CreateVector(elements), id(c.stack), id(c.dims), id(c.present)));
-    }
-    if (list.empty()) return none;
-    return b.CreateVector(list);
-  }
   flatbuffers::Offset<plan::Step> WriteStep(flatbuffers::FlatBufferBuilder& b, const Step& s);
 
   const ir::Model& model_;
@@ -693,7 +666,13 @@ StatusOr<EmittedPlan> Emitter::Write() {
   for (size_t p = 0; p < programs_.size(); ++p) {
     std::vector<flatbuffers::Offset<plan::Step>> steps;
     for (size_t i : programs_[p].steps) steps.push_back(WriteStep(b, steps_[i]));
-    PRECIS_ASSIGN_OR_RETURN(auto containers, WriteContainers(b, programs_[p]));
+    // Model outputs that are sequences or optionals decided at run time (entry programs only).
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::Container>>> containers;
+    if (!programs_[p].body && !programs_[p].derives_state) {
+      std::vector<std::string> names;
+      for (int id : programs_[p].outputs) names.push_back(tensors_[size_t(id)].value->name());
+      PRECIS_ASSIGN_OR_RETURN(containers, WriteContainers(b, model_.output_containers, programs_[p].name, programs_[p].outputs, names));
+    }
     programs.push_back(plan::CreateProgram(b, b.CreateString(programs_[p].name), b.CreateVector(steps), b.CreateVector(programs_[p].inputs),
                                            b.CreateVector(programs_[p].outputs), programs_[p].body, programs_[p].derives_state, containers));
   }
