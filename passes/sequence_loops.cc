@@ -109,8 +109,30 @@ StatusOr<bool> AppendsAsScanOutputs(ir::Graph& g, ir::Node& node, int64_t opset)
     loop_outputs.push_back(g.NewValue(match::FreshName(g, base + "_appended")));
     stacks.push_back(loop_outputs.back());
   }
+  // A list that starts empty may grow by elements whose shape follows the iteration number:
+  // the Loop also gives each element's dims (its attribute scan_dims_outputs; ops/control_flow.h),
+  // used where the elements turn out to differ (PaddedDims).
+  size_t existing_scans = node.outputs().size() - carried;
+  std::vector<int64_t> dims_outputs(existing_scans, -1);
+  std::vector<ir::Value*> element_dims(appends.size(), nullptr);
+  for (size_t i = 0; i < appends.size(); ++i) {
+    if (!node.inputs()[appends[i].j + 2]->elements()->empty()) {
+      dims_outputs.push_back(-1);
+      continue;
+    }
+    dims_outputs.push_back(int64_t(loop_outputs.size()));
+    loop_outputs.push_back(g.NewValue(match::FreshName(g, base + "_appended_dims")));
+    element_dims[i] = loop_outputs.back();
+  }
   std::vector<ir::Attribute> attributes = std::move(node.mutable_attributes());
   node.mutable_attributes().clear();
+  if (std::any_of(dims_outputs.begin(), dims_outputs.end(), [](int64_t o) { return o >= 0; })) {
+    ir::Attribute a;
+    a.name = "scan_dims_outputs";
+    a.kind = ir::Attribute::Kind::kInts;
+    a.ints = dims_outputs;
+    attributes.push_back(std::move(a));
+  }
   g.AddNode(node.domain(), "Loop", node.name(), inputs, loop_outputs, std::move(attributes));
   // Each sequence after the loop: its initial elements, then one per iteration.
   std::vector<ir::Value*> sequences;
@@ -123,6 +145,7 @@ StatusOr<bool> AppendsAsScanOutputs(ir::Graph& g, ir::Node& node, int64_t opset)
     ir::Value* seq = g.NewValue(match::FreshName(g, base + "_sequence"));
     seq->set_type(init->type());
     seq->set_stacked(stacked);
+    seq->set_stacked_dims(element_dims[i]);
     results[appends[i].j] = seq;
   }
   e.Replace(results);
@@ -130,6 +153,30 @@ StatusOr<bool> AppendsAsScanOutputs(ir::Graph& g, ir::Node& node, int64_t opset)
 }
 
 }  // namespace
+
+ir::Value* PaddedDims(ir::Value& seq) {
+  ir::Value* dims = seq.stacked_dims();
+  const ir::Node* loop = dims ? dims->producer() : nullptr;
+  const ir::Attribute* a = loop && loop->op_type() == "Loop" ? loop->FindAttribute("scan_dims_outputs") : nullptr;
+  if (!a) return dims;
+  // The scan output whose elements' dims `dims` holds: padded where its type differs from the
+  // body's slice (ops::InferLoop pads it to the last iteration's element).
+  const ir::Attribute* body = loop->FindAttribute("body");
+  size_t carried = loop->inputs().size() - 2;
+  for (size_t s = 0; s < a->ints.size(); ++s) {
+    if (a->ints[s] != int64_t(dims->output_index()) || !body || body->graphs.size() != 1) continue;
+    const ir::Value* slice = body->graphs[0]->outputs()[1 + carried + s];
+    const ir::Value* stack = loop->outputs()[carried + s];
+    std::vector<ir::Dim> element;
+    if (stack->type().is_tensor() && stack->type().shape().has_rank())
+      element.assign(stack->type().shape().dims().begin() + 1, stack->type().shape().dims().end());
+    if (slice->type().is_tensor() && slice->type().shape().has_rank() && slice->type().shape().dims() == element) {
+      seq.set_stacked_dims(nullptr);  // every element has one shape
+      return nullptr;
+    }
+  }
+  return dims;
+}
 
 StatusOr<bool> UnrollLoop(ir::Graph& g, ir::Node& node, int64_t opset, bool* loop_kept) {
   const ir::Attribute* a = node.FindAttribute("body");
@@ -192,6 +239,7 @@ StatusOr<bool> UnrollLoop(ir::Graph& g, ir::Node& node, int64_t opset, bool* loo
 StatusOr<bool> ReadStacked(ir::Graph& g, ir::Node& node, int64_t opset) {
   const std::string& op = node.op_type();
   ir::Value* seq = node.inputs()[0];
+  if (seq) PaddedDims(*seq);
   ir::Value* stack = seq ? seq->stacked() : nullptr;
   // Only input 0 may be the stacked sequence, and no other input a resolved one.
   for (size_t i = stack ? 1 : 0; i < node.inputs().size(); ++i)

@@ -720,7 +720,7 @@ Status FinishSequences(ir::Model& model) {
       if (seq && seq->stacked()) {
         c.stack = name + "/stack";
         PRECIS_RETURN_IF_ERROR(output(c.stack, seq->stacked()));
-        if (seq->stacked_dims()) {
+        if (PaddedDims(*seq)) {
           c.dims = name + "/dims";
           PRECIS_RETURN_IF_ERROR(output(c.dims, seq->stacked_dims()));
         }

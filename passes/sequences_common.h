@@ -38,5 +38,9 @@ ir::Value* Mapped(const std::unordered_map<const ir::Value*, ir::Value*>& map, i
 // reading a stacked sequence (ir::Value::stacked).
 StatusOr<bool> UnrollLoop(ir::Graph& g, ir::Node& node, int64_t opset, bool* loop_kept);
 StatusOr<bool> ReadStacked(ir::Graph& g, ir::Node& node, int64_t opset);
+// A stacked sequence's dims of each element (ir::Value::stacked_dims) where its elements differ
+// in shape; nullptr (and stacked_dims cleared) where a kept Loop's appended elements turned out
+// to have one shape.
+ir::Value* PaddedDims(ir::Value& seq);
 
 }  // namespace precis::passes::seq

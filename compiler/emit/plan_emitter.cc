@@ -143,6 +143,7 @@ class Emitter {
     size_t tensors_before = tensors_.size(), region = steps_.size();
     for (auto& [attr, body] : ops::ControlFlowBodies(n)) {
       size_t slot = programs_.size();
+      if (n.op_type() == "Loop") loop_bodies_.push_back({ops::IterationSymbol(n), slot, &n});
       programs_.emplace_back().name =
           programs_[program].name + "/" + (n.name().empty() ? n.op_type() + "#" + std::to_string(n.index()) : n.name()) + "/" + attr;
       programs_[slot].body = true;
@@ -381,6 +382,15 @@ class Emitter {
       if (auto b = ops::DataDimBound(*node))
         for (const std::string& s : b->Symbols()) all.insert(s);
     }
+    // A Loop whose body's dims follow its iteration number: the plan binds the number per
+    // iteration, planned at its bound (the largest number), which may read a trip count M.
+    for (const LoopBody& l : loop_bodies_) {
+      if (!all.count(l.symbol)) continue;
+      auto b = ops::IterationBound(*l.loop);
+      if (!b) return Unimplemented(l.loop->Describe() + ": its body's shapes follow the iteration number and it has no trip count to bound them");
+      iteration_symbols_.push_back({l.symbol, l.program, *b});
+      for (const std::string& s : b->Symbols()) all.insert(s);
+    }
     for (const auto& [name, range] : options_.dim_bounds) {
       if (all.count(name)) continue;
       std::string known;
@@ -413,6 +423,15 @@ class Emitter {
               !ir::DimExpr::ParseAtom(e.terms().begin()->first[0]))
             bound.insert(e.terms().begin()->first[0]);
     }
+    for (const IterationSource& it : iteration_symbols_)
+      for (const std::string& s : it.bound.Symbols())
+        if (!bound.count(s))
+          return Unimplemented("a Loop body's shapes follow its iteration number, and its iteration count (" + it.bound.ToString() +
+                               " + 1) depends on '" + s + "', which no input binds (a size computed from data, or an outer iteration)");
+    for (const IterationSource& it : iteration_symbols_) {
+      bound.insert(it.symbol);
+      display[it.symbol] = "iteration(" + programs_[it.program].name + ")";
+    }
     // Data dims: sizes a step computes (NonZero...), planned at a bound (emit/data_dims.h).
     std::set<std::string> unbound;
     for (const std::string& s : all)
@@ -428,6 +447,9 @@ class Emitter {
       return Unimplemented("a shape depends on input values (" + display[expr_symbols_[0].symbol] +
                            "); dynamic plans for the CUDA target take their dims from input shapes only so far: give the inputs concrete " +
                            "values/shapes for target cuda (--shape), or compile for the CPU");
+    if (options_.target == "cuda" && !iteration_symbols_.empty())
+      return Unimplemented("a Loop body's shapes follow its iteration number (" + display[iteration_symbols_[0].symbol] +
+                           "); the CUDA target has static body shapes only so far: compile for the CPU");
     if (options_.target == "cuda" && (!value_symbols_.empty() || !data_dims_.empty())) {
       const std::string what = !value_symbols_.empty() ? "the values of input '" + tensors_[size_t(value_symbols_[0].tensor)].value->name() + "'"
                                                        : "data (" + data_dims_[0].display + ")";
@@ -601,6 +623,18 @@ class Emitter {
   std::vector<ValueSymbolSource> value_symbols_;
   std::vector<ExprSymbolSource> expr_symbols_;
   std::vector<DataDimSource> data_dims_;
+  struct LoopBody {
+    std::string symbol;  // ops::IterationSymbol
+    size_t program = 0;  // the body program
+    const ir::Node* loop = nullptr;
+  };
+  std::vector<LoopBody> loop_bodies_;
+  struct IterationSource {  // plan.fbs Plan.iteration_symbols
+    std::string symbol;
+    size_t program = 0;
+    ir::DimExpr bound;
+  };
+  std::vector<IterationSource> iteration_symbols_;
   std::vector<int64_t> atom_code_;
   size_t constants_size_ = 0, state_size_ = 0;
   EmittedPlan result_;
@@ -696,6 +730,16 @@ StatusOr<EmittedPlan> Emitter::Write() {
     data_symbol_table = b.CreateVector(triples);
     data_symbol_bounds = b.CreateVector(bounds);
   }
+  flatbuffers::Offset<flatbuffers::Vector<int64_t>> iteration_symbol_table, iteration_symbol_bounds;
+  if (!iteration_symbols_.empty()) {
+    std::vector<int64_t> pairs, bounds;
+    for (const IterationSource& it : iteration_symbols_) {
+      pairs.insert(pairs.end(), {int64_t(std::lower_bound(symbols_.begin(), symbols_.end(), it.symbol) - symbols_.begin()), int64_t(it.program)});
+      EncodeDim(it.bound, bounds);  // before dim_atoms is written: it may add atoms
+    }
+    iteration_symbol_table = b.CreateVector(pairs);
+    iteration_symbol_bounds = b.CreateVector(bounds);
+  }
   if (!atom_code_.empty()) dim_atoms = b.CreateVector(atom_code_);
   if (!symbols_.empty()) symbol_table = b.CreateVectorOfStrings(result_.symbols);
   flatbuffers::Offset<flatbuffers::Vector<int64_t>> value_symbol_table, value_symbol_scales;
@@ -761,6 +805,10 @@ StatusOr<EmittedPlan> Emitter::Write() {
   if (!data_dims_.empty()) {
     root.add_data_symbols(data_symbol_table);
     root.add_data_symbol_bounds(data_symbol_bounds);
+  }
+  if (!iteration_symbols_.empty()) {
+    root.add_iteration_symbols(iteration_symbol_table);
+    root.add_iteration_symbol_bounds(iteration_symbol_bounds);
   }
   if (!options_.dim_bounds.empty()) {
     root.add_symbol_min(symbol_min);

@@ -104,12 +104,74 @@ std::optional<ir::DimExpr> RunTimeTripCount(const InferContext& ctx) {
   return count;
 }
 
+// Whether factor `f` of a monomial (a symbol or an atom) reads `symbol`.
+bool Reads(const std::string& f, const std::string& symbol) { return f == symbol || (f.find('(') != std::string::npos && ir::DimExpr::Symbol(f).Symbols().count(symbol)); }
+
+// Whether `e` never decreases as `symbol` grows, the other symbols fixed (and never is negative
+// where it reads it): each term that reads it has a positive coefficient and factors that are
+// >= 0 and non-decreasing in it (symbols, floor atoms and min/max of such).
+bool NonDecreasingIn(const ir::DimExpr& e, const std::string& symbol) {
+  for (const auto& [monomial, coeff] : e.terms()) {
+    bool reads = false;
+    for (const std::string& f : monomial) reads |= Reads(f, symbol);
+    if (!reads) continue;
+    if (coeff < 0) return false;
+    for (const std::string& f : monomial) {
+      if (f == symbol) continue;
+      if (!ir::DimExpr::Symbol(f).KnownNonNegative()) return false;
+      if (!Reads(f, symbol)) continue;
+      auto atom = ir::ParseDimAtom(f);
+      if (!atom) return false;
+      bool ok = atom->kind == ir::DimAtom::Kind::kFloor ? NonDecreasingIn(atom->p, symbol)
+                : atom->kind == ir::DimAtom::Kind::kMin || atom->kind == ir::DimAtom::Kind::kMax
+                    ? NonDecreasingIn(atom->p, symbol) && NonDecreasingIn(atom->q, symbol)
+                    : false;
+      if (!ok) return false;
+    }
+  }
+  return true;
+}
+
+// `e` with `symbol` replaced by `by` (atoms rebuilt around it); nullopt on overflow.
+std::optional<ir::DimExpr> Substitute(const ir::DimExpr& e, const std::string& symbol, const ir::DimExpr& by) {
+  std::optional<ir::DimExpr> out = ir::DimExpr();
+  for (const auto& [monomial, coeff] : e.terms()) {
+    std::optional<ir::DimExpr> term = ir::DimExpr::Constant(coeff);
+    for (const std::string& f : monomial) {
+      std::optional<ir::DimExpr> factor;
+      if (f == symbol) {
+        factor = by;
+      } else if (!Reads(f, symbol)) {
+        factor = ir::DimExpr::Symbol(f);
+      } else if (auto atom = ir::ParseDimAtom(f)) {
+        auto p = Substitute(atom->p, symbol, by);
+        auto q = Substitute(atom->q, symbol, by);
+        if (!p || !q) return std::nullopt;
+        switch (atom->kind) {
+          case ir::DimAtom::Kind::kFloor: factor = p->FloorDiv(atom->k); break;
+          case ir::DimAtom::Kind::kEq: factor = ir::DimExpr::Eq(*p, ir::DimExpr()); break;
+          case ir::DimAtom::Kind::kNeg: factor = ir::DimExpr::Lt(*p, ir::DimExpr()); break;
+          case ir::DimAtom::Kind::kDiv: factor = p->FloorDivBy(*q); break;
+          case ir::DimAtom::Kind::kMin: factor = ir::DimExpr::Min(*p, *q); break;
+          case ir::DimAtom::Kind::kMax: factor = ir::DimExpr::Max(*p, *q); break;
+        }
+      }
+      if (!factor || !(term = term->Mul(*factor))) return std::nullopt;
+    }
+    if (!(out = out->Add(*term))) return std::nullopt;
+  }
+  return out;
+}
+
 // A Loop body's iteration number is known to shape inference as the symbol IterationSymbol
-// (x[i:i+1] has one row whatever i is); a dim that depends on it would change from one
-// iteration to the next, which plans do not have.
-Status CheckIterationFree(const InferContext& ctx, const ir::Graph& body) {
+// (x[i:i+1] has one row whatever i is). A body value whose dims follow it (x[0:i+1]) changes
+// shape from one iteration to the next: the runtime binds the symbol per iteration and plans the
+// body's memory for the last one, so such dims must never decrease as it grows, and the loop
+// needs a bound on its iterations (IterationBound).
+Status CheckIterationShapes(const InferContext& ctx, const ir::Graph& body) {
   const std::string symbol = IterationSymbol(ctx.node());
   std::vector<const ir::Graph*> graphs{&body};
+  bool bounded = IterationBound(ctx.node()).has_value();
   for (size_t g = 0; g < graphs.size(); ++g)
     for (const auto& node : graphs[g]->nodes()) {
       for (const ir::Attribute& a : node->attributes())
@@ -119,9 +181,14 @@ Status CheckIterationFree(const InferContext& ctx, const ir::Graph& body) {
         if (!v || !v->type().is_tensor() || !v->type().shape().has_rank()) continue;
         for (const ir::Dim& d : v->type().shape().dims()) {
           auto e = ir::DimExpr::FromDim(d);
-          if (e && e->Symbols().count(symbol))
-            return ctx.Unsupported("its body's value '" + v->name() + "' has a shape that follows the iteration number (" +
-                                   ir::PrintType(v->type()) + "); Precis plans need shapes that stay the same across iterations");
+          if (!e || !e->Symbols().count(symbol)) continue;
+          if (!bounded)
+            return ctx.Unsupported("its body's value '" + v->name() + "' has a shape that follows the iteration number (" + ir::PrintType(v->type()) +
+                                   ") and the loop has no trip count M to bound it (the runtime plans the body's memory for the last iteration)");
+          if (!NonDecreasingIn(*e, symbol))
+            return ctx.Unsupported("its body's value '" + v->name() + "' has a shape that follows the iteration number (" + ir::PrintType(v->type()) +
+                                   ") and may shrink as it grows; Precis plans the body's memory for the last iteration, so such shapes must "
+                                   "grow or stay the same from one iteration to the next");
         }
       }
     }
@@ -134,9 +201,18 @@ Status InferLoop(InferContext& ctx) {
   if (ctx.num_inputs() < 2) return ctx.Error("needs the inputs M and cond (either may be empty)");
   size_t n = ctx.num_inputs() - 2;
   if (body->inputs().size() != n + 2) return ctx.Error("has " + std::to_string(n) + " loop-carried inputs; its body must take " + std::to_string(n + 2) + " inputs");
-  if (body->outputs().size() < n + 1 || ctx.num_outputs() != body->outputs().size() - 1)
+  // Scan outputs that stack a list the body appends to (passes/sequence_loops.cc) may come with
+  // an output of each element's dims (attribute scan_dims_outputs: per scan output, that Loop
+  // output's index or -1); their elements may then differ in shape, padded to the last one's.
+  size_t scans = body->outputs().size() < n + 1 ? 0 : body->outputs().size() - 1 - n;
+  std::vector<int64_t> dims_outputs = ctx.Ints("scan_dims_outputs").value_or(std::vector<int64_t>(scans, -1));
+  size_t companions = size_t(std::count_if(dims_outputs.begin(), dims_outputs.end(), [](int64_t o) { return o >= 0; }));
+  if (body->outputs().size() < n + 1 || ctx.num_outputs() != body->outputs().size() - 1 + companions)
     return ctx.Error("body outputs (" + std::to_string(body->outputs().size()) + ") must be the condition, the " + std::to_string(n) +
                      " loop-carried values and the scan outputs (" + std::to_string(ctx.num_outputs()) + " Loop outputs)");
+  if (dims_outputs.size() != scans) return ctx.Error("scan_dims_outputs needs one entry per scan output");
+  for (int64_t o : dims_outputs)
+    if (o >= 0 && (size_t(o) < n + scans || size_t(o) >= ctx.num_outputs())) return ctx.Error("scan_dims_outputs names a Loop output that is not after the scan outputs");
   if (!TypeOf(body->outputs()[0]).is_tensor() || TypeOf(body->outputs()[0]).dtype() != ir::DType::kBool)
     return ctx.Error("the body's first output (the condition) must be bool");
   if (!ctx.has_input(0) && ConditionStaysTrue(ctx.node()))
@@ -151,7 +227,8 @@ Status InferLoop(InferContext& ctx) {
                              "not have yet");
     ctx.SetOutput(k, in);
   }
-  PRECIS_RETURN_IF_ERROR(CheckIterationFree(ctx, *body));
+  PRECIS_RETURN_IF_ERROR(CheckIterationShapes(ctx, *body));
+  const std::string iteration = IterationSymbol(ctx.node());
   int64_t trips = StaticTripCount(ctx.node());
   std::optional<ir::DimExpr> length;
   if (trips >= 0) length = ir::DimExpr::Constant(trips);
@@ -175,8 +252,24 @@ Status InferLoop(InferContext& ctx) {
                                "; Precis plans the memory for the bound, so M must be a real limit (at most 2^30)");
       dims[0] = DataDim(ctx.node());
     }
-    for (const ir::Dim& d : slice.shape().dims()) dims.push_back(d);
+    int64_t companion = dims_outputs[k - n - 1];
+    for (const ir::Dim& d : slice.shape().dims()) {
+      auto e = ir::DimExpr::FromDim(d);
+      if (!e || !e->Symbols().count(iteration)) {
+        dims.push_back(d);
+        continue;
+      }
+      // The element of the last iteration is the largest (CheckIterationShapes): the stack is
+      // padded to it, and the companion output holds each element's dims.
+      if (companion < 0)
+        return ctx.Unsupported("scan output " + std::to_string(k - n - 1) + " ('" + body->outputs()[k]->name() + "') has a shape that follows the iteration number (" +
+                               ir::PrintType(slice) + "); ONNX stacks scan outputs of one shape");
+      auto last = Substitute(*e, iteration, *IterationBound(ctx.node()));
+      if (!last) return ctx.Unsupported("scan output " + std::to_string(k - n - 1) + ": the dims of its last element overflow");
+      dims.push_back(last->ToDim());
+    }
     ctx.SetOutput(k - 1, slice.dtype(), dims);
+    if (companion >= 0) ctx.SetOutput(size_t(companion), ir::DType::kI64, {dims[0], ir::Dim::Static(slice.shape().rank())});
   }
   return Status::Ok();
 }
@@ -278,6 +371,21 @@ StatusOr<std::vector<ir::Type>> BodyInputTypes(const ir::Node& node, const std::
     return types;
   }
   return ctx.Error("'" + attr + "' is not the body of a control-flow operator");
+}
+
+std::optional<ir::DimExpr> IterationBound(const ir::Node& loop) {
+  int64_t trips = StaticTripCount(loop);
+  if (trips >= 0) return ir::DimExpr::Constant(std::max<int64_t>(trips - 1, 0));
+  InferContext ctx(loop, 0);
+  std::optional<ir::DimExpr> count = RunTimeTripCount(ctx);
+  if (!count && ctx.has_input(0)) {
+    // The body computes its condition: at most M iterations.
+    auto m = ctx.ShapeValues(0);
+    if (m.ok() && m->size() == 1) count = m->front();
+  }
+  if (!count) return std::nullopt;
+  auto last = count->Sub(ir::DimExpr::Constant(1));
+  return last ? ir::DimExpr::Max(*last, ir::DimExpr()) : std::nullopt;
 }
 
 std::string IterationSymbol(const ir::Node& loop) { return "iteration_of_" + ir::SymbolName(loop.name().empty() ? "loop" : loop.name()); }

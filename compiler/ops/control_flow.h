@@ -6,6 +6,7 @@
 // only at run time are refused with the reason.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,12 @@ StatusOr<std::vector<ir::Type>> BodyInputTypes(const ir::Node& node, const std::
 int64_t StaticTripCount(const ir::Node& loop);
 
 // The symbol a Loop body's iteration number is known as to shape inference (its known value):
-// a dim, so x[i:i+1] has length 1; no dim in the body may depend on it.
+// a dim, so x[i:i+1] has length 1. Body dims that depend on it must not decrease as it grows
+// (the runtime binds it per iteration and plans the body's memory for the last iteration).
 std::string IterationSymbol(const ir::Node& loop);
+
+// Loop: the largest iteration number, max(iterations - 1, 0), over constants and the values the
+// plan binds (a trip count M given as an input); nullopt when the loop has no such bound.
+std::optional<ir::DimExpr> IterationBound(const ir::Node& loop);
 
 }  // namespace precis::ops

@@ -62,6 +62,27 @@ class CpuBackend final : public Backend, public ProgramRunner {
     static const std::function<void(const TensorData&)> kNone;
     return Run(size_t(p), nullptr, observer_ ? *observer_ : kNone);
   }
+  // A Loop body whose dims follow the iteration number: its kernels, and those of the bodies of
+  // its control-flow steps, prepared anew for each iteration's dims.
+  Status BindIteration(int64_t p, int64_t iteration) override {
+    if (!plan_->bind_iteration) return Status::Ok();
+    PRECIS_ASSIGN_OR_RETURN(bool changed, plan_->bind_iteration(size_t(p), iteration));
+    if (!changed) return Status::Ok();
+    std::vector<size_t> todo{size_t(p)};
+    for (size_t k = 0; k < todo.size(); ++k) {
+      const ProgramSteps& prog = plan_->programs[todo[k]];
+      for (size_t i = 0; i < prog.steps.size(); ++i) {
+        PRECIS_RETURN_IF_ERROR(BuildLateStep(todo[k], i));
+        for (const char* attr : {"then_program", "else_program", "body_program"}) {
+          int64_t body = prog.steps[i].attrs.Int(attr, -1);
+          if (body > int64_t(todo[k]) && size_t(body) < plan_->programs.size() && plan_->programs[size_t(body)].body &&
+              std::find(todo.begin(), todo.end(), size_t(body)) == todo.end())
+            todo.push_back(size_t(body));
+        }
+      }
+    }
+    return Status::Ok();
+  }
 
  private:
   struct Program {
@@ -273,7 +294,9 @@ Status CpuBackend::BuildStep(size_t prog, size_t i, Program& out, size_t& scratc
   scratch_bytes = std::max(scratch_bytes, (*k)->ScratchBytes());
   if (p.kernels[i] == "FusedElementwise" && !ctx_.reference_only) {
     if (label.find("(fast)") != std::string::npos) label += " [" + code_target_ + "]";
-    else fallbacks_.push_back(p.steps[i].node + ": reference interpreter, not generated code (" + (no_code_.empty() ? "no function for it" : no_code_) + ")");
+    else if (std::string why = p.steps[i].node + ": reference interpreter, not generated code (" + (no_code_.empty() ? "no function for it" : no_code_) + ")";
+             std::find(fallbacks_.begin(), fallbacks_.end(), why) == fallbacks_.end())
+      fallbacks_.push_back(why);  // (a Loop body's steps are prepared again per iteration)
   }
   out.kernels[i] = std::move(*k);
   out.labels[i] = std::move(label);

@@ -35,6 +35,12 @@ class ProgramRunner {
   // (so that bodies cannot recurse); nullptr otherwise.
   virtual const Io* Body(int64_t p, int caller) const = 0;
   virtual Status RunBody(int64_t p) = 0;
+  // Before iteration `iteration` of a Loop whose body is program `p`: the body's tensors and
+  // kernels for that iteration's dims, where they follow it (plan.fbs Plan.iteration_symbols).
+  virtual Status BindIteration(int64_t p, int64_t iteration) {
+    (void)p, (void)iteration;
+    return Status::Ok();
+  }
 };
 
 struct CpuContext {

@@ -397,6 +397,9 @@ Status CudaBackendImpl::Prepare(LoadedPlan& plan) {
       (plan.view->meta->expr_symbols() && plan.view->meta->expr_symbols()->size() > 0))
     return Unimplemented("the plan's shapes depend on input values (value symbols); the CUDA backend runs dynamic plans whose dims come "
                          "from input shapes only: compile with --shape, or run on the CPU");
+  if (plan.bind_iteration)
+    return Unimplemented("the plan has a Loop body whose shapes follow the iteration number; the CUDA backend runs bodies of static "
+                         "shapes only: run it on the CPU");
   for (const ProgramSteps& p : plan.programs)
     for (size_t i = 0; i < p.binds_dims.size(); ++i)
       if (p.binds_dims[i])

@@ -54,6 +54,12 @@ struct LoadedPlan {
   // stays as planned for the bounds) and calls Reshape for the new binding; the backend then
   // runs the rest of the program with the new kernels.
   std::function<Status(size_t program, size_t step)> bind_data_dims;
+  // Set by the session for plans whose Loop bodies' dims follow the iteration number
+  // (plan.fbs Plan.iteration_symbols): before each iteration of the Loop whose body is `program`
+  // the backend calls it; it sets every tensor's dims for that iteration (the arena stays as
+  // planned for the last) and returns whether they changed, and the backend then prepares the
+  // body's steps (and those of bodies inside it) for them.
+  std::function<StatusOr<bool>(size_t program, int64_t iteration)> bind_iteration;
 };
 
 class Backend {

@@ -268,6 +268,7 @@ Status Session::Impl::Load(const uint8_t* data, size_t size) {
   PRECIS_RETURN_IF_ERROR(LoadValueSymbols());
   PRECIS_RETURN_IF_ERROR(LoadExprSymbols());
   PRECIS_RETURN_IF_ERROR(LoadDataSymbols());
+  PRECIS_RETURN_IF_ERROR(LoadIterationSymbols());
   rt::BackendFactory factory = rt::FindBackend(options.device);
   if (!factory)
     return Unimplemented(options.device == Device::kCuda

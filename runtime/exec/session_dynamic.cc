@@ -441,21 +441,26 @@ Status Session::Impl::PrepareDynamicRun(size_t program) {
   for (size_t k = 0; k < symbols.size(); ++k)
     if (pending[k] != kUnbound) b[k] = pending[k];
   PRECIS_RETURN_IF_ERROR(EvaluateExprSymbols(b));
-  // Data dims start each run at their bounds (the arena is planned for them); the steps that
-  // compute them bind the actual sizes (BindDataDims).
-  if (!data_symbols.empty()) {
+  // Data dims and iteration numbers start each run at their bounds (the arena is planned for
+  // them); the steps that compute them bind the actual sizes (BindDataDims), the Loops their
+  // iterations (BindIteration).
+  if (!data_symbols.empty() || !iteration_symbols.empty()) {
     std::vector<int64_t> start = b;
     for (const DataSymbol& d : data_symbols) start[d.symbol] = 0;  // bounds never read them (LoadDataSymbols)
+    for (const IterationSymbol& it : iteration_symbols) start[it.symbol] = 0;
     bool inputs_bound = true;
     for (size_t k = 0; k < symbols.size(); ++k) inputs_bound &= start[k] != kUnbound;
     if (inputs_bound) {
       PRECIS_ASSIGN_OR_RETURN(std::vector<int64_t> atom_values, AtomValues(start));
-      for (const DataSymbol& d : data_symbols) {
+      auto at_bound = [&](const std::vector<Term>& poly, const std::string& text, size_t symbol) -> Status {
         int64_t v = 0;
-        if (!EvaluatePoly(d.bound, start, atom_values, v) || v < 0 || v > (int64_t(1) << 40))
-          return InvalidArgument("the bound of " + d.text + " is out of range for " + Binding(start));
-        b[d.symbol] = v;
-      }
+        if (!EvaluatePoly(poly, start, atom_values, v) || v < 0 || v > (int64_t(1) << 40))
+          return InvalidArgument("the bound of " + text + " is out of range for " + Binding(start));
+        b[symbol] = v;
+        return Status::Ok();
+      };
+      for (const DataSymbol& d : data_symbols) PRECIS_RETURN_IF_ERROR(at_bound(d.bound, d.text, d.symbol));
+      for (const IterationSymbol& it : iteration_symbols) PRECIS_RETURN_IF_ERROR(at_bound(it.bound, it.text, it.symbol));
     }
   }
   for (size_t k = 0; k < symbols.size(); ++k)
@@ -470,8 +475,10 @@ Status Session::Impl::PrepareDynamicRun(size_t program) {
     }
     shape_ok = true;
   }
-  // The bytes each tensor has at the bounds: the data dims' steps must keep every tensor within.
-  if (!data_symbols.empty()) {
+  // The bytes each tensor has at the bounds: the data dims' steps and the Loops' iterations must
+  // keep every tensor within.
+  if (!data_symbols.empty() || !iteration_symbols.empty()) {
+    run_bound = bound;
     run_bytes.resize(tensors.size());
     for (size_t i = 0; i < tensors.size(); ++i) run_bytes[i] = tensors[i].bytes;
   }
@@ -486,6 +493,20 @@ Status Session::Impl::PrepareDynamicRun(size_t program) {
     t.data = it->second.bytes.get();
   }
   return Status::Ok();
+}
+
+// Whether a polynomial reads one of the symbols marked in `marked`, directly or through an atom
+// (atoms only read earlier atoms).
+std::function<bool(const std::vector<Session::Impl::Term>&)> Session::Impl::PolyReads(const std::vector<bool>& marked) const {
+  auto atom_reads = std::make_shared<std::vector<bool>>();
+  auto reads = [marked, atom_reads](const std::vector<Term>& terms) {
+    for (const Term& t : terms)
+      for (int f : t.factors)
+        if (f >= 0 ? bool(marked[size_t(f)]) : bool((*atom_reads)[size_t(-1 - f)])) return true;
+    return false;
+  };
+  for (const Atom& a : atoms) atom_reads->push_back(reads(a.terms) || reads(a.divisor));
+  return reads;
 }
 
 // Data dims (plan.fbs Plan.data_symbols): symbol, the tensor and axis that hold the size once
@@ -550,15 +571,8 @@ Status Session::Impl::LoadDataSymbols() {
     data_symbols.push_back(std::move(d));
   }
   if (pos != bounds->size()) return InvalidArgument("plan has a bad data symbol bound");
-  // Which atoms read a data dim (atoms only read earlier atoms): bounds may use neither.
-  std::vector<bool> atom_reads_data;
-  auto reads_data = [&](const std::vector<Term>& terms) {
-    for (const Term& t : terms)
-      for (int f : t.factors)
-        if (f >= 0 ? bool(is_data[size_t(f)]) : bool(atom_reads_data[size_t(-1 - f)])) return true;
-    return false;
-  };
-  for (const Atom& a : atoms) atom_reads_data.push_back(reads_data(a.terms) || reads_data(a.divisor));
+  // Bounds read no data dim, directly or through an atom.
+  auto reads_data = PolyReads(is_data);
   for (const DataSymbol& d : data_symbols)
     if (reads_data(d.bound)) return InvalidArgument("plan data symbol '" + d.text + "' has a bound that reads a data dim");
   loaded.bind_data_dims = [this](size_t program, size_t step) { return BindDataDims(program, step); };
@@ -583,15 +597,7 @@ Status Session::Impl::BindDataDims(size_t program, size_t step) {
   if (!changed) return Status::Ok();
   shape_ok = false;
   Status s = [&]() -> Status {
-    PRECIS_ASSIGN_OR_RETURN(std::vector<int64_t> atom_values, AtomValues(b));
-    PRECIS_RETURN_IF_ERROR(SetDims(b, atom_values));
-    for (size_t i = 0; i < tensors.size(); ++i)
-      if (storage[i].placement == plan::Placement_Arena && (i >= run_bytes.size() || tensors[i].bytes > run_bytes[i]))
-        return InvalidArgument("tensor '" + tensors[i].name + "' needs " + std::to_string(tensors[i].bytes) + " bytes for " + Binding(b) +
-                               ", more than the " + std::to_string(run_bytes[i]) + " planned for the bounds of its data-dependent sizes");
-    for (const rt::ProgramSteps& prog : loaded.programs)  // tensors planned in place of each other may now differ in size
-      for (size_t k = 0; k < prog.steps.size(); ++k) PRECIS_RETURN_IF_ERROR(CheckOverlaps(prog.kernels[k], prog.steps[k]));
-    loaded.binding = b;
+    PRECIS_RETURN_IF_ERROR(SetDimsWithinRun(b));
     PRECIS_RETURN_IF_ERROR(backend->Reshape(loaded, b));
     // Reshape placed every arena tensor again: the inputs read the session's bytes, as at the start.
     for (int id : loaded.programs[program].inputs)
@@ -607,6 +613,98 @@ Status Session::Impl::BindDataDims(size_t program, size_t step) {
   bound = b;
   shape_ok = true;
   return Status::Ok();
+}
+
+Status Session::Impl::SetDimsWithinRun(const std::vector<int64_t>& b) {
+  PRECIS_ASSIGN_OR_RETURN(std::vector<int64_t> atom_values, AtomValues(b));
+  PRECIS_RETURN_IF_ERROR(SetDims(b, atom_values));
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (storage[i].placement == plan::Placement_Arena && (i >= run_bytes.size() || tensors[i].bytes > run_bytes[i]))
+      return InvalidArgument("tensor '" + tensors[i].name + "' needs " + std::to_string(tensors[i].bytes) + " bytes for " + Binding(b) +
+                             ", more than the " + std::to_string(i < run_bytes.size() ? run_bytes[i] : 0) +
+                             " planned for the bounds of its data-dependent sizes and iteration numbers");
+  for (const rt::ProgramSteps& prog : loaded.programs)  // tensors planned in place of each other may now differ in size
+    for (size_t k = 0; k < prog.steps.size(); ++k) PRECIS_RETURN_IF_ERROR(CheckOverlaps(prog.kernels[k], prog.steps[k]));
+  loaded.binding = b;
+  return Status::Ok();
+}
+
+// Iteration numbers that decide shapes (plan.fbs Plan.iteration_symbols): symbol, the Loop body
+// program, and the largest number over symbols the inputs bind. The symbol is no other kind.
+Status Session::Impl::LoadIterationSymbols() {
+  const flatbuffers::Vector<int64_t>* code = view.meta->iteration_symbols();
+  const flatbuffers::Vector<int64_t>* bounds = view.meta->iteration_symbol_bounds();
+  if (!code || code->size() == 0) {
+    if (bounds && bounds->size()) return InvalidArgument("plan has iteration symbol bounds without iteration symbols");
+    return Status::Ok();
+  }
+  if (!dynamic || code->size() % 2 != 0 || !bounds) return InvalidArgument("plan has bad iteration symbols");
+  std::vector<bool> taken(symbols.size(), false);
+  for (const ValueSymbol& v : value_symbols) taken[v.symbol] = true;
+  for (const ExprSymbol& e : expr_symbols) taken[e.symbol] = true;
+  for (const DataSymbol& d : data_symbols) taken[d.symbol] = true;
+  for (const rt::ProgramSteps& p : loaded.programs)
+    for (int id : p.body ? std::vector<int>{} : p.inputs)
+      for (const SymDim& sd : sym_dims[size_t(id)])
+        for (const Term& t : sd.terms)
+          for (int f : t.factors)
+            if (f >= 0) taken[size_t(f)] = true;
+  std::vector<bool> is_iteration(symbols.size(), false);
+  size_t pos = 0;
+  for (size_t k = 0; k < code->size(); k += 2) {
+    IterationSymbol it;
+    int64_t sym = code->Get(flatbuffers::uoffset_t(k)), program = code->Get(flatbuffers::uoffset_t(k + 1));
+    if (sym < 0 || sym >= int64_t(symbols.size()) || program < 0 || program >= int64_t(loaded.programs.size()) || !loaded.programs[size_t(program)].body)
+      return InvalidArgument("plan has a bad iteration symbol");
+    if (taken[size_t(sym)] || is_iteration[size_t(sym)] || sym_min[size_t(sym)] > 0 || sym_max[size_t(sym)] >= 0)
+      return InvalidArgument("plan iteration symbol '" + symbols[size_t(sym)] + "' is also bound otherwise");
+    for (const IterationSymbol& other : iteration_symbols)
+      if (other.program == size_t(program)) return InvalidArgument("plan gives program " + std::to_string(program) + " two iteration symbols");
+    std::string text;
+    if (!DecodePoly(bounds, pos, atoms.size(), it.bound, text)) return InvalidArgument("plan has a bad iteration symbol bound");
+    it.symbol = size_t(sym);
+    it.program = size_t(program);
+    it.text = symbols[size_t(sym)];
+    is_iteration[size_t(sym)] = true;
+    iteration_symbols.push_back(std::move(it));
+  }
+  if (pos != bounds->size()) return InvalidArgument("plan has a bad iteration symbol bound");
+  // Bounds read only symbols the inputs bind: no data dim, no iteration number (directly or
+  // through an atom).
+  std::vector<bool> later(symbols.size(), false);
+  for (const DataSymbol& d : data_symbols) later[d.symbol] = true;
+  for (const IterationSymbol& it : iteration_symbols) later[it.symbol] = true;
+  auto reads = PolyReads(later);
+  for (const IterationSymbol& it : iteration_symbols)
+    if (reads(it.bound)) return InvalidArgument("plan iteration symbol '" + it.text + "' has a bound that reads a size known only while the plan runs");
+  loaded.bind_iteration = [this](size_t program, int64_t iteration) { return BindIteration(program, iteration); };
+  return Status::Ok();
+}
+
+// Before an iteration of the Loop whose body is `program`: every tensor's dims for it, within
+// the bytes planned for the largest iteration number. Returns whether the dims changed.
+StatusOr<bool> Session::Impl::BindIteration(size_t program, int64_t iteration) {
+  const IterationSymbol* it = nullptr;
+  for (const IterationSymbol& candidate : iteration_symbols)
+    if (candidate.program == program) it = &candidate;
+  if (!it) return false;
+  if (bound[it->symbol] == iteration) return false;
+  if (iteration < 0 || it->symbol >= run_bound.size() || iteration > run_bound[it->symbol])
+    return InvalidArgument(loaded.programs[program].name + ": iteration " + std::to_string(iteration) + " is past the last iteration (" +
+                           (it->symbol < run_bound.size() ? std::to_string(run_bound[it->symbol]) : std::string("?")) +
+                           ") the plan's memory was planned for");
+  std::vector<int64_t> b = bound;
+  b[it->symbol] = iteration;
+  shape_ok = false;
+  Status s = SetDimsWithinRun(b);
+  if (!s.ok()) {
+    bound.assign(symbols.size(), kUnbound);  // the next run binds everything anew
+    std::fill(pending.begin(), pending.end(), kUnbound);
+    return s;
+  }
+  bound = b;
+  shape_ok = true;
+  return true;
 }
 
 }  // namespace precis

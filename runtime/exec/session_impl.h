@@ -110,6 +110,12 @@ struct Session::Impl {
     std::string text;
     size_t program = 0, step = 0;  // the step that writes `tensor`
   };
+  struct IterationSymbol {  // plan.fbs Plan.iteration_symbols and iteration_symbol_bounds
+    size_t symbol = 0;
+    size_t program = 0;        // the Loop's body program
+    std::vector<Term> bound;   // the largest iteration number, over symbols the inputs bind
+    std::string text;
+  };
   static constexpr int64_t kUnbound = INT64_MIN;  // a symbol without a value
   static constexpr size_t kMaxDimText = 240;       // longer texts of dims are cut
   struct StagedInput {
@@ -127,8 +133,10 @@ struct Session::Impl {
   std::vector<ValueSymbol> value_symbols;
   std::vector<ExprSymbol> expr_symbols;
   std::vector<DataSymbol> data_symbols;
-  std::vector<uint64_t> run_bytes;             // per tensor: its bytes at the run's start (data dims at their bounds)
+  std::vector<IterationSymbol> iteration_symbols;
+  std::vector<uint64_t> run_bytes;             // per tensor: its bytes at the run's start (data dims, iteration numbers at their bounds)
   std::vector<int64_t> bound, pending;         // per symbol; kUnbound: none
+  std::vector<int64_t> run_bound;              // per symbol: its value at the run's start (data dims, iteration numbers at their bounds)
   std::vector<std::string> pending_from;       // the input that gave each pending value
   std::unordered_map<int, StagedInput> staged; // by tensor id
   std::vector<int> live_first, live_last, inplace_of;  // per tensor (arena tensors of dynamic plans)
@@ -149,6 +157,12 @@ struct Session::Impl {
   Status EvaluateExprSymbols(std::vector<int64_t>& b) const;
   Status LoadDataSymbols();
   Status BindDataDims(size_t program, size_t step);
+  Status LoadIterationSymbols();
+  std::function<bool(const std::vector<Term>&)> PolyReads(const std::vector<bool>& marked) const;
+  StatusOr<bool> BindIteration(size_t program, int64_t iteration);
+  // Every tensor's dims for `b` within the bytes the run started with (data dims and iteration
+  // numbers below their bounds), operand overlaps checked; the backend is not told.
+  Status SetDimsWithinRun(const std::vector<int64_t>& b);
   StatusOr<std::vector<int64_t>> AtomValues(const std::vector<int64_t>& binding) const;
   Status SetDims(const std::vector<int64_t>& binding, const std::vector<int64_t>& atom_values);
   bool DecodePoly(const flatbuffers::Vector<int64_t>* code, size_t& pos, size_t atoms_known, std::vector<Term>& out, std::string& text) const;

@@ -24,6 +24,10 @@ Models:
   - split_list: torch.split(x * 2, 2) over a dynamic axis returned as the list (SplitToSequence
     whose chunk count is decided at run time: a padded stack and each chunk's dims) at 5, 4 and 1
     rows in FP32 and BF16 (inputs BF16 holds exactly), equal to onnxruntime.
+  - growing: a scripted loop appending tanh(x[:i+1, :i+1]) * 2 to a list returned as the output
+    (the body's shapes follow the iteration number: the plan binds it per iteration and pads the
+    stack to the last element) at 4, 1 and 6 rows from one plan, FP32 within 1e-6 and BF16 within
+    2^-7 of onnxruntime; the same loop over x[i:] (shapes that shrink) is refused, saying why.
   - scripted_if: a scripted running sum over a list (`if i > 0: h = h + outs[i - 1]`): an If inside
     the Loop body, copied per iteration and decided once unrolled; within 1e-5 of onnxruntime.
   - positions: a sequence input of three 2x3 tensors (--shape seq=[2x3,2x3,2x3]) and a position
@@ -99,6 +103,23 @@ class SplitList(torch.nn.Module):
     def forward(self, x) -> List[torch.Tensor]:
         return torch.split(x * 2.0, 2)
 
+class Growing(torch.nn.Module):
+    # Elements whose shape follows the iteration number (x[:i+1, :i+1]): the body's dims change
+    # per iteration; the list is a stack padded to the last element and each element's dims.
+    def forward(self, x) -> List[torch.Tensor]:
+        outs: List[torch.Tensor] = []
+        for i in range(x.size(0)):
+            outs.append(torch.tanh(x[: i + 1, : i + 1]) * 2.0)
+        return outs
+
+class Shrinking(torch.nn.Module):
+    # x[i:]: shapes that shrink as the iteration number grows (refused, with the reason).
+    def forward(self, x) -> List[torch.Tensor]:
+        outs: List[torch.Tensor] = []
+        for i in range(x.size(0)):
+            outs.append(x[i:] * 2.0)
+        return outs
+
 class ScriptedIf(torch.nn.Module):
     # A running sum over a list: the body's `if i > 0:` reads the element appended last.
     def __init__(self):
@@ -122,6 +143,10 @@ elif sys.argv[2] == "list":
 elif sys.argv[2] == "split_list":
     torch.onnx.export(torch.jit.script(SplitList()), (torch.randn(5, 3),), path, opset_version=17, input_names=["x"],
                       output_names=["parts"], dynamic_axes={"x": {0: "n"}})
+elif sys.argv[2] in ("growing", "shrinking"):
+    m = Growing() if sys.argv[2] == "growing" else Shrinking()
+    torch.onnx.export(torch.jit.script(m), (torch.randn(4, 4),), path, opset_version=17, input_names=["x"],
+                      output_names=["outs"], dynamic_axes={"x": {0: "n", 1: "m"}})
 elif sys.argv[2] == "appends":
     torch.onnx.export(torch.jit.script(Appends()), (torch.randn(4, 8),), path, opset_version=17, input_names=["x"],
                       output_names=["stacked", "joined", "last", "count"], dynamic_axes={"x": {0: "n"}})
@@ -237,7 +262,7 @@ def main():
     script = os.path.join(work, "torch_export.py")
     with open(script, "w") as f:
         f.write(TORCH_EXPORT)
-    for kind in ("static", "dynamic", "if", "if_dynamic", "appends", "list", "split_list"):
+    for kind in ("static", "dynamic", "if", "if_dynamic", "appends", "list", "split_list", "growing", "shrinking"):
         path = os.path.join(work, f"scripted_{kind}.onnx")
         r = subprocess.run(["/usr/bin/python3", script, path, kind], capture_output=True, text=True)
         if r.returncode:
@@ -332,6 +357,29 @@ def main():
             ok = ok and all(g is not None and g.shape == w.shape and np.array_equal(g.astype(np.float32), w) for g, w in zip(got, want))
             check(ok, f"split list {precision} at {rows} rows: {len(want)} chunks of shapes {[w.shape for w in want]}, equal to onnxruntime "
                       f"{rr.stdout.strip()[-200:]} {rr.stderr.strip()[-300:]}")
+    # Elements whose shape follows the iteration number: one plan, run at several sizes.
+    path = os.path.join(work, "scripted_growing.onnx")
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for precision in ("fp32", "bf16"):
+        plan = os.path.join(work, f"growing_{precision}.plan")
+        r = compile_plan(path, plan, "--precision", precision)
+        check(r.returncode == 0 and "1 loop kept" in r.stdout, f"growing {precision}: compiles, the loop kept {r.stderr.strip()[-500:]}")
+        for rows in (4, 1, 6):
+            xr = np.random.default_rng(40 + rows).standard_normal((rows, rows)).astype(np.float32)
+            want = sess.run(None, {"x": xr})[0]
+            rr, out = run_plan(plan, {"x": xr}, f"growing_{precision}_{rows}")
+            got = [load(out, f"outs[{i}]") for i in range(len(want) + 1)]
+            ok = rr.returncode == 0 and got[-1] is None and f"outs: a sequence of {len(want)} element(s)" in rr.stdout
+            ok = ok and all(g is not None and g.shape == w.shape for g, w in zip(got, want))
+            # FP32: tanh within 1e-6 of onnxruntime; BF16: within BF16's rounding of |2 tanh| <= 2
+            # (2^-8 relative, 2^-7 absolute), whether or not the plan runs this small chain in 16 bits.
+            tol = 1e-6 if precision == "fp32" else 2.0 ** -7
+            err = max((float(np.abs(g.astype(np.float64) - w).max()) for g, w in zip(got, want) if g is not None and g.shape == w.shape), default=-1.0)
+            check(ok and err <= tol, f"growing {precision} at {rows} rows: {len(want)} elements of shapes 1x1..{rows}x{rows}, "
+                                     f"max error {err:.2e} <= {tol:.1e} {rr.stdout.strip()[-200:]} {rr.stderr.strip()[-300:]}")
+    r = compile_plan(os.path.join(work, "scripted_shrinking.onnx"), os.path.join(work, "shrinking.plan"))
+    check(r.returncode != 0 and "may shrink as it grows" in r.stderr,
+          f"a loop whose body's shapes shrink with the iteration number is refused, saying why: {r.stderr.strip()[-300:]}")
     r = compile_plan(os.path.join(work, "scripted_if_dynamic.onnx"), os.path.join(work, "scripted_if_dyn.plan"))
     check(r.returncode != 0 and "trip count" in r.stderr,
           f"a loop over a run-time count whose body reads the list is refused: {r.stderr.strip()[-300:]}")

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/driver/compile.h"
 #include "compiler/emit/plan_emitter.h"
 #include "compiler/ir/text.h"
 #include "passes/infer_shapes.h"
@@ -371,6 +372,80 @@ TEST(DynamicPlan, FloatValuesDecideShapes) {
     for (int64_t k = 0; k < 3; ++k)
       for (int64_t d = 0; d < depth; ++d) EXPECT_EQ(static_cast<const float*>(oh->data)[k * depth + d], idx[size_t(k)] == d ? 7.f : -1.f);
   }
+}
+
+// A Loop whose body's shapes follow the iteration number (plan.fbs Plan.iteration_symbols):
+// head = x[0:i+1] is summed into a carried total and appended to a list that is the model's
+// output (a stack padded to the last element, and each element's dims). One session runs several
+// trip counts, each checked against sums in double and the elements against x itself.
+TEST(DynamicPlan, LoopBodyShapesFollowTheIteration) {
+  auto model = ir::ParseModel(R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "grow" {
+  input %x: f32[6,2]
+  input %trip: i64[]
+  const %start: i64[1] = [0]
+  const %one: i64[] = [1]
+  const %ax: i64[1] = [0]
+  const %acc0: f32[1,2] = [0.0, 0.0]
+  %empty = SequenceEmpty() {dtype = 1}
+  %total, %list = Loop(%trip, _, %acc0, %empty) {body = graph "body" {
+      input %i: i64[]
+      input %c: bool[]
+      input %acc: f32[1,2]
+      input %s: seq<f32[?,2]>
+      %end = Add(%i, %one)
+      %endu = Unsqueeze(%end, %ax)
+      %head = Slice(%x, %start, %endu)
+      %part = ReduceSum(%head, %ax) {keepdims = 1}
+      %next = Add(%acc, %part)
+      %grown = SequenceInsert(%s, %head)
+      %c2 = Identity(%c)
+      output %c2
+      output %next
+      output %grown
+    }}
+  output %total
+  output %list
+}
+)");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto compiled = driver::Compile(**model, driver::CompileOptions{});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  const std::vector<uint8_t>& bytes = compiled->plan.bytes;
+  auto session = Session::FromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  Session& s = **session;
+  std::vector<float> x(12);
+  for (size_t k = 0; k < x.size(); ++k) x[k] = 0.25f * float(k) - 1.0f;  // sums of these are exact in FP32
+  for (int64_t trip : {4, 1, 6, 0, 4}) {
+    SCOPED_TRACE("trip count " + std::to_string(trip));
+    ASSERT_TRUE(s.SetInput("x", DataType::kF32, {6, 2}, x.data(), 48).ok());
+    ASSERT_TRUE(s.SetInput("trip", DataType::kI64, {}, &trip, 8).ok());
+    Status run = s.Run();
+    ASSERT_TRUE(run.ok()) << run.ToString();
+    auto total = s.Output("total");
+    ASSERT_TRUE(total.ok()) << total.status().ToString();
+    for (int col = 0; col < 2; ++col) {
+      double want = 0;
+      for (int64_t i = 0; i < trip; ++i)
+        for (int64_t r = 0; r <= i; ++r) want += x[size_t(r * 2 + col)];
+      EXPECT_EQ(double(static_cast<const float*>(total->data)[col]), want) << "column " << col;
+    }
+    auto list = s.OutputContainer("list");
+    ASSERT_TRUE(list.ok()) << list.status().ToString();
+    ASSERT_EQ(list->elements.size(), size_t(trip));
+    for (int64_t i = 0; i < trip; ++i) {
+      const TensorData& e = list->elements[size_t(i)];
+      ASSERT_EQ(e.info.dims, (std::vector<int64_t>{i + 1, 2})) << "element " << i;
+      for (int64_t k = 0; k < (i + 1) * 2; ++k) EXPECT_EQ(static_cast<const float*>(e.data)[k], x[size_t(k)]) << "element " << i << " at " << k;
+    }
+  }
+  // A trip count past x's rows: x[0:7] has 6 rows, not the 7 the plan computes for it.
+  int64_t seven = 7;
+  ASSERT_TRUE(s.SetInput("x", DataType::kF32, {6, 2}, x.data(), 48).ok());
+  ASSERT_TRUE(s.SetInput("trip", DataType::kI64, {}, &seven, 8).ok());
+  EXPECT_FALSE(s.Run().ok());
 }
 
 }  // namespace

@@ -443,6 +443,81 @@ graph "cf" {
   }, "is not a body program");
 }
 
+// A Loop whose body's dims follow the iteration number (plan.fbs Plan.iteration_symbols): the
+// pairs of symbol and body program, and bounds that would let an iteration outgrow its bytes.
+TEST(HostilePlan, IterationSymbols) {
+  static const std::vector<uint8_t> growing = [] {
+    auto model = ir::ParseModel(R"(
+model {ir_version = 8, producer_name = "test", producer_version = "", domain = "", model_version = 0, opsets = {"" = 17}}
+graph "grow" {
+  input %x: f32[6]
+  input %trip: i64[]
+  const %start: i64[1] = [0]
+  const %one: i64[] = [1]
+  const %ax: i64[1] = [0]
+  const %acc0: f32[1] = [0.0]
+  %total = Loop(%trip, _, %acc0) {body = graph "body" {
+      input %i: i64[]
+      input %c: bool[]
+      input %acc: f32[1]
+      %end = Add(%i, %one)
+      %endu = Unsqueeze(%end, %ax)
+      %head = Slice(%x, %start, %endu)
+      %part = ReduceSum(%head, %ax) {keepdims = 1}
+      %next = Add(%acc, %part)
+      %c2 = Identity(%c)
+      output %c2
+      output %next
+    }}
+  output %total
+}
+)");
+    EXPECT_TRUE(model.ok()) << model.status().ToString();
+    auto result = driver::Compile(**model, driver::CompileOptions{});
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    return result->plan.bytes;
+  }();
+  auto run = [](const std::vector<uint8_t>& bytes, float* total) -> Status {
+    PRECIS_ASSIGN_OR_RETURN(auto session, Session::FromBuffer(bytes.data(), bytes.size()));
+    std::vector<float> x = {1, 2, 3, 4, 5, 6};
+    int64_t trip = 4;
+    PRECIS_RETURN_IF_ERROR(session->SetInput("x", DataType::kF32, {6}, x.data(), 24));
+    PRECIS_RETURN_IF_ERROR(session->SetInput("trip", DataType::kI64, {}, &trip, 8));
+    PRECIS_RETURN_IF_ERROR(session->Run());
+    PRECIS_ASSIGN_OR_RETURN(TensorData out, session->Output("total"));
+    *total = *static_cast<const float*>(out.data);
+    return Status::Ok();
+  };
+  float total = 0;
+  Status valid = run(growing, &total);
+  ASSERT_TRUE(valid.ok()) << valid.ToString();
+  EXPECT_EQ(total, 1.0f + 3.0f + 6.0f + 10.0f);
+  auto refused = [&](const Edit& edit, const std::string& message) {
+    Status s = run(RewritePlan(growing, edit), &total);
+    ASSERT_FALSE(s.ok()) << "a hostile plan was accepted; expected: " << message;
+    EXPECT_NE(s.ToString().find(message), std::string::npos) << s.ToString();
+    std::printf("  refused: %s\n", s.ToString().c_str());
+  };
+  auto body = [](const plan::PlanT& p) {
+    for (size_t k = 0; k < p.programs.size(); ++k)
+      if (p.programs[k]->body) return int64_t(k);
+    return int64_t(-1);
+  };
+  auto iteration = [](const plan::PlanT& p) { return p.iteration_symbols.empty() ? int64_t(-1) : p.iteration_symbols[0]; };
+  refused([&](plan::PlanT& p, auto&) { p.iteration_symbols.push_back(0); }, "bad iteration symbols");
+  refused([&](plan::PlanT& p, auto&) { p.iteration_symbols[1] = 0; }, "bad iteration symbol");  // program 0 is no body
+  refused([&](plan::PlanT& p, auto&) { p.iteration_symbols[0] = 1 - iteration(p); }, "is also bound otherwise");  // the trip count's value symbol
+  refused([&](plan::PlanT& p, auto&) {
+    p.iteration_symbols.insert(p.iteration_symbols.end(), {iteration(p), body(p)});
+    p.iteration_symbol_bounds.insert(p.iteration_symbol_bounds.end(), {1, 1, 0});
+  }, "is also bound otherwise");
+  refused([&](plan::PlanT& p, auto&) { p.iteration_symbol_bounds.push_back(0); }, "bad iteration symbol bound");
+  refused([&](plan::PlanT& p, auto&) { p.iteration_symbol_bounds = {1, 1, 1, iteration(p)}; }, "reads a size known only while the plan runs");
+  refused([&](plan::PlanT& p, auto&) { p.iteration_symbols.clear(); }, "iteration symbol bounds without iteration symbols");
+  // A bound of 0: the arena is planned for one row of x, and the second iteration needs two.
+  refused([&](plan::PlanT& p, auto&) { p.iteration_symbol_bounds = {0}; }, "past the last iteration");
+}
+
 // `precis run` on hostile plans: exit 1 (not a signal), one line naming the problem.
 // A dynamic plan (x: f32[batch,4]): symbolic dims whose code is truncated or names no symbol, a
 // constant with a symbolic dim, a bad in-place source, and a dim that overflows once bound.

@@ -111,8 +111,12 @@ class IfKernel final : public Kernel {
   const ProgramRunner::Io* io_[2] = {nullptr, nullptr};
 };
 
-// Inputs (M, cond, carried...); outputs (carried..., scan...). Body inputs (iteration, cond,
-// carried...); body outputs (cond, carried..., scan slices...).
+// Inputs (M, cond, carried...); outputs (carried..., scan..., element dims...). Body inputs
+// (iteration, cond, carried...); body outputs (cond, carried..., scan slices...). A scan output
+// listed in the attribute scan_dims_outputs stacks slices whose dims follow the iteration number
+// (plan.fbs Plan.iteration_symbols; the session sets the body's dims before each iteration): each
+// slice is written at the start of its row, padded with zeros to the row's shape (the last
+// iteration's, the largest), and its dims go to the output scan_dims_outputs names ([length, rank]).
 class LoopKernel final : public Kernel {
  public:
   Status Init(const KernelArgs& a, const CpuContext& ctx) override {
@@ -123,9 +127,17 @@ class LoopKernel final : public Kernel {
     io_ = FindBody(a, ctx, "body_program", &program_, &error);
     if (!io_) return error;
     n_ = a.inputs.size() - 2;
-    if (a.outputs.size() < n_ || io_->inputs.size() != n_ + 2 || io_->outputs.size() != a.outputs.size() + 1)
+    size_t scans = io_->outputs.size() < n_ + 1 ? 0 : io_->outputs.size() - n_ - 1;
+    dims_out_ = a.attrs.Ints("scan_dims_outputs", std::vector<int64_t>(scans, -1));
+    size_t companions = size_t(std::count_if(dims_out_.begin(), dims_out_.end(), [](int64_t o) { return o >= 0; }));
+    if (dims_out_.size() != scans) return a.Error("scan_dims_outputs needs one entry per scan output");
+    for (int64_t o : dims_out_)
+      if (o >= 0 && (size_t(o) < n_ + scans || size_t(o) >= a.outputs.size()))
+        return a.Error("scan_dims_outputs names output " + std::to_string(o) + ", which is not after the scan outputs");
+    if (a.outputs.size() != n_ + scans + companions || io_->inputs.size() != n_ + 2)
       return a.Error("the body must take the iteration number, the condition and " + std::to_string(n_) +
                      " carried values, and give the condition, the carried values and one slice per scan output");
+    scans_ = scans;
     PRECIS_RETURN_IF_ERROR(Scalar(a, "the body's iteration number", io_->inputs[0], DataType::kI64));
     PRECIS_RETURN_IF_ERROR(Scalar(a, "the body's condition input", io_->inputs[1], DataType::kBool));
     PRECIS_RETURN_IF_ERROR(Scalar(a, "the body's condition output", io_->outputs[0], DataType::kBool));
@@ -139,9 +151,11 @@ class LoopKernel final : public Kernel {
       to.push_back(io_->inputs[j + 2]);
     }
     carry_.Init(std::move(from), std::move(to));
-    for (size_t s = n_; s < a.outputs.size(); ++s) {
+    row_bytes_.assign(scans_, 0);
+    for (size_t s = n_; s < n_ + scans_; ++s) {
       const Tensor* out = a.out(s);
       const Tensor* slice = io_->outputs[s + 1];
+      row_bytes_[s - n_] = slice->bytes;  // the last iteration's: the largest
       if (!out) continue;
       std::vector<int64_t> dims = slice->dims;
       if (out->dims.empty()) return a.Error("scan output " + Describe(out) + " has no iteration axis");
@@ -149,7 +163,15 @@ class LoopKernel final : public Kernel {
       if (out->dtype != slice->dtype || out->dims != dims || (trips_ >= 0 && out->dims[0] != trips_))
         return a.Error("scan output " + Describe(out) + " does not stack the body's slices " + Describe(slice));
       trips_ = out->dims[0];
+      if (int64_t o = dims_out_[s - n_]; o >= 0 && a.out(size_t(o))) {
+        const Tensor* d = a.out(size_t(o));
+        if (d->dtype != DataType::kI64 || d->dims != std::vector<int64_t>{out->dims[0], slice->rank()})
+          return a.Error("the element dims " + Describe(d) + " of scan output " + Describe(out) + " must be int64 [" + std::to_string(out->dims[0]) +
+                         "," + std::to_string(slice->rank()) + "]");
+      }
     }
+    row_dims_.clear();
+    for (size_t s = n_; s < n_ + scans_; ++s) row_dims_.push_back(io_->outputs[s + 1]->dims);
     return Status::Ok();
   }
 
@@ -163,14 +185,17 @@ class LoopKernel final : public Kernel {
         return a.Error("would run more than " + std::to_string(ctx.max_loop_iterations) + " iterations (SessionOptions::max_loop_iterations)");
       if (trips_ >= 0 && i >= trips_)
         return a.Error("runs more than the " + std::to_string(trips_) + " iterations its scan outputs were planned for");
+      PRECIS_RETURN_IF_ERROR(ctx.programs->BindIteration(program_, i));
       *io_->inputs[0]->As<int64_t>() = i;
       io_->inputs[1]->data[0] = cond ? 1 : 0;
       PRECIS_RETURN_IF_ERROR(ctx.programs->RunBody(program_));
       cond = io_->outputs[0]->data[0] != 0;
-      for (size_t s = n_; s < a.outputs.size(); ++s) {
-        Tensor* out = a.out(s);
-        const Tensor* slice = io_->outputs[s + 1];
-        if (out && slice->bytes) std::memcpy(out->data + size_t(i) * slice->bytes, slice->data, slice->bytes);
+      for (size_t s = 0; s < scans_; ++s) {
+        Tensor* out = a.out(n_ + s);
+        const Tensor* slice = io_->outputs[n_ + 1 + s];
+        if (out) PRECIS_RETURN_IF_ERROR(WriteRow(a, s, *slice, out->data + size_t(i) * row_bytes_[s]));
+        if (int64_t o = dims_out_[s]; o >= 0 && a.out(size_t(o)))
+          std::memcpy(a.out(size_t(o))->data + size_t(i) * slice->dims.size() * 8, slice->dims.data(), slice->dims.size() * 8);
       }
       carry_.Run();
     }
@@ -187,8 +212,41 @@ class LoopKernel final : public Kernel {
   }
 
  private:
+  // Scan output s's row for one iteration: the slice, or the slice at the start of a row of the
+  // largest slice's shape, zeros elsewhere.
+  Status WriteRow(const KernelArgs& a, size_t s, const Tensor& slice, uint8_t* row) const {
+    const std::vector<int64_t>& full = row_dims_[s];
+    if (slice.dims == full) {
+      if (slice.bytes) std::memcpy(row, slice.data, slice.bytes);
+      return Status::Ok();
+    }
+    if (slice.dims.size() != full.size() || dims_out_[s] < 0) return a.Error("scan output " + std::to_string(s) + ": slice " + Describe(&slice) + " does not fit its row");
+    for (size_t d = 0; d < full.size(); ++d)
+      if (slice.dims[d] > full[d]) return a.Error("scan output " + std::to_string(s) + ": slice " + Describe(&slice) + " does not fit its row");
+    std::memset(row, 0, row_bytes_[s]);
+    if (slice.numel == 0) return Status::Ok();
+    // Runs of the innermost dim, one per index of the outer dims (rank >= 1: scalars have one shape).
+    size_t esize = DataTypeSize(slice.dtype), rank = full.size();
+    size_t run = size_t(slice.dims[rank - 1]) * esize, runs = size_t(slice.numel / slice.dims[rank - 1]);
+    std::vector<int64_t> index(rank - 1, 0);
+    for (size_t r = 0; r < runs; ++r) {
+      size_t to = 0;  // row-major offset of (index..., 0) in the padded row
+      for (size_t d = 0; d + 1 < rank; ++d) to = to * size_t(full[d]) + size_t(index[d]);
+      to *= size_t(full[rank - 1]);
+      std::memcpy(row + to * esize, slice.data + r * run, run);
+      for (size_t d = rank - 1; d-- > 0;) {  // the next outer index
+        if (++index[d] < slice.dims[d]) break;
+        index[d] = 0;
+      }
+    }
+    return Status::Ok();
+  }
+
   int64_t program_ = -1, trips_ = -1;
-  size_t n_ = 0;
+  size_t n_ = 0, scans_ = 0;
+  std::vector<int64_t> dims_out_;               // per scan output: the output of its elements' dims, or -1
+  std::vector<size_t> row_bytes_;                // per scan output: one row of it (the largest slice)
+  std::vector<std::vector<int64_t>> row_dims_;   // per scan output: the largest slice's dims
   const ProgramRunner::Io* io_ = nullptr;
   Carry carry_;
 };
