@@ -181,6 +181,16 @@ TEST(DnnlMatMul, OddShapes) {
   }
 }
 
+// Constant FP32 weights of 1 MiB or more are packed once by oneDNN's sgemm for the step's row
+// count (dnnl_matmul.cc PackWeights, where libdnnl has it): one row, a few, and a batch folded
+// into M, against the double loop.
+TEST(DnnlMatMul, PackedConstantWeights) {
+  CheckMatMul({1, 512}, {512, 640}, {1, 640}, true);
+  CheckMatMul({37, 512}, {512, 640}, {37, 640}, true);
+  CheckMatMul({3, 50, 512}, {512, 640}, {3, 50, 640}, true);
+  CheckMatMul({5, 1024}, {1024, 300}, {5, 300}, true);
+}
+
 TEST(DnnlMatMul, DeclinesOtherTypes) {
   Buffer a = Random({2, 3}, 1), b = Random({3, 2}, 2), y = Nans({2, 2});
   a.t.dtype = b.t.dtype = y.t.dtype = DataType::kF64;  // sizes are wrong for f64 but Init declines first

@@ -18,16 +18,82 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <mutex>
 #include <vector>
 
+#include "runtime/base/aligned_buffer.h"
 #include "runtime/base/cpu_features.h"
 #include "runtime/base/half_array.h"
 #include "runtime/cpu/kernels/convert_blocks.h"
 #include "runtime/cpu/kernels/dnnl_kernel.h"
 
+#if PRECIS_DNNL_PACKED_SGEMM
+// oneDNN's packed sgemm (its src/cpu/gemm/gemm_pack.hpp; exported by libdnnl, not in the public
+// headers; CMakeLists.txt checks that this libdnnl has them): column-major as in BLAS, "A" the
+// operand packed, "P" a packed operand in sgemm_compute.
+namespace dnnl::impl::cpu {
+dnnl_status_t sgemm_pack_get_size(const char* identifier, const char* transa, const char* transb, const dnnl_dim_t* M, const dnnl_dim_t* N,
+                                  const dnnl_dim_t* K, const dnnl_dim_t* lda, const dnnl_dim_t* ldb, size_t* size, bool* pack);
+dnnl_status_t sgemm_pack(const char* identifier, const char* transa, const char* transb, const dnnl_dim_t* M, const dnnl_dim_t* N,
+                         const dnnl_dim_t* K, const dnnl_dim_t* lda, const dnnl_dim_t* ldb, const float* src, float* dst);
+dnnl_status_t sgemm_compute(const char* transa, const char* transb, const dnnl_dim_t* M, const dnnl_dim_t* N, const dnnl_dim_t* K,
+                            const float* A, const dnnl_dim_t* lda, const float* B, const dnnl_dim_t* ldb, const float* beta, float* C,
+                            const dnnl_dim_t* ldc);
+}  // namespace dnnl::impl::cpu
+#endif
+
 namespace precis::rt {
 namespace {
+
+#if PRECIS_DNNL_PACKED_SGEMM
+// Constant FP32 weights B [K, N] of a MatMul with `rows` rows of A, packed once by oneDNN's sgemm
+// for that row count (the packed layout depends on it) and shared by every kernel of the process
+// that multiplies the same weights by as many rows. A dynamic plan prepares kernels per shape: at
+// most kPacksPerWeight row counts of one weight are packed at a time (the packed copies cost the
+// weights' size each), and kernels for other row counts use the matmul primitive (nullptr). The matmul primitive (gemm:jit on AVX2)
+// packs plain weights inside every run instead, and how fast it reads them depends on where they
+// lie: on a 2-core AMD EPYC (AVX2, oneDNN 2.6), 768 x 3072 at 197 rows takes 12-14 ms with the
+// weights 64-byte aligned (a plan's mapped constants) and 8 ms at other offsets; packed, 7.3 ms.
+constexpr int64_t kPackedWeightElements = 256 * 1024;  // FP32 weights of at least 1 MiB are packed
+constexpr int kPacksPerWeight = 2;
+
+struct PackedWeights {
+  const void* data = nullptr;
+  int64_t K = 0, N = 0, rows = 0;
+  std::weak_ptr<const float> packed;
+};
+
+std::shared_ptr<const float> PackWeights(const float* b, int64_t K, int64_t N, int64_t rows) {
+  static std::mutex mutex;
+  static std::vector<PackedWeights> all;
+  std::lock_guard<std::mutex> lock(mutex);
+  all.erase(std::remove_if(all.begin(), all.end(), [](const PackedWeights& p) { return p.packed.expired(); }), all.end());
+  int packs = 0;
+  for (const PackedWeights& p : all)
+    if (p.data == b && p.K == K && p.N == N) {
+      if (p.rows != rows) {
+        ++packs;
+        continue;
+      }
+      if (std::shared_ptr<const float> kept = p.packed.lock()) return kept;
+    }
+  if (packs >= kPacksPerWeight) return nullptr;
+  // Y^T [N, rows] = B^T [N, K] x A^T [K, rows], column-major: B as it lies is B^T with lda N.
+  dnnl_dim_t m = N, n = rows, k = K, lda = N, ldb = K;
+  size_t size = 0;
+  bool pack = false;
+  if (dnnl::impl::cpu::sgemm_pack_get_size("A", "N", "N", &m, &n, &k, &lda, &ldb, &size, &pack) != dnnl_success || size == 0) return nullptr;
+  AlignedBuffer buffer = AllocateAligned(size);
+  if (!buffer) return nullptr;
+  if (dnnl::impl::cpu::sgemm_pack("A", "N", "N", &m, &n, &k, &lda, &ldb, b, reinterpret_cast<float*>(buffer.get())) != dnnl_success) return nullptr;
+  std::shared_ptr<const float> kept(reinterpret_cast<const float*>(buffer.release()), [](const float* p) { std::free(const_cast<float*>(p)); });
+  all.push_back({b, K, N, rows, kept});
+  return kept;
+}
+#endif
 
 // Bytes of FP32 weights per block: the whole of a BERT-base/ViT-B layer (768 x 3072) in one block;
 // the step's scratch holds a block twice (widened, reordered). The price of 16-bit weights is the
@@ -282,6 +348,26 @@ class DnnlMatMulKernel : public DnnlGemmLikeKernel {
       dst.push_back(N);
     }
     dt in_type = DnnlType(*a), out_type = DnnlType(*y);
+#if PRECIS_DNNL_PACKED_SGEMM
+    // Constant FP32 weights large enough for their packing to matter: packed once (PackWeights).
+    // PRECIS_CPU_PACKED_GEMM=0 in the environment turns it off (A/B benchmarks).
+    static const bool packing = [] {
+      const char* env = std::getenv("PRECIS_CPU_PACKED_GEMM");
+      return !env || std::strcmp(env, "0") != 0;
+    }();
+    if (packing && !b_batched && b->is_constant && in_type == dt::f32 && out_type == dt::f32 && K * N >= kPackedWeightElements) {
+      int64_t rows = batches * M;
+      if (std::shared_ptr<const float> packed = PackWeights(reinterpret_cast<const float*>(b->data), K, N, rows)) {
+        AppendHost([packed, rows, K, N](const KernelArgs& args, uint8_t*, int) {
+          dnnl_dim_t m = N, n = rows, k = K, lda = N, ldb = K, ldc = N;
+          const float beta = 0.0f;
+          dnnl::impl::cpu::sgemm_compute("P", "N", &m, &n, &k, packed.get(), &lda, args.in(0)->As<float>(), &ldb, &beta,
+                                         args.out(0)->As<float>(), &ldc);
+        });
+        return Status::Ok();
+      }
+    }
+#endif
     md wei_given = Plain(wei, in_type);
     dnnl::matmul::primitive_desc pd(
         dnnl::matmul::desc(Plain(src, in_type), b->is_constant ? Any(wei, in_type) : wei_given, Plain(dst, out_type)), Attr(),
