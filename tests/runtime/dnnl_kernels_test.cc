@@ -237,8 +237,7 @@ AttrList& GemmAttrs(AttrList& attrs, const GemmCase& g) {
   return attrs.Float("alpha", g.alpha).Float("beta", g.beta).Int("transA", g.trans_a).Int("transB", g.trans_b);
 }
 
-void CheckGemm(const GemmCase& g, bool b_constant) {
-  const int64_t M = 7, K = 13, N = 5;
+void CheckGemm(const GemmCase& g, bool b_constant, int64_t M = 7, int64_t K = 13, int64_t N = 5) {
   Buffer a = Random(g.trans_a ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, 3);
   Buffer b = Random(g.trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 4, b_constant);
   Buffer c = Random(HasC(g) ? g.c_dims : std::vector<int64_t>{}, 5);
@@ -249,6 +248,19 @@ void CheckGemm(const GemmCase& g, bool b_constant) {
                std::to_string(g.alpha) + " beta=" + std::to_string(g.beta) + " C rank " + std::to_string(g.c_dims.size()) +
                " b_constant=" + std::to_string(b_constant));
   CheckBoth("Gemm", inputs, {M, N}, GemmAttrs(attrs, g), GemmLoop(g, M, K, N, a, b, c));
+}
+
+// Constant FP32 weights of 1 MiB or more, packed once (dnnl_matmul.cc PackWeights; transB packs
+// the transposed form): C broadcast into Y first, then the product with beta; alpha != 1 or
+// transA take the primitive.
+TEST(DnnlGemm, PackedConstantWeights) {
+  for (bool tb : {false, true})
+    for (const auto& c : std::vector<std::vector<int64_t>>{{-1}, {640}, {1, 640}, {9, 640}, {9, 1}}) {
+      CheckGemm({false, tb, 1.0f, 1.0f, c}, true, 9, 512, 640);
+      CheckGemm({false, tb, 1.0f, -0.25f, c}, true, 9, 512, 640);
+    }
+  CheckGemm({false, true, 0.5f, 1.0f, {640}}, true, 9, 512, 640);
+  CheckGemm({true, true, 1.0f, 1.0f, {640}}, true, 9, 512, 640);
 }
 
 TEST(DnnlGemm, TransposesScalesAndC) {

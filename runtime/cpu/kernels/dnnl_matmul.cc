@@ -63,17 +63,19 @@ constexpr int kPacksPerWeight = 2;
 struct PackedWeights {
   const void* data = nullptr;
   int64_t K = 0, N = 0, rows = 0;
+  bool trans = false;
   std::weak_ptr<const float> packed;
 };
 
-std::shared_ptr<const float> PackWeights(const float* b, int64_t K, int64_t N, int64_t rows) {
+// B [K, N], or [N, K] when `trans` (Gemm's transB).
+std::shared_ptr<const float> PackWeights(const float* b, int64_t K, int64_t N, int64_t rows, bool trans) {
   static std::mutex mutex;
   static std::vector<PackedWeights> all;
   std::lock_guard<std::mutex> lock(mutex);
   all.erase(std::remove_if(all.begin(), all.end(), [](const PackedWeights& p) { return p.packed.expired(); }), all.end());
   int packs = 0;
   for (const PackedWeights& p : all)
-    if (p.data == b && p.K == K && p.N == N) {
+    if (p.data == b && p.K == K && p.N == N && p.trans == trans) {
       if (p.rows != rows) {
         ++packs;
         continue;
@@ -81,17 +83,28 @@ std::shared_ptr<const float> PackWeights(const float* b, int64_t K, int64_t N, i
       if (std::shared_ptr<const float> kept = p.packed.lock()) return kept;
     }
   if (packs >= kPacksPerWeight) return nullptr;
-  // Y^T [N, rows] = B^T [N, K] x A^T [K, rows], column-major: B as it lies is B^T with lda N.
-  dnnl_dim_t m = N, n = rows, k = K, lda = N, ldb = K;
+  // Y^T [N, rows] = B^T [N, K] x A^T [K, rows], column-major: B [K, N] as it lies is B^T with
+  // lda N; B [N, K] is (B^T)^T with lda K.
+  dnnl_dim_t m = N, n = rows, k = K, lda = trans ? K : N, ldb = K;
+  const char* transa = trans ? "T" : "N";
   size_t size = 0;
   bool pack = false;
-  if (dnnl::impl::cpu::sgemm_pack_get_size("A", "N", "N", &m, &n, &k, &lda, &ldb, &size, &pack) != dnnl_success || size == 0) return nullptr;
+  if (dnnl::impl::cpu::sgemm_pack_get_size("A", transa, "N", &m, &n, &k, &lda, &ldb, &size, &pack) != dnnl_success || size == 0) return nullptr;
   AlignedBuffer buffer = AllocateAligned(size);
   if (!buffer) return nullptr;
-  if (dnnl::impl::cpu::sgemm_pack("A", "N", "N", &m, &n, &k, &lda, &ldb, b, reinterpret_cast<float*>(buffer.get())) != dnnl_success) return nullptr;
+  if (dnnl::impl::cpu::sgemm_pack("A", transa, "N", &m, &n, &k, &lda, &ldb, b, reinterpret_cast<float*>(buffer.get())) != dnnl_success) return nullptr;
   std::shared_ptr<const float> kept(reinterpret_cast<const float*>(buffer.release()), [](const float* p) { std::free(const_cast<float*>(p)); });
-  all.push_back({b, K, N, rows, kept});
+  all.push_back({b, K, N, rows, trans, kept});
   return kept;
+}
+
+// PRECIS_CPU_PACKED_GEMM=0 in the environment turns packing off (A/B benchmarks, memory).
+bool PackingOn() {
+  static const bool on = [] {
+    const char* env = std::getenv("PRECIS_CPU_PACKED_GEMM");
+    return !env || std::strcmp(env, "0") != 0;
+  }();
+  return on;
 }
 #endif
 
@@ -147,6 +160,22 @@ struct PackedLayout {
 
 class DnnlGemmLikeKernel : public DnnlKernel {
  protected:
+#if PRECIS_DNNL_PACKED_SGEMM
+  // Y [rows, N] = A [rows, K] x B + beta * Y (A input 0, Y output 0, all FP32) with B, the
+  // constant input 1 ([K, N], or [N, K] when trans_b), packed once (PackWeights). False where
+  // packing is off, B is not such weights of 1 MiB or more, or other row counts hold its packs.
+  bool AppendPacked(const Tensor& b, int64_t rows, int64_t K, int64_t N, bool trans_b, float beta) {
+    if (!PackingOn() || !b.is_constant || b.dtype != DataType::kF32 || K * N < kPackedWeightElements || rows <= 0) return false;
+    std::shared_ptr<const float> packed = PackWeights(b.As<float>(), K, N, rows, trans_b);
+    if (!packed) return false;
+    AppendHost([packed, rows, K, N, trans_b, beta](const KernelArgs& args, uint8_t*, int) {
+      dnnl_dim_t m = N, n = rows, k = K, lda = trans_b ? K : N, ldb = K, ldc = N;
+      dnnl::impl::cpu::sgemm_compute("P", "N", &m, &n, &k, packed.get(), &lda, args.in(0)->As<float>(), &ldb, &beta, args.out(0)->As<float>(), &ldc);
+    });
+    return true;
+  }
+#endif
+
   // Whether B is 16-bit constant weights that oneDNN would otherwise need an FP32 copy of (and the
   // session did not ask for that copy: SessionOptions::cpu_fp32_weights).
   bool HalfWeights(const Tensor* b) const {
@@ -349,24 +378,7 @@ class DnnlMatMulKernel : public DnnlGemmLikeKernel {
     }
     dt in_type = DnnlType(*a), out_type = DnnlType(*y);
 #if PRECIS_DNNL_PACKED_SGEMM
-    // Constant FP32 weights large enough for their packing to matter: packed once (PackWeights).
-    // PRECIS_CPU_PACKED_GEMM=0 in the environment turns it off (A/B benchmarks).
-    static const bool packing = [] {
-      const char* env = std::getenv("PRECIS_CPU_PACKED_GEMM");
-      return !env || std::strcmp(env, "0") != 0;
-    }();
-    if (packing && !b_batched && b->is_constant && in_type == dt::f32 && out_type == dt::f32 && K * N >= kPackedWeightElements) {
-      int64_t rows = batches * M;
-      if (std::shared_ptr<const float> packed = PackWeights(reinterpret_cast<const float*>(b->data), K, N, rows)) {
-        AppendHost([packed, rows, K, N](const KernelArgs& args, uint8_t*, int) {
-          dnnl_dim_t m = N, n = rows, k = K, lda = N, ldb = K, ldc = N;
-          const float beta = 0.0f;
-          dnnl::impl::cpu::sgemm_compute("P", "N", &m, &n, &k, packed.get(), &lda, args.in(0)->As<float>(), &ldb, &beta,
-                                         args.out(0)->As<float>(), &ldc);
-        });
-        return Status::Ok();
-      }
-    }
+    if (!b_batched && in_type == dt::f32 && out_type == dt::f32 && AppendPacked(*b, batches * M, K, N, false, 0.0f)) return Status::Ok();
 #endif
     md wei_given = Plain(wei, in_type);
     dnnl::matmul::primitive_desc pd(
@@ -408,6 +420,15 @@ class DnnlGemmKernel : public DnnlGemmLikeKernel {
     }
 
     dt in_type = DnnlType(*a), out_type = DnnlType(*y);
+#if PRECIS_DNNL_PACKED_SGEMM
+    // Y = A x B + beta * C: C broadcast into Y first (BeforeExecute), then the packed product.
+    if (!trans_a && alpha == 1.0f && in_type == dt::f32 && out_type == dt::f32 && (!use_c || c->dtype == DataType::kF32) &&
+        AppendPacked(*b, M_, K, N_, trans_b, use_c ? beta : 0.0f)) {
+      copy_c_ = use_c;
+      if (copy_c_) ReadAtRun(2);
+      return Status::Ok();
+    }
+#endif
     md src = trans_a ? Strided({M_, K}, {1, M_}, in_type) : Plain({M_, K}, in_type);
     md wei_given = trans_b ? Strided({K, N_}, {1, K}, in_type) : Plain({K, N_}, in_type);
     md wei = b->is_constant ? Any({K, N_}, in_type) : wei_given;
