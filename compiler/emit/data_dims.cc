@@ -2,6 +2,7 @@
 #include "compiler/emit/data_dims.h"
 
 #include "compiler/ir/text.h"
+#include "compiler/ops/control_flow.h"
 #include "compiler/ops/shape_values.h"
 
 namespace precis::emit {
@@ -59,6 +60,19 @@ StatusOr<std::vector<DataDimSource>> FindDataDims(const std::set<std::string>& u
         return Unimplemented(node->Describe() + ": the bound of its data-dependent output size (" + bound->ToString() +
                              ") depends on another data-dependent size; chains of such sizes are not supported yet");
     out.push_back({symbol, i, *axis, *bound, "count(" + v->name() + ")"});
+  }
+  return out;
+}
+
+StatusOr<std::vector<IterationSource>> FindIterationSymbols(const std::vector<LoopBody>& loops, std::set<std::string>& all) {
+  // The plan binds the number per iteration, planned at its bound (the largest number).
+  std::vector<IterationSource> out;
+  for (const LoopBody& l : loops) {
+    if (!all.count(l.symbol)) continue;
+    auto b = ops::IterationBound(*l.loop);
+    if (!b) return Unimplemented(l.loop->Describe() + ": its body's shapes follow the iteration number and it has no trip count to bound them");
+    out.push_back({l.symbol, l.program, *b});
+    for (const std::string& s : b->Symbols()) all.insert(s);
   }
   return out;
 }

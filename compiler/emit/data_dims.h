@@ -1,6 +1,7 @@
-// Symbolic dims of plan tensors: a value's dims as the plan writes them, and the data dims of a
-// dynamic plan (plan.fbs Plan.data_symbols; ops/shape_values.h DataDim): which step output binds
-// each, at which axis, and the upper bound the arena is planned for.
+// Symbolic dims of plan tensors: a value's dims as the plan writes them, the iteration numbers
+// that Loop bodies' dims read (plan.fbs Plan.iteration_symbols), and the data dims of a dynamic
+// plan (plan.fbs Plan.data_symbols; ops/shape_values.h DataDim): which step output binds each, at
+// which axis, and the upper bound the arena is planned for.
 #pragma once
 
 #include <set>
@@ -28,5 +29,23 @@ struct DataDimSource {
 // caller refuses them).
 StatusOr<std::vector<DataDimSource>> FindDataDims(const std::set<std::string>& unbound, const std::set<std::string>& input_bound,
                                                   const std::vector<const ir::Value*>& values);
+
+// A Loop's body program, and the symbol its iteration number is known as (ops::IterationSymbol).
+struct LoopBody {
+  std::string symbol;
+  size_t program = 0;
+  const ir::Node* loop = nullptr;
+};
+
+// plan.fbs Plan.iteration_symbols: an iteration number that some dim reads, and its bound.
+struct IterationSource {
+  std::string symbol;
+  size_t program = 0;
+  ir::DimExpr bound;  // the largest iteration number (ops::IterationBound)
+};
+
+// The loops whose iteration symbol is among `all` (the plan's symbols): each with its bound,
+// whose symbols (a trip count's value) join `all`. A loop without a bound is refused.
+StatusOr<std::vector<IterationSource>> FindIterationSymbols(const std::vector<LoopBody>& loops, std::set<std::string>& all);
 
 }  // namespace precis::emit

@@ -10,6 +10,7 @@
 
 #include "compiler/emit/containers.h"
 #include "compiler/emit/data_dims.h"
+#include "compiler/emit/dim_code.h"
 #include "compiler/emit/input_symbols.h"
 #include "compiler/emit/memory_planner.h"
 #include "compiler/emit/plan_file.h"
@@ -382,15 +383,7 @@ class Emitter {
       if (auto b = ops::DataDimBound(*node))
         for (const std::string& s : b->Symbols()) all.insert(s);
     }
-    // A Loop whose body's dims follow its iteration number: the plan binds the number per
-    // iteration, planned at its bound (the largest number), which may read a trip count M.
-    for (const LoopBody& l : loop_bodies_) {
-      if (!all.count(l.symbol)) continue;
-      auto b = ops::IterationBound(*l.loop);
-      if (!b) return Unimplemented(l.loop->Describe() + ": its body's shapes follow the iteration number and it has no trip count to bound them");
-      iteration_symbols_.push_back({l.symbol, l.program, *b});
-      for (const std::string& s : b->Symbols()) all.insert(s);
-    }
+    PRECIS_ASSIGN_OR_RETURN(iteration_symbols_, FindIterationSymbols(loop_bodies_, all));
     for (const auto& [name, range] : options_.dim_bounds) {
       if (all.count(name)) continue;
       std::string known;
@@ -464,45 +457,9 @@ class Emitter {
             return Unimplemented("value '" + t.value->name() + "' has a dim in symbol '" + s + "', which no input dim is: the runtime could not " +
                                  "bind it (give the inputs concrete shapes with --shape)");
     }
-    symbols_.assign(all.begin(), all.end());
-    for (const std::string& s : symbols_) result_.symbols.push_back(display.count(s) ? display[s] : s);
+    coder_.SetSymbols(std::vector<std::string>(all.begin(), all.end()));
+    for (const std::string& s : coder_.symbols()) result_.symbols.push_back(display.count(s) ? display[s] : s);
     return Status::Ok();
-  }
-
-  // A symbolic dim as plan.fbs TensorDesc.dim_code: term count, then coefficient, factor count
-  // and symbol indices per term.
-  // A factor that is a floor atom is -1-j for atom j of Plan.dim_atoms (registered here, its
-  // inner atoms first).
-  void EncodeDim(const ir::DimExpr& e, std::vector<int64_t>& code) {
-    code.push_back(int64_t(e.terms().size()));
-    for (const auto& [monomial, coeff] : e.terms()) {
-      code.push_back(coeff);
-      code.push_back(int64_t(monomial.size()));
-      for (const std::string& s : monomial) {
-        if (auto atom = ir::ParseDimAtom(s)) {
-          code.push_back(-1 - AtomIndex(s, *atom));
-          continue;
-        }
-        code.push_back(int64_t(std::lower_bound(symbols_.begin(), symbols_.end(), s) - symbols_.begin()));
-      }
-    }
-  }
-  // Atoms of run-time values start with their kind instead of k (plan.fbs Plan.dim_atoms).
-  int64_t AtomIndex(const std::string& text, const ir::DimAtom& atom) {
-    auto it = std::find(atom_texts_.begin(), atom_texts_.end(), text);
-    if (it != atom_texts_.end()) return int64_t(it - atom_texts_.begin());
-    using K = ir::DimAtom::Kind;
-    std::vector<int64_t> code{atom.kind == K::kFloor ? atom.k
-                              : atom.kind == K::kEq  ? -1
-                              : atom.kind == K::kNeg ? -2
-                              : atom.kind == K::kDiv ? -3
-                              : atom.kind == K::kMin ? -4
-                                                     : -5};
-    EncodeDim(atom.p, code);  // registers inner atoms first
-    if (atom.kind != K::kFloor && atom.kind != K::kEq && atom.kind != K::kNeg) EncodeDim(atom.q, code);
-    atom_texts_.push_back(text);
-    atom_code_.insert(atom_code_.end(), code.begin(), code.end());
-    return int64_t(atom_texts_.size()) - 1;
   }
 
   // One memory plan for all programs on one timeline (program after program): temporaries of
@@ -529,7 +486,7 @@ class Emitter {
       if (src >= 0 && index.count(size_t(src)) && planned[size_t(index[size_t(src)])].last != end)
         planned[k].inplace_of = index[size_t(src)];
     }
-    if (!symbols_.empty()) {
+    if (!coder_.symbols().empty()) {
       for (size_t k = 0; k < arena_ids.size(); ++k) {
         TensorEntry& t = tensors_[arena_ids[k]];
         t.live_first = planned[k].first;
@@ -618,24 +575,12 @@ class Emitter {
   std::vector<int> first_, last_, inplace_of_;
   std::vector<Step> steps_;
   std::vector<Program> programs_;
-  std::vector<std::string> symbols_;  // sorted; empty for a static plan
-  std::vector<std::string> atom_texts_;  // atoms of symbolic dims, in Plan.dim_atoms order
+  DimCoder coder_;  // the plan's symbols (sorted; none for a static plan) and atoms
   std::vector<ValueSymbolSource> value_symbols_;
   std::vector<ExprSymbolSource> expr_symbols_;
   std::vector<DataDimSource> data_dims_;
-  struct LoopBody {
-    std::string symbol;  // ops::IterationSymbol
-    size_t program = 0;  // the body program
-    const ir::Node* loop = nullptr;
-  };
   std::vector<LoopBody> loop_bodies_;
-  struct IterationSource {  // plan.fbs Plan.iteration_symbols
-    std::string symbol;
-    size_t program = 0;
-    ir::DimExpr bound;
-  };
   std::vector<IterationSource> iteration_symbols_;
-  std::vector<int64_t> atom_code_;
   size_t constants_size_ = 0, state_size_ = 0;
   EmittedPlan result_;
 };
@@ -679,10 +624,10 @@ StatusOr<EmittedPlan> Emitter::Write() {
     flatbuffers::Offset<flatbuffers::Vector<int64_t>> code;
     if (!t.symbolic.empty()) {
       std::vector<int64_t> c;
-      for (const ir::DimExpr& e : t.symbolic) EncodeDim(e, c);
+      for (const ir::DimExpr& e : t.symbolic) coder_.Encode(e, c);
       code = b.CreateVector(c);
     }
-    bool live = !symbols_.empty() && placement == plan::Placement_Arena;
+    bool live = !coder_.symbols().empty() && placement == plan::Placement_Arena;
     tensors.push_back(plan::CreateTensorDesc(b, name, uint8_t(ir::DTypeToOnnx(t.value->type().dtype())), dims, placement, t.offset, t.bytes,
                                              t.synthetic, t.init_offset, code, live ? t.live_first : 0, live ? t.live_last : 0,
                                              live ? t.inplace_of : -1));
@@ -724,8 +669,8 @@ StatusOr<EmittedPlan> Emitter::Write() {
   if (!data_dims_.empty()) {
     std::vector<int64_t> triples, bounds;
     for (const DataDimSource& d : data_dims_) {
-      triples.insert(triples.end(), {int64_t(std::lower_bound(symbols_.begin(), symbols_.end(), d.symbol) - symbols_.begin()), int64_t(d.value), int64_t(d.axis)});
-      EncodeDim(d.bound, bounds);  // before dim_atoms is written: it may add atoms
+      triples.insert(triples.end(), {coder_.SymbolIndex(d.symbol), int64_t(d.value), int64_t(d.axis)});
+      coder_.Encode(d.bound, bounds);  // before dim_atoms is written: it may add atoms
     }
     data_symbol_table = b.CreateVector(triples);
     data_symbol_bounds = b.CreateVector(bounds);
@@ -734,19 +679,19 @@ StatusOr<EmittedPlan> Emitter::Write() {
   if (!iteration_symbols_.empty()) {
     std::vector<int64_t> pairs, bounds;
     for (const IterationSource& it : iteration_symbols_) {
-      pairs.insert(pairs.end(), {int64_t(std::lower_bound(symbols_.begin(), symbols_.end(), it.symbol) - symbols_.begin()), int64_t(it.program)});
-      EncodeDim(it.bound, bounds);  // before dim_atoms is written: it may add atoms
+      pairs.insert(pairs.end(), {coder_.SymbolIndex(it.symbol), int64_t(it.program)});
+      coder_.Encode(it.bound, bounds);  // before dim_atoms is written: it may add atoms
     }
     iteration_symbol_table = b.CreateVector(pairs);
     iteration_symbol_bounds = b.CreateVector(bounds);
   }
-  if (!atom_code_.empty()) dim_atoms = b.CreateVector(atom_code_);
-  if (!symbols_.empty()) symbol_table = b.CreateVectorOfStrings(result_.symbols);
+  if (!coder_.atom_code().empty()) dim_atoms = b.CreateVector(coder_.atom_code());
+  if (!coder_.symbols().empty()) symbol_table = b.CreateVectorOfStrings(result_.symbols);
   flatbuffers::Offset<flatbuffers::Vector<int64_t>> value_symbol_table, value_symbol_scales;
   if (!value_symbols_.empty()) {
     std::vector<int64_t> triples;
     for (const ValueSymbolSource& v : value_symbols_)
-      triples.insert(triples.end(), {int64_t(std::lower_bound(symbols_.begin(), symbols_.end(), v.symbol) - symbols_.begin()), int64_t(v.tensor), v.element});
+      triples.insert(triples.end(), {coder_.SymbolIndex(v.symbol), int64_t(v.tensor), v.element});
     value_symbol_table = b.CreateVector(triples);
     std::vector<int64_t> scales;
     for (const ValueSymbolSource& v : value_symbols_) scales.push_back(v.scale);
@@ -758,7 +703,7 @@ StatusOr<EmittedPlan> Emitter::Write() {
     std::vector<int64_t> index;
     std::vector<std::string> code;
     for (const ExprSymbolSource& e : expr_symbols_) {
-      index.push_back(int64_t(std::lower_bound(symbols_.begin(), symbols_.end(), e.symbol) - symbols_.begin()));
+      index.push_back(coder_.SymbolIndex(e.symbol));
       code.push_back(e.code);
     }
     expr_symbol_table = b.CreateVector(index);
@@ -766,7 +711,7 @@ StatusOr<EmittedPlan> Emitter::Write() {
   }
   if (!options_.dim_bounds.empty()) {
     std::vector<int64_t> lo, hi;
-    for (const std::string& s : symbols_) {
+    for (const std::string& s : coder_.symbols()) {
       auto it = options_.dim_bounds.find(s);
       lo.push_back(it == options_.dim_bounds.end() ? 0 : it->second.first);
       hi.push_back(it == options_.dim_bounds.end() ? -1 : it->second.second);  // -1: no upper bound
@@ -794,8 +739,8 @@ StatusOr<EmittedPlan> Emitter::Write() {
   if (!options_.source_model.empty()) root.add_source_model(source_model);
   if (!options_.training_config.empty()) root.add_training_config(training_config);
   if (!options_.modules.empty()) root.add_modules(module_table);
-  if (!symbols_.empty()) root.add_symbols(symbol_table);
-  if (!atom_code_.empty()) root.add_dim_atoms(dim_atoms);
+  if (!coder_.symbols().empty()) root.add_symbols(symbol_table);
+  if (!coder_.atom_code().empty()) root.add_dim_atoms(dim_atoms);
   if (!value_symbols_.empty()) root.add_value_symbols(value_symbol_table);
   if (!value_symbol_scales.IsNull()) root.add_value_symbol_scale(value_symbol_scales);
   if (!expr_symbols_.empty()) {
