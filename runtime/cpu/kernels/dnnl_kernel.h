@@ -22,7 +22,6 @@
 
 #include <functional>
 #include <initializer_list>
-#include <memory>
 #include <utility>
 #include <vector>
 
@@ -117,7 +116,7 @@ class DnnlKernel : public Kernel {
 
   dnnl::stream stream_;
   std::vector<Binding> bindings_;
-  std::vector<std::shared_ptr<const dnnl::memory>> owned_;  // arranged constant weights (shared: Arrange)
+  std::vector<dnnl::memory> owned_;  // persistent buffers (reordered constant weights)
   std::vector<Call> calls_;
   size_t temporary_bytes_ = 0, scratchpad_bytes_ = 0;
   std::vector<size_t> read_at_run_;  // inputs BeforeExecute reads

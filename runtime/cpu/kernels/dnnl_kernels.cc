@@ -6,10 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <memory>
-#include <mutex>
 #include <string>
-#include <vector>
 
 #include "runtime/base/cpu_features.h"
 #include "runtime/base/foreign_call.h"
@@ -107,43 +104,10 @@ dnnl::memory DnnlKernel::Temporary(const md& desc) {
   return m;
 }
 
-// Constant weights reordered for oneDNN, one buffer per constant and layout for the whole process:
-// kernels of other shapes of a dynamic plan, and sessions sharing a plan, reuse it while any of
-// them holds it. A constant's bytes never change while a kernel reading them lives, and its address
-// is not reused before it is unmapped.
-namespace {
-
-struct ArrangedConstant {
-  const void* data = nullptr;
-  dnnl::memory::desc desc;
-  std::weak_ptr<const dnnl::memory> memory;
-};
-
-std::mutex& ArrangedMutex() {
-  static std::mutex m;
-  return m;
-}
-
-std::vector<ArrangedConstant>& ArrangedConstants() {
-  static std::vector<ArrangedConstant> all;
-  return all;
-}
-
-}  // namespace
-
 dnnl::memory DnnlKernel::Arrange(const KernelArgs& args, size_t i, const md& given, const md& wanted) {
   if (given == wanted) return Input(i, given);
   const Tensor& t = *args.in(i);
   if (t.is_constant) {
-    std::lock_guard<std::mutex> lock(ArrangedMutex());
-    std::vector<ArrangedConstant>& all = ArrangedConstants();
-    all.erase(std::remove_if(all.begin(), all.end(), [](const ArrangedConstant& c) { return c.memory.expired(); }), all.end());
-    for (const ArrangedConstant& c : all)
-      if (c.data == t.data && c.desc == wanted)
-        if (std::shared_ptr<const dnnl::memory> kept = c.memory.lock()) {
-          owned_.push_back(kept);
-          return *kept;
-        }
     // Constant data never moves and is readable now: reorder it once into a buffer we keep.
     dnnl::memory from(given, Engine(), const_cast<uint8_t*>(t.data));
     dnnl::memory to(wanted, Engine());
@@ -161,9 +125,7 @@ dnnl::memory DnnlKernel::Arrange(const KernelArgs& args, size_t i, const md& giv
       dnnl::reorder(mid, to).execute(stream_, mid, to);
     }
     stream_.wait();
-    auto kept = std::make_shared<const dnnl::memory>(to);
-    owned_.push_back(kept);
-    all.push_back({t.data, wanted, kept});
+    owned_.push_back(to);
     return to;
   }
   dnnl::memory to = Temporary(wanted);

@@ -50,13 +50,14 @@ namespace {
 
 #if PRECIS_DNNL_PACKED_SGEMM
 // Constant FP32 weights B [K, N] of a MatMul with `rows` rows of A, packed once by oneDNN's sgemm
-// for that row count (the packed layout depends on it) and shared by every kernel of the process
-// that multiplies the same weights by as many rows. A dynamic plan prepares kernels per shape: at
-// most kPacksPerWeight row counts of one weight are packed at a time (the packed copies cost the
-// weights' size each), and kernels for other row counts use the matmul primitive (nullptr). The matmul primitive (gemm:jit on AVX2)
-// packs plain weights inside every run instead, and how fast it reads them depends on where they
-// lie: on a 2-core AMD EPYC (AVX2, oneDNN 2.6), 768 x 3072 at 197 rows takes 12-14 ms with the
-// weights 64-byte aligned (a plan's mapped constants) and 8 ms at other offsets; packed, 7.3 ms.
+// for that row count (the packed layout depends on it) into a copy the step's kernel keeps. The
+// matmul primitive (gemm:jit on AVX2) packs plain weights inside every run instead, and how fast
+// it reads them depends on where they lie: on a 2-core AMD EPYC (AVX2, oneDNN 2.6), 768 x 3072 at
+// 197 rows takes 12-14 ms with the weights 64-byte aligned (a plan's mapped constants) and 8 ms
+// at other offsets; packed, 7.3 ms. Packs are not shared between kernels: a constant input may be
+// a widened copy that its step frees after Init, so an address does not identify weights. A
+// dynamic plan prepares kernels per shape: at most kPacksPerWeight packs of the weights at one
+// address live at a time, and kernels beyond use the matmul primitive (nullptr).
 constexpr int64_t kPackedWeightElements = 256 * 1024;  // FP32 weights of at least 1 MiB are packed
 constexpr int kPacksPerWeight = 2;
 
@@ -74,14 +75,7 @@ std::shared_ptr<const float> PackWeights(const float* b, int64_t K, int64_t N, i
   std::lock_guard<std::mutex> lock(mutex);
   all.erase(std::remove_if(all.begin(), all.end(), [](const PackedWeights& p) { return p.packed.expired(); }), all.end());
   int packs = 0;
-  for (const PackedWeights& p : all)
-    if (p.data == b && p.K == K && p.N == N && p.trans == trans) {
-      if (p.rows != rows) {
-        ++packs;
-        continue;
-      }
-      if (std::shared_ptr<const float> kept = p.packed.lock()) return kept;
-    }
+  for (const PackedWeights& p : all) packs += p.data == b && p.K == K && p.N == N && p.trans == trans;
   if (packs >= kPacksPerWeight) return nullptr;
   // Y^T [N, rows] = B^T [N, K] x A^T [K, rows], column-major: B [K, N] as it lies is B^T with
   // lda N; B [N, K] is (B^T)^T with lda K.
