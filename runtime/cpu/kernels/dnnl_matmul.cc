@@ -61,9 +61,9 @@ namespace {
 constexpr int64_t kPackedWeightElements = 256 * 1024;  // FP32 weights of at least 1 MiB are packed
 constexpr int kPacksPerWeight = 2;
 
-struct PackedWeights {
+struct PackedWeights {  // a live pack, counted per weight address
   const void* data = nullptr;
-  int64_t K = 0, N = 0, rows = 0;
+  int64_t K = 0, N = 0;
   bool trans = false;
   std::weak_ptr<const float> packed;
 };
@@ -88,7 +88,7 @@ std::shared_ptr<const float> PackWeights(const float* b, int64_t K, int64_t N, i
   if (!buffer) return nullptr;
   if (dnnl::impl::cpu::sgemm_pack("A", transa, "N", &m, &n, &k, &lda, &ldb, b, reinterpret_cast<float*>(buffer.get())) != dnnl_success) return nullptr;
   std::shared_ptr<const float> kept(reinterpret_cast<const float*>(buffer.release()), [](const float* p) { std::free(const_cast<float*>(p)); });
-  all.push_back({b, K, N, rows, trans, kept});
+  all.push_back({b, K, N, trans, kept});
   return kept;
 }
 
