@@ -475,12 +475,19 @@ class Emitter {
   // fp16 bits -> float in the vector body (exact), never an fpext of `half`: InstCombine would
   // turn a compare of fpext values into a compare of `half` vectors, which x86 runs lane by lane.
   // x86-64-v4: the AVX-512 conversion intrinsic (vcvtph2ps); x86-64-v3 has no such intrinsic left
-  // in LLVM (it is fpext there), so integer operations: normal numbers rebias the exponent,
-  // subnormals are em * 2^-24 (exact), infinities and NaNs keep their payload (as HalfToFloat).
+  // in LLVM 16 (it is fpext there): fpext of 8 `half` lanes (vcvtph2ps with F16C) behind an
+  // arithmetic fence, which InstCombine does not look through. Other widths: integer operations
+  // (normal numbers rebias the exponent, subnormals are em * 2^-24 exact, infinities and NaNs keep
+  // their payload, as HalfToFloat). The integer form cost ~12 instructions per conversion: ViT-B/16's
+  // fused GELU (FP16 in, FP16 out, rounded after every op) took 2.6x its FP32 time.
   llvm::Value* FromF16(llvm::Value* bits) {
     if (width_ == 16) {
       llvm::Function* cvt = llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_avx512_mask_vcvtph2ps_512);
       return b_.CreateCall(cvt, {bits, llvm::Constant::getNullValue(Lanes(b_.getFloatTy())), b_.getInt16(0xffff), b_.getInt32(4)});
+    }
+    if (width_ == 8) {
+      llvm::Value* wide = b_.CreateFPExt(b_.CreateBitCast(bits, Lanes(b_.getHalfTy())), Lanes(b_.getFloatTy()));
+      return b_.CreateArithmeticFence(wide, wide->getType());
     }
     llvm::Type* i32 = Lanes(b_.getInt32Ty());
     auto k = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };

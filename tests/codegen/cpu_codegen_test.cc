@@ -267,7 +267,10 @@ TEST(CpuCodegen, ModulesAreSelfContainedAndVectorized) {
     if (std::string(target) == "x86-64-v4") {
       EXPECT_NE(ir->find("vcvtph2ps"), std::string::npos) << target;
     }
-    EXPECT_EQ(ir->find("fpext <"), std::string::npos) << target;
+    const size_t fpexts = CheckFencedHalfWidening(*ir, target);
+    if (std::string(target) == "x86-64-v3") {
+      EXPECT_GT(fpexts, 0u) << target << ": FP16 loads widened by vcvtph2ps";
+    }
     std::smatch m;
     EXPECT_FALSE(std::regex_search(*ir, m, std::regex(R"((fadd|fsub|fmul|fdiv|fcmp [a-z]+|select <\d+ x i1>,) <\d+ x half>)")))
         << target << ": " << m.str(0);
