@@ -767,7 +767,15 @@ void CheckBf16Cases(bool native) {
 // a 16-bit output, 2^-11 * |exact| for FP16. B [K, N] is widened straight into oneDNN's packed
 // layout (K = 2100 and the last block's 22 columns are padded there); B [N, K] plain, then
 // reordered.
-TEST(DnnlHalfWeights, MatMulAndGemmRunInBlocks) {
+// Steps initialized while it lives take HalfWeightsGemm past kHalfWeightsGemvRows rows (mode 1)
+// or widened blocks handed to oneDNN (mode 0), whatever the CPU's default.
+struct HalfGemmMode {
+  int saved;
+  explicit HalfGemmMode(int mode) : saved(SetHalfWeightsGemmForTesting(mode)) {}
+  ~HalfGemmMode() { SetHalfWeightsGemmForTesting(saved); }
+};
+
+void HalfWeightsStepCases() {
   // 512 KiB blocks (the default is 4 MiB), so that K = 2100 gives 64-column blocks.
   struct BlockBytes {
     int64_t saved = SetWeightBlockBytesForTesting(512 * 1024);
@@ -873,6 +881,57 @@ TEST(DnnlHalfWeights, MatMulAndGemmRunInBlocks) {
     ExpectClose(Values(y), e, "Gemm fp16 widened", 1e-5, 1e-6, out_rel);
   }
   }
+}
+
+TEST(DnnlHalfWeights, MatMulAndGemmRunInBlocks) {
+  HalfGemmMode blocks(0);
+  HalfWeightsStepCases();
+}
+
+// The same steps with more rows than HalfWeightsGemv's through HalfWeightsGemm (the default on
+// CPUs with AVX2 and without AVX-512).
+TEST(DnnlHalfWeights, MatMulAndGemmWidenInsideTheProduct) {
+  if (!HalfWeightsGemmAvailable()) GTEST_SKIP() << "HalfWeightsGemm needs AVX2, FMA and F16C, which this CPU lacks";
+  HalfGemmMode gemm(1);
+  HalfWeightsStepCases();
+}
+
+// HalfWeightsGemm itself against a double loop: FP16 and BF16 weights, both layouts, row counts
+// around its 6-row tiles and its 240-row blocks, K around its 256-deep slices, N around its
+// 16-column panels, with and without bias, 1 and 2 threads, Y with a row stride past N. FP32
+// accumulation in order (bias first), so the f32 tolerance: 1e-5 of sum|terms|.
+TEST(DnnlHalfWeights, GemmAgainstDoubleLoop) {
+  if (!HalfWeightsGemmAvailable()) GTEST_SKIP() << "HalfWeightsGemm needs AVX2, FMA and F16C, which this CPU lacks";
+  struct Shape {
+    int64_t M, K, N;
+  };
+  const std::vector<Shape> shapes = {{1, 1, 1}, {9, 31, 17}, {6, 256, 16}, {13, 257, 33}, {241, 300, 40}, {20, 700, 150}, {7, 513, 5}};
+  uint32_t seed = 50;
+  for (DataType wt : {DataType::kF16, DataType::kBF16})
+    for (bool trans_b : {false, true})
+      for (const Shape& sh : shapes)
+        for (bool with_bias : {false, true}) {
+          const int64_t M = sh.M, K = sh.K, N = sh.N, ldy = N + 3;
+          TypedBuffer a = RandomTyped(DataType::kF32, {M, K}, ++seed),
+                      b = RandomTyped(wt, trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, ++seed, true),
+                      c = RandomTyped(DataType::kF32, {N}, ++seed, true);
+          GemmCase g{false, trans_b, 1.0f, 1.0f, with_bias ? std::vector<int64_t>{N} : std::vector<int64_t>{-1}};
+          Expected e = GemmLoop(g, M, K, N, a.wide, b.wide, c.wide);
+          SCOPED_TRACE(std::string(DataTypeName(wt)) + " weights, transB=" + std::to_string(trans_b) + ", M " + std::to_string(M) + " K " +
+                       std::to_string(K) + " N " + std::to_string(N) + (with_bias ? ", bias" : ""));
+          for (int threads : {1, 2}) {
+            std::vector<uint8_t> scratch(size_t(HalfWeightsGemmScratchBytes(threads)) + 64);
+            uint8_t* aligned = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+            std::vector<float> y(size_t(M * ldy), std::nanf(""));
+            HalfWeightsGemm(wt, a.wide.data.data(), M, K, b.t.data, N, trans_b, with_bias ? c.wide.data.data() : nullptr, y.data(), ldy,
+                            aligned, threads);
+            std::vector<float> got;
+            for (int64_t m = 0; m < M; ++m) got.insert(got.end(), y.begin() + m * ldy, y.begin() + m * ldy + N);
+            ExpectClose(got, e, "HalfWeightsGemm, " + std::to_string(threads) + " thread(s)");
+            for (int64_t m = 0; m < M; ++m)  // the stride's gap is not written
+              for (int64_t n = N; n < ldy; ++n) EXPECT_TRUE(std::isnan(y[size_t(m * ldy + n)])) << "wrote past N at row " << m;
+          }
+        }
 }
 
 // HalfWeightsGemv over several pieces of K (4096 at a time) and of N (columns split among the

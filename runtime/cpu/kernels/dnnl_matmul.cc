@@ -102,6 +102,26 @@ bool PackingOn() {
 }
 #endif
 
+// Whether steps with more rows than HalfWeightsGemv's take HalfWeightsGemm (fast_half_gemm.cc)
+// rather than widened blocks handed to oneDNN. By default on CPUs with AVX2/FMA/F16C and without
+// AVX-512: there oneDNN (gemm:jit) takes the widened block as plain weights and packs it again
+// inside every run (ViT-B/16 FP16 plan, 2-core AMD EPYC: 1.7x the FP32 plan's time); with AVX-512
+// it takes them widened straight into its blocked layout. PRECIS_CPU_HALF_GEMM=0 or 1 decides
+// instead (1 only where the CPU has the instructions).
+std::atomic<int> half_gemm_mode{-1};  // -1: by the CPU (and the environment); 0 off; 1 on
+
+bool UseHalfWeightsGemm() {
+  if (!HalfWeightsGemmAvailable()) return false;
+  const int forced = half_gemm_mode.load();
+  if (forced >= 0) return forced == 1;
+  static const bool on = [] {
+    const char* env = std::getenv("PRECIS_CPU_HALF_GEMM");
+    if (env && *env) return std::strcmp(env, "0") != 0;
+    return !HostCpuFeatures().x86_64_v4;
+  }();
+  return on;
+}
+
 // Bytes of FP32 weights per block: the whole of a BERT-base/ViT-B layer (768 x 3072) in one block;
 // the step's scratch holds a block twice (widened, reordered). The price of 16-bit weights is the
 // conversion and the reorder at every run (see Width below); at larger M it matters less, and
@@ -211,9 +231,12 @@ class DnnlGemmLikeKernel : public DnnlKernel {
         WidenBlock(ct, r.in(2)->data, N, reinterpret_cast<float*>(scratch + at_c), 1, N, threads);
       });
     }
-    if (M <= kHalfWeightsGemvRows) {
+    const bool gemv = M <= kHalfWeightsGemvRows, gemm = !gemv && UseHalfWeightsGemm();
+    if (gemv || gemm) {
       // Few rows: W read once in its 16 bits (HalfWeightsGemv) instead of widened and reordered.
-      dnnl::memory work = Temporary(Plain({HalfWeightsGemvScratchBytes(M, threads_) / 4}));
+      // More rows on AVX2 CPUs: W widened inside the product, slice by slice (HalfWeightsGemm).
+      const int64_t work_bytes = gemv ? HalfWeightsGemvScratchBytes(M, threads_) : HalfWeightsGemmScratchBytes(threads_);
+      dnnl::memory work = Temporary(Plain({(work_bytes + 3) / 4}));
       dnnl::memory out = yt == DataType::kF32 ? dnnl::memory() : Temporary(Plain({M, N}));
       const size_t at_work = TemporaryOffset(work), at_out = yt == DataType::kF32 ? 0 : TemporaryOffset(out);
       const size_t at_a = at == DataType::kF32 ? 0 : TemporaryOffset(src);
@@ -228,7 +251,8 @@ class DnnlGemmLikeKernel : public DnnlKernel {
                           : f32_bias  ? r.in(2)->As<float>()
                                       : reinterpret_cast<const float*>(scratch + at_bias);
         float* py = yt == DataType::kF32 ? r.out(0)->As<float>() : reinterpret_cast<float*>(scratch + at_out);
-        HalfWeightsGemv(wt, pa, M, K, r.in(1)->data, N, trans_b, pc, py, N, scratch + at_work, std::min(threads, max_threads));
+        if (gemv) HalfWeightsGemv(wt, pa, M, K, r.in(1)->data, N, trans_b, pc, py, N, scratch + at_work, std::min(threads, max_threads));
+        else HalfWeightsGemm(wt, pa, M, K, r.in(1)->data, N, trans_b, pc, py, N, scratch + at_work, std::min(threads, max_threads));
         if (yt != DataType::kF32) NarrowBlock(yt, py, r.out(0)->data, N, M, N, threads);
       });
       return Status::Ok();
@@ -501,6 +525,8 @@ class DnnlGemmKernel : public DnnlGemmLikeKernel {
 };
 
 }  // namespace
+
+int SetHalfWeightsGemmForTesting(int mode) { return half_gemm_mode.exchange(mode); }
 
 int64_t SetWeightBlockBytesForTesting(int64_t bytes) { return block_bytes.exchange(bytes > 0 ? bytes : kBlockBytes); }
 

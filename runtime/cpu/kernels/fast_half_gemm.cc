@@ -1,0 +1,214 @@
+// HalfWeightsGemm (convert_blocks.h): Y = A x W (+ bias) for FP32 A and 16-bit constant weights W
+// read where they lie, for CPUs with AVX2, FMA and F16C. The widened-block form of dnnl_matmul.cc
+// widens all of W into the step's scratch at every run and hands it to oneDNN, which on AVX2
+// (gemm:jit, plain weights) packs it again inside every run; on a 2-core AMD EPYC that made
+// ViT-B/16's FP16 plan 1.7x slower than its FP32 plan. Here the conversion is part of the GEMM:
+//
+// - W is cut into panels of 16 columns. For each slice of kDepth (256) values of k, a thread
+//   widens one panel's slice ([256][16] floats, 16 KiB, L1) and sweeps it with 6 x 16 register
+//   tiles (12 AVX2 accumulators, FMA) over a block of up to kRowBlock rows of A packed as
+//   [rows / 6][256][6] (L2). W's 16-bit bytes are read once per block of rows (once per run for
+//   up to 240 rows), and no copy of W is kept.
+// - Threads take contiguous ranges of panels (each packs A for itself), so each writes its own
+//   columns of Y.
+// - Accumulation is FP32: bias first (or 0), then k in order, one FMA per term (the tests state
+//   the bound). Y is written once per slice of k.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/base/cpu_features.h"
+#include "runtime/base/half.h"
+#include "runtime/cpu/kernels/convert_blocks.h"
+#include "runtime/cpu/kernels/fast_util.h"
+
+namespace precis::rt {
+namespace {
+
+constexpr int64_t kRows = 6;        // rows of A per register tile
+constexpr int64_t kCols = 16;       // columns of W per panel and tile (two 8-float vectors)
+constexpr int64_t kDepth = 256;     // k per slice: a widened panel slice is 16 KiB
+constexpr int64_t kRowBlock = 240;  // rows of A packed at a time: 240 KiB at kDepth (L2)
+
+// Floats of scratch per thread: the packed block of A and one widened panel slice.
+constexpr int64_t kThreadFloats = kRowBlock * kDepth + kDepth * kCols;
+
+// One 6 x 16 tile: y[r][j] (+)= sum_k a[k][r] * b[k][j] for r < rows, j < cols. `a` is a packed
+// panel [depth][6], `b` a widened slice [depth][16]. The accumulators start from y (`from_y`, a
+// later slice of k), else from bias[j] (when not null), else 0.
+template <bool kFull>
+__attribute__((target("avx2,fma"))) void Tile(const float* a, const float* b, int64_t depth, const float* bias, bool from_y, float* y,
+                                              int64_t ldy, int64_t rows, int64_t cols) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(cols)), lane);
+  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(cols) - 8), lane);
+  __m256 b_lo = _mm256_setzero_ps(), b_hi = _mm256_setzero_ps();
+  if (bias && !from_y) {
+    b_lo = kFull ? _mm256_loadu_ps(bias) : _mm256_maskload_ps(bias, m0);
+    b_hi = kFull ? _mm256_loadu_ps(bias + 8) : _mm256_maskload_ps(bias + 8, m1);
+  }
+  // Named accumulators (GCC keeps an indexed array of vectors in memory).
+  auto start = [&](int64_t r, __m256* lo, __m256* hi) __attribute__((target("avx2,fma"))) {
+    if (from_y && r < rows) {
+      *lo = kFull ? _mm256_loadu_ps(y + r * ldy) : _mm256_maskload_ps(y + r * ldy, m0);
+      *hi = kFull ? _mm256_loadu_ps(y + r * ldy + 8) : _mm256_maskload_ps(y + r * ldy + 8, m1);
+    } else {
+      *lo = b_lo, *hi = b_hi;
+    }
+  };
+  __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+  start(0, &c00, &c01), start(1, &c10, &c11), start(2, &c20, &c21), start(3, &c30, &c31), start(4, &c40, &c41), start(5, &c50, &c51);
+  for (int64_t k = 0; k < depth; ++k) {
+    const __m256 w0 = _mm256_load_ps(b + k * kCols), w1 = _mm256_load_ps(b + k * kCols + 8);
+    const float* ak = a + k * kRows;
+    __m256 av = _mm256_broadcast_ss(ak);
+    c00 = _mm256_fmadd_ps(av, w0, c00), c01 = _mm256_fmadd_ps(av, w1, c01);
+    av = _mm256_broadcast_ss(ak + 1);
+    c10 = _mm256_fmadd_ps(av, w0, c10), c11 = _mm256_fmadd_ps(av, w1, c11);
+    av = _mm256_broadcast_ss(ak + 2);
+    c20 = _mm256_fmadd_ps(av, w0, c20), c21 = _mm256_fmadd_ps(av, w1, c21);
+    av = _mm256_broadcast_ss(ak + 3);
+    c30 = _mm256_fmadd_ps(av, w0, c30), c31 = _mm256_fmadd_ps(av, w1, c31);
+    av = _mm256_broadcast_ss(ak + 4);
+    c40 = _mm256_fmadd_ps(av, w0, c40), c41 = _mm256_fmadd_ps(av, w1, c41);
+    av = _mm256_broadcast_ss(ak + 5);
+    c50 = _mm256_fmadd_ps(av, w0, c50), c51 = _mm256_fmadd_ps(av, w1, c51);
+  }
+  auto store = [&](int64_t r, __m256 lo, __m256 hi) __attribute__((target("avx2,fma"))) {
+    if (r >= rows) return;
+    float* yr = y + r * ldy;
+    if (kFull) {
+      _mm256_storeu_ps(yr, lo);
+      _mm256_storeu_ps(yr + 8, hi);
+    } else {
+      _mm256_maskstore_ps(yr, m0, lo);
+      _mm256_maskstore_ps(yr + 8, m1, hi);
+    }
+  };
+  store(0, c00, c01), store(1, c10, c11), store(2, c20, c21), store(3, c30, c31), store(4, c40, c41), store(5, c50, c51);
+}
+
+// Eight 16-bit values at p widened to floats.
+__attribute__((target("avx2,f16c"))) inline __m256 Widen8(bool f16, const uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if (f16) return _mm256_cvtph_ps(h);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+inline float Widen1(bool f16, uint16_t v) { return f16 ? HalfToFloat(v) : Bf16ToFloat(v); }
+
+// out[k][j] = W(k0 + k, n0 + j) for k < depth, j < 16 (0 past `cols`): W [K, N] row-major, or
+// [N, K] when `trans`.
+__attribute__((target("avx2,f16c"))) void WidenSlice(bool f16, const uint16_t* w, int64_t K, int64_t N, bool trans, int64_t k0,
+                                                     int64_t depth, int64_t n0, int64_t cols, float* out) {
+  if (!trans) {
+    const uint16_t* from = w + k0 * N + n0;
+    if (cols == kCols) {
+      for (int64_t k = 0; k < depth; ++k, from += N) {
+        _mm256_store_ps(out + k * kCols, Widen8(f16, from));
+        _mm256_store_ps(out + k * kCols + 8, Widen8(f16, from + 8));
+      }
+    } else {
+      for (int64_t k = 0; k < depth; ++k, from += N) {
+        int64_t j = 0;
+        for (; j < cols; ++j) out[k * kCols + j] = Widen1(f16, from[j]);
+        for (; j < kCols; ++j) out[k * kCols + j] = 0.0f;
+      }
+    }
+    return;
+  }
+  // W [N, K]: row n0 + j holds column j of the panel, contiguous in k. Eight values of k of each
+  // row at a time, transposed through a small buffer.
+  int64_t k = 0;
+  for (; k + 8 <= depth; k += 8) {
+    alignas(32) float t[kCols][8];
+    for (int64_t j = 0; j < kCols; ++j) {
+      if (j < cols) _mm256_store_ps(t[j], Widen8(f16, w + (n0 + j) * K + k0 + k));
+      else _mm256_store_ps(t[j], _mm256_setzero_ps());
+    }
+    for (int64_t i = 0; i < 8; ++i)
+      for (int64_t j = 0; j < kCols; ++j) out[(k + i) * kCols + j] = t[j][i];
+  }
+  for (; k < depth; ++k)
+    for (int64_t j = 0; j < kCols; ++j) out[k * kCols + j] = j < cols ? Widen1(f16, w[(n0 + j) * K + k0 + k]) : 0.0f;
+}
+
+// Rows m0 .. m0 + rows of A [M, K], columns k0 .. k0 + depth, as [ceil(rows / 6)][depth][6]
+// (zero rows at the end).
+void PackRows(const float* a, int64_t K, int64_t m0, int64_t rows, int64_t k0, int64_t depth, float* out) {
+  for (int64_t t = 0; t * kRows < rows; ++t) {
+    float* panel = out + t * depth * kRows;
+    const int64_t have = std::min(kRows, rows - t * kRows);
+    for (int64_t r = 0; r < kRows; ++r) {
+      if (r >= have) {
+        for (int64_t k = 0; k < depth; ++k) panel[k * kRows + r] = 0.0f;
+        continue;
+      }
+      const float* row = a + (m0 + t * kRows + r) * K + k0;
+      for (int64_t k = 0; k < depth; ++k) panel[k * kRows + r] = row[k];
+    }
+  }
+}
+
+// Panels [p0, p1) of Y for all rows, with this thread's scratch.
+void Panels(bool f16, const float* a, int64_t M, int64_t K, const uint16_t* w, int64_t N, bool trans_b, const float* bias, float* y,
+            int64_t ldy, int64_t p0, int64_t p1, float* scratch) {
+  float* packed = scratch;
+  float* slice = scratch + kRowBlock * kDepth;
+  for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
+    const int64_t depth = std::min(kDepth, K - k0);
+    for (int64_t m0 = 0; m0 < M; m0 += kRowBlock) {
+      const int64_t rows = std::min(kRowBlock, M - m0);
+      PackRows(a, K, m0, rows, k0, depth, packed);
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t n0 = p * kCols, cols = std::min(kCols, N - n0);
+        WidenSlice(f16, w, K, N, trans_b, k0, depth, n0, cols, slice);
+        const float* b = bias ? bias + n0 : nullptr;
+        // The lines of the slice after the next one (the next panel shares most of this one's
+        // lines), fetched while the tiles run: W's rows lie N values apart, too far for the
+        // hardware prefetchers, so a plain WidenSlice waits on each row.
+        const int64_t tiles = (rows + kRows - 1) / kRows, ahead = p + 2 < p1 ? p + 2 : -1;
+        const int64_t per_tile = (depth + tiles - 1) / tiles;
+        for (int64_t t = 0; t * kRows < rows; ++t) {
+          if (ahead >= 0 && !trans_b)
+            for (int64_t k = t * per_tile; k < std::min(depth, (t + 1) * per_tile); ++k)
+              _mm_prefetch(reinterpret_cast<const char*>(w + (k0 + k) * N + ahead * kCols), _MM_HINT_T0);
+          float* yt = y + (m0 + t * kRows) * ldy + n0;
+          const int64_t r = std::min(kRows, rows - t * kRows);
+          if (cols == kCols) Tile<true>(packed + t * depth * kRows, slice, depth, b, k0 > 0, yt, ldy, r, cols);
+          else Tile<false>(packed + t * depth * kRows, slice, depth, b, k0 > 0, yt, ldy, r, cols);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool HalfWeightsGemmAvailable() {
+  const CpuFeatures& f = HostCpuFeatures();
+  return f.avx2 && f.f16c && __builtin_cpu_supports("fma");
+}
+
+int64_t HalfWeightsGemmScratchBytes(int threads) { return int64_t(std::max(threads, 1)) * kThreadFloats * int64_t(sizeof(float)); }
+
+void HalfWeightsGemm(DataType wtype, const float* a, int64_t M, int64_t K, const uint8_t* w, int64_t N, bool trans_b, const float* bias,
+                     float* y, int64_t ldy, uint8_t* scratch, int threads) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {  // an empty sum: the bias, or 0
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) y[m * ldy + n] = bias ? bias[n] : 0.0f;
+    return;
+  }
+  const bool f16 = wtype == DataType::kF16;
+  const uint16_t* wb = reinterpret_cast<const uint16_t*>(w);
+  const int64_t panels = (N + kCols - 1) / kCols;
+  fast::ParallelFor(panels, M * K * kCols, threads, [&](int64_t p0, int64_t p1) {
+    float* mine = reinterpret_cast<float*>(scratch) + kThreadFloats * omp_get_thread_num();
+    Panels(f16, a, M, K, wb, N, trans_b, bias, y, ldy, p0, p1, mine);
+  });
+}
+
+}  // namespace precis::rt
