@@ -920,7 +920,7 @@ TEST(DnnlHalfWeights, GemmAgainstDoubleLoop) {
           SCOPED_TRACE(std::string(DataTypeName(wt)) + " weights, transB=" + std::to_string(trans_b) + ", M " + std::to_string(M) + " K " +
                        std::to_string(K) + " N " + std::to_string(N) + (with_bias ? ", bias" : ""));
           for (int threads : {1, 2}) {
-            std::vector<uint8_t> scratch(size_t(HalfWeightsGemmScratchBytes(threads)) + 64);
+            std::vector<uint8_t> scratch(size_t(HalfWeightsGemmScratchBytes(M, K, threads)) + 64);
             uint8_t* aligned = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
             std::vector<float> y(size_t(M * ldy), std::nanf(""));
             HalfWeightsGemm(wt, a.wide.data.data(), M, K, b.t.data, N, trans_b, with_bias ? c.wide.data.data() : nullptr, y.data(), ldy,

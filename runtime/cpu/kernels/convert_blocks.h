@@ -50,12 +50,12 @@ constexpr int64_t kHalfWeightsGemvRows = 8;
 // The same product for more rows of A on CPUs with AVX2, FMA and F16C (fast_half_gemm.cc): W read
 // where it lies in panels of 16 columns, each slice of 256 values of k widened into L1 and
 // multiplied by 6 x 16 register tiles over packed rows of A; no copy of W. FP32 accumulation,
-// bias first, then k in order. `scratch` holds HalfWeightsGemmScratchBytes(threads) bytes, 64-byte
+// bias first, then k in order. `scratch` holds HalfWeightsGemmScratchBytes(M, K, threads) bytes, 64-byte
 // aligned. Callers check HalfWeightsGemmAvailable() first.
 bool HalfWeightsGemmAvailable();
 void HalfWeightsGemm(DataType wtype, const float* a, int64_t M, int64_t K, const uint8_t* w, int64_t N, bool trans_b,
                      const float* bias, float* y, int64_t ldy, uint8_t* scratch, int threads);
-int64_t HalfWeightsGemmScratchBytes(int threads);
+int64_t HalfWeightsGemmScratchBytes(int64_t M, int64_t K, int threads);
 
 // Tests: the bytes of FP32 weights per block of the MatMul/Gemm kernel for 16-bit weights (0:
 // the default, 4 MiB); returns the previous value. Steps initialized afterwards use it.

@@ -13,8 +13,10 @@
 // just before its FP32 matmul, so the plan's 16-bit weights are the only copy. A 16-bit A is
 // widened per run, a 16-bit Y written through an FP32 block and rounded once. With few rows of A
 // (at most kHalfWeightsGemvRows: a classifier or a decoder step at batch 1) the step instead reads
-// the weights once in their 16 bits (HalfWeightsGemv, fast_half_gemv.cc), bound by memory. Accumulation is FP32 as in the widened form; the sums are oneDNN's
-// over the whole of K either way.
+// the weights once in their 16 bits (HalfWeightsGemv, fast_half_gemv.cc), bound by memory. With
+// more rows on AVX2 CPUs without AVX-512 (where oneDNN would pack the widened block again inside
+// every run), HalfWeightsGemm (fast_half_gemm.cc) widens slices of W inside its own product.
+// Accumulation is FP32 in every form.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -235,7 +237,7 @@ class DnnlGemmLikeKernel : public DnnlKernel {
     if (gemv || gemm) {
       // Few rows: W read once in its 16 bits (HalfWeightsGemv) instead of widened and reordered.
       // More rows on AVX2 CPUs: W widened inside the product, slice by slice (HalfWeightsGemm).
-      const int64_t work_bytes = gemv ? HalfWeightsGemvScratchBytes(M, threads_) : HalfWeightsGemmScratchBytes(threads_);
+      const int64_t work_bytes = gemv ? HalfWeightsGemvScratchBytes(M, threads_) : HalfWeightsGemmScratchBytes(M, K, threads_);
       dnnl::memory work = Temporary(Plain({(work_bytes + 3) / 4}));
       dnnl::memory out = yt == DataType::kF32 ? dnnl::memory() : Temporary(Plain({M, N}));
       const size_t at_work = TemporaryOffset(work), at_out = yt == DataType::kF32 ? 0 : TemporaryOffset(out);

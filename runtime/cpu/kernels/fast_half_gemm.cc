@@ -6,13 +6,16 @@
 //
 // - W is cut into panels of 16 columns. For each slice of kDepth (256) values of k, a thread
 //   widens one panel's slice ([256][16] floats, 16 KiB, L1) and sweeps it with 6 x 16 register
-//   tiles (12 AVX2 accumulators, FMA) over a block of up to kRowBlock rows of A packed as
-//   [rows / 6][256][6] (L2). W's 16-bit bytes are read once per block of rows (once per run for
-//   up to 240 rows), and no copy of W is kept.
+//   tiles (12 AVX2 accumulators, FMA) over a block of rows of A packed as [rows / 6][K][6] (at most
+//   240 rows and 2 MiB; the blocks of M balanced). W's 16-bit bytes are read once per block of
+//   rows (once per run for up to 240 rows at K <= 2184), and no copy of W is kept.
+// - Within a block, panels go in groups whose block of Y (about 256 KiB) stays in L2 while the
+//   slices of k go by; rows of W lie N values apart, so the lines of the slice after next are
+//   prefetched while the tiles run.
 // - Threads take contiguous ranges of panels (each packs A for itself), so each writes its own
 //   columns of Y.
 // - Accumulation is FP32: bias first (or 0), then k in order, one FMA per term (the tests state
-//   the bound). Y is written once per slice of k.
+//   the bound).
 #include <immintrin.h>
 #include <omp.h>
 
@@ -27,13 +30,24 @@
 namespace precis::rt {
 namespace {
 
-constexpr int64_t kRows = 6;        // rows of A per register tile
-constexpr int64_t kCols = 16;       // columns of W per panel and tile (two 8-float vectors)
-constexpr int64_t kDepth = 256;     // k per slice: a widened panel slice is 16 KiB
-constexpr int64_t kRowBlock = 240;  // rows of A packed at a time: 240 KiB at kDepth (L2)
+constexpr int64_t kRows = 6;                     // rows of A per register tile
+constexpr int64_t kCols = 16;                    // columns of W per panel and tile (two 8-float vectors)
+constexpr int64_t kDepth = 256;                  // k per slice: a widened panel slice is 16 KiB (L1)
+constexpr int64_t kMaxRowBlock = 240;            // rows of A per block
+constexpr int64_t kPackedBytes = 2 << 20;        // packed rows of A per thread, all of K
+constexpr int64_t kGroupBytes = 256 * 1024;      // Y of a block's column group (L2)
 
-// Floats of scratch per thread: the packed block of A and one widened panel slice.
-constexpr int64_t kThreadFloats = kRowBlock * kDepth + kDepth * kCols;
+// Rows per block: at most kMaxRowBlock and what kPackedBytes holds at this K (a multiple of 6),
+// the blocks of M balanced.
+int64_t RowBlock(int64_t M, int64_t K) {
+  const int64_t most = std::clamp<int64_t>(kPackedBytes / (4 * std::max<int64_t>(K, 1)) / kRows * kRows, kRows, kMaxRowBlock);
+  const int64_t blocks = (M + most - 1) / most;
+  return std::min(most, ((M + blocks - 1) / blocks + kRows - 1) / kRows * kRows);
+}
+
+// Floats of scratch per thread: one widened slice, a block of rows of A packed over all of K; a
+// multiple of 16 (each thread's part stays 64-byte aligned).
+int64_t ThreadFloats(int64_t M, int64_t K) { return kDepth * kCols + (RowBlock(M, K) * std::max<int64_t>(K, 1) + 15) / 16 * 16; }
 
 // One 6 x 16 tile: y[r][j] (+)= sum_k a[k][r] * b[k][j] for r < rows, j < cols. `a` is a packed
 // panel [depth][6], `b` a widened slice [depth][16]. The accumulators start from y (`from_y`, a
@@ -135,50 +149,56 @@ __attribute__((target("avx2,f16c"))) void WidenSlice(bool f16, const uint16_t* w
     for (int64_t j = 0; j < kCols; ++j) out[k * kCols + j] = j < cols ? Widen1(f16, w[(n0 + j) * K + k0 + k]) : 0.0f;
 }
 
-// Rows m0 .. m0 + rows of A [M, K], columns k0 .. k0 + depth, as [ceil(rows / 6)][depth][6]
-// (zero rows at the end).
-void PackRows(const float* a, int64_t K, int64_t m0, int64_t rows, int64_t k0, int64_t depth, float* out) {
+// Rows m0 .. m0 + rows of A [M, K] as [ceil(rows / 6)][K][6] (zero rows at the end): a tile's
+// rows for the slice at k0 are the depth x 6 floats at t * K * 6 + k0 * 6.
+void PackRows(const float* a, int64_t K, int64_t m0, int64_t rows, float* out) {
   for (int64_t t = 0; t * kRows < rows; ++t) {
-    float* panel = out + t * depth * kRows;
+    float* panel = out + t * K * kRows;
     const int64_t have = std::min(kRows, rows - t * kRows);
     for (int64_t r = 0; r < kRows; ++r) {
       if (r >= have) {
-        for (int64_t k = 0; k < depth; ++k) panel[k * kRows + r] = 0.0f;
+        for (int64_t k = 0; k < K; ++k) panel[k * kRows + r] = 0.0f;
         continue;
       }
-      const float* row = a + (m0 + t * kRows + r) * K + k0;
-      for (int64_t k = 0; k < depth; ++k) panel[k * kRows + r] = row[k];
+      const float* row = a + (m0 + t * kRows + r) * K;
+      for (int64_t k = 0; k < K; ++k) panel[k * kRows + r] = row[k];
     }
   }
 }
 
-// Panels [p0, p1) of Y for all rows, with this thread's scratch.
+// Panels [p0, p1) of Y for all rows, with this thread's scratch. Per block of rows: A packed once;
+// then groups of panels whose Y block stays in L2 while the slices of k go by.
 void Panels(bool f16, const float* a, int64_t M, int64_t K, const uint16_t* w, int64_t N, bool trans_b, const float* bias, float* y,
             int64_t ldy, int64_t p0, int64_t p1, float* scratch) {
-  float* packed = scratch;
-  float* slice = scratch + kRowBlock * kDepth;
-  for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
-    const int64_t depth = std::min(kDepth, K - k0);
-    for (int64_t m0 = 0; m0 < M; m0 += kRowBlock) {
-      const int64_t rows = std::min(kRowBlock, M - m0);
-      PackRows(a, K, m0, rows, k0, depth, packed);
-      for (int64_t p = p0; p < p1; ++p) {
-        const int64_t n0 = p * kCols, cols = std::min(kCols, N - n0);
-        WidenSlice(f16, w, K, N, trans_b, k0, depth, n0, cols, slice);
-        const float* b = bias ? bias + n0 : nullptr;
-        // The lines of the slice after the next one (the next panel shares most of this one's
-        // lines), fetched while the tiles run: W's rows lie N values apart, too far for the
-        // hardware prefetchers, so a plain WidenSlice waits on each row.
-        const int64_t tiles = (rows + kRows - 1) / kRows, ahead = p + 2 < p1 ? p + 2 : -1;
-        const int64_t per_tile = (depth + tiles - 1) / tiles;
-        for (int64_t t = 0; t * kRows < rows; ++t) {
-          if (ahead >= 0 && !trans_b)
-            for (int64_t k = t * per_tile; k < std::min(depth, (t + 1) * per_tile); ++k)
-              _mm_prefetch(reinterpret_cast<const char*>(w + (k0 + k) * N + ahead * kCols), _MM_HINT_T0);
-          float* yt = y + (m0 + t * kRows) * ldy + n0;
-          const int64_t r = std::min(kRows, rows - t * kRows);
-          if (cols == kCols) Tile<true>(packed + t * depth * kRows, slice, depth, b, k0 > 0, yt, ldy, r, cols);
-          else Tile<false>(packed + t * depth * kRows, slice, depth, b, k0 > 0, yt, ldy, r, cols);
+  const int64_t block = RowBlock(M, K);
+  float* slice = scratch;  // 64-byte aligned (the slice's vector stores need 32)
+  float* packed = scratch + kDepth * kCols;
+  for (int64_t m0 = 0; m0 < M; m0 += block) {
+    const int64_t rows = std::min(block, M - m0), tiles = (rows + kRows - 1) / kRows;
+    PackRows(a, K, m0, rows, packed);
+    const int64_t group = std::max<int64_t>(1, kGroupBytes / (rows * kCols * 4));
+    for (int64_t g0 = p0; g0 < p1; g0 += group) {
+      const int64_t g1 = std::min(p1, g0 + group);
+      for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
+        const int64_t depth = std::min(kDepth, K - k0);
+        for (int64_t p = g0; p < g1; ++p) {
+          const int64_t n0 = p * kCols, cols = std::min(kCols, N - n0);
+          WidenSlice(f16, w, K, N, trans_b, k0, depth, n0, cols, slice);
+          // The lines of the slice after the next one (the next panel shares most of this one's
+          // lines), fetched while the tiles run: W's rows lie N values apart, too far for the
+          // hardware prefetchers, so a plain WidenSlice waits on each row.
+          const int64_t ahead = p + 2 < g1 ? p + 2 : -1, per_tile = (depth + tiles - 1) / tiles;
+          const float* b = bias ? bias + n0 : nullptr;
+          for (int64_t t = 0; t < tiles; ++t) {
+            if (ahead >= 0 && !trans_b)
+              for (int64_t k = t * per_tile; k < std::min(depth, (t + 1) * per_tile); ++k)
+                _mm_prefetch(reinterpret_cast<const char*>(w + (k0 + k) * N + ahead * kCols), _MM_HINT_T0);
+            float* yt = y + (m0 + t * kRows) * ldy + n0;
+            const float* at = packed + t * K * kRows + k0 * kRows;
+            const int64_t r = std::min(kRows, rows - t * kRows);
+            if (cols == kCols) Tile<true>(at, slice, depth, b, k0 > 0, yt, ldy, r, cols);
+            else Tile<false>(at, slice, depth, b, k0 > 0, yt, ldy, r, cols);
+          }
         }
       }
     }
@@ -192,7 +212,9 @@ bool HalfWeightsGemmAvailable() {
   return f.avx2 && f.f16c && __builtin_cpu_supports("fma");
 }
 
-int64_t HalfWeightsGemmScratchBytes(int threads) { return int64_t(std::max(threads, 1)) * kThreadFloats * int64_t(sizeof(float)); }
+int64_t HalfWeightsGemmScratchBytes(int64_t M, int64_t K, int threads) {
+  return int64_t(std::max(threads, 1)) * ThreadFloats(M, K) * int64_t(sizeof(float));
+}
 
 void HalfWeightsGemm(DataType wtype, const float* a, int64_t M, int64_t K, const uint8_t* w, int64_t N, bool trans_b, const float* bias,
                      float* y, int64_t ldy, uint8_t* scratch, int threads) {
@@ -206,7 +228,7 @@ void HalfWeightsGemm(DataType wtype, const float* a, int64_t M, int64_t K, const
   const uint16_t* wb = reinterpret_cast<const uint16_t*>(w);
   const int64_t panels = (N + kCols - 1) / kCols;
   fast::ParallelFor(panels, M * K * kCols, threads, [&](int64_t p0, int64_t p1) {
-    float* mine = reinterpret_cast<float*>(scratch) + kThreadFloats * omp_get_thread_num();
+    float* mine = reinterpret_cast<float*>(scratch) + ThreadFloats(M, K) * omp_get_thread_num();
     Panels(f16, a, M, K, wb, N, trans_b, bias, y, ldy, p0, p1, mine);
   });
 }
