@@ -25,6 +25,7 @@
 #include "runtime/base/cpu_features.h"
 #include "runtime/base/half.h"
 #include "runtime/cpu/kernels/convert_blocks.h"
+#include "runtime/cpu/kernels/fast_tile.h"
 #include "runtime/cpu/kernels/fast_util.h"
 
 namespace precis::rt {
@@ -55,53 +56,18 @@ int64_t ThreadFloats(int64_t M, int64_t K) { return kDepth * kCols + (RowBlock(M
 template <bool kFull>
 __attribute__((target("avx2,fma"))) void Tile(const float* a, const float* b, int64_t depth, const float* bias, bool from_y, float* y,
                                               int64_t ldy, int64_t rows, int64_t cols) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(cols)), lane);
-  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(cols) - 8), lane);
+  __m256i m0, m1;
+  fast::ColumnMasks(cols, &m0, &m1);
   __m256 b_lo = _mm256_setzero_ps(), b_hi = _mm256_setzero_ps();
-  if (bias && !from_y) {
-    b_lo = kFull ? _mm256_loadu_ps(bias) : _mm256_maskload_ps(bias, m0);
-    b_hi = kFull ? _mm256_loadu_ps(bias + 8) : _mm256_maskload_ps(bias + 8, m1);
+  if (bias && !from_y) fast::Load16<kFull>(bias, m0, m1, &b_lo, &b_hi);
+  fast::Acc6x16 acc;
+  for (int64_t r = 0; r < kRows; ++r) {
+    __m256 lo = b_lo, hi = b_hi;
+    if (from_y && r < rows) fast::Load16<kFull>(y + r * ldy, m0, m1, &lo, &hi);
+    fast::SetRow(acc, r, lo, hi);
   }
-  // Named accumulators (GCC keeps an indexed array of vectors in memory).
-  auto start = [&](int64_t r, __m256* lo, __m256* hi) __attribute__((target("avx2,fma"))) {
-    if (from_y && r < rows) {
-      *lo = kFull ? _mm256_loadu_ps(y + r * ldy) : _mm256_maskload_ps(y + r * ldy, m0);
-      *hi = kFull ? _mm256_loadu_ps(y + r * ldy + 8) : _mm256_maskload_ps(y + r * ldy + 8, m1);
-    } else {
-      *lo = b_lo, *hi = b_hi;
-    }
-  };
-  __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-  start(0, &c00, &c01), start(1, &c10, &c11), start(2, &c20, &c21), start(3, &c30, &c31), start(4, &c40, &c41), start(5, &c50, &c51);
-  for (int64_t k = 0; k < depth; ++k) {
-    const __m256 w0 = _mm256_load_ps(b + k * kCols), w1 = _mm256_load_ps(b + k * kCols + 8);
-    const float* ak = a + k * kRows;
-    __m256 av = _mm256_broadcast_ss(ak);
-    c00 = _mm256_fmadd_ps(av, w0, c00), c01 = _mm256_fmadd_ps(av, w1, c01);
-    av = _mm256_broadcast_ss(ak + 1);
-    c10 = _mm256_fmadd_ps(av, w0, c10), c11 = _mm256_fmadd_ps(av, w1, c11);
-    av = _mm256_broadcast_ss(ak + 2);
-    c20 = _mm256_fmadd_ps(av, w0, c20), c21 = _mm256_fmadd_ps(av, w1, c21);
-    av = _mm256_broadcast_ss(ak + 3);
-    c30 = _mm256_fmadd_ps(av, w0, c30), c31 = _mm256_fmadd_ps(av, w1, c31);
-    av = _mm256_broadcast_ss(ak + 4);
-    c40 = _mm256_fmadd_ps(av, w0, c40), c41 = _mm256_fmadd_ps(av, w1, c41);
-    av = _mm256_broadcast_ss(ak + 5);
-    c50 = _mm256_fmadd_ps(av, w0, c50), c51 = _mm256_fmadd_ps(av, w1, c51);
-  }
-  auto store = [&](int64_t r, __m256 lo, __m256 hi) __attribute__((target("avx2,fma"))) {
-    if (r >= rows) return;
-    float* yr = y + r * ldy;
-    if (kFull) {
-      _mm256_storeu_ps(yr, lo);
-      _mm256_storeu_ps(yr + 8, hi);
-    } else {
-      _mm256_maskstore_ps(yr, m0, lo);
-      _mm256_maskstore_ps(yr + 8, m1, hi);
-    }
-  };
-  store(0, c00, c01), store(1, c10, c11), store(2, c20, c21), store(3, c30, c31), store(4, c40, c41), store(5, c50, c51);
+  fast::Accumulate6x16<true>(acc, a, b, kCols, depth, m0, m1);  // the slice is padded with zero columns
+  fast::Store6x16<kFull>(acc, y, ldy, rows, m0, m1);
 }
 
 // Eight 16-bit values at p widened to floats.

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/cpu/kernels/conv_kernels.h"
+#include "runtime/cpu/kernels/fast_tile.h"
 #include "runtime/cpu/kernels/fast_util.h"
 
 namespace precis::rt::fast {
@@ -33,53 +34,18 @@ constexpr int64_t kXBlockBytes = 128 * 1024;  // X block (kDepth x columns) per 
 template <bool kFull>
 __attribute__((target("avx2,fma"))) void Tile(const float* a, const float* x, int64_t ldx, int64_t c, const float* bias, float* y,
                                               int64_t ldy, int64_t rows, int64_t cols) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(cols)), lane);
-  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(cols) - 8), lane);
-  // Named accumulators (GCC keeps an indexed array of vectors in memory), starting from the
-  // bias, or from y when `bias` is null (a later block of k).
-  auto start = [&](int64_t r, __m256* lo, __m256* hi) __attribute__((target("avx2,fma"))) {
-    if (bias) {
-      *lo = *hi = _mm256_set1_ps(bias[r]);
-    } else if (r >= rows) {
-      *lo = *hi = _mm256_setzero_ps();
-    } else {
-      *lo = kFull ? _mm256_loadu_ps(y + r * ldy) : _mm256_maskload_ps(y + r * ldy, m0);
-      *hi = kFull ? _mm256_loadu_ps(y + r * ldy + 8) : _mm256_maskload_ps(y + r * ldy + 8, m1);
-    }
-  };
-  __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-  start(0, &c00, &c01), start(1, &c10, &c11), start(2, &c20, &c21), start(3, &c30, &c31), start(4, &c40, &c41), start(5, &c50, &c51);
-  for (int64_t k = 0; k < c; ++k) {
-    const float* xr = x + k * ldx;
-    __m256 b0 = kFull ? _mm256_loadu_ps(xr) : _mm256_maskload_ps(xr, m0);
-    __m256 b1 = kFull ? _mm256_loadu_ps(xr + 8) : _mm256_maskload_ps(xr + 8, m1);
-    const float* ak = a + k * kRows;
-    __m256 av = _mm256_broadcast_ss(ak);
-    c00 = _mm256_fmadd_ps(av, b0, c00), c01 = _mm256_fmadd_ps(av, b1, c01);
-    av = _mm256_broadcast_ss(ak + 1);
-    c10 = _mm256_fmadd_ps(av, b0, c10), c11 = _mm256_fmadd_ps(av, b1, c11);
-    av = _mm256_broadcast_ss(ak + 2);
-    c20 = _mm256_fmadd_ps(av, b0, c20), c21 = _mm256_fmadd_ps(av, b1, c21);
-    av = _mm256_broadcast_ss(ak + 3);
-    c30 = _mm256_fmadd_ps(av, b0, c30), c31 = _mm256_fmadd_ps(av, b1, c31);
-    av = _mm256_broadcast_ss(ak + 4);
-    c40 = _mm256_fmadd_ps(av, b0, c40), c41 = _mm256_fmadd_ps(av, b1, c41);
-    av = _mm256_broadcast_ss(ak + 5);
-    c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);
+  __m256i m0, m1;
+  ColumnMasks(cols, &m0, &m1);
+  // The accumulators start from the bias, or from y when `bias` is null (a later block of k).
+  Acc6x16 acc;
+  for (int64_t r = 0; r < kRows; ++r) {
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    if (bias) lo = hi = _mm256_set1_ps(bias[r]);
+    else if (r < rows) Load16<kFull>(y + r * ldy, m0, m1, &lo, &hi);
+    SetRow(acc, r, lo, hi);
   }
-  auto store = [&](int64_t r, __m256 lo, __m256 hi) __attribute__((target("avx2,fma"))) {
-    if (r >= rows) return;
-    float* yr = y + r * ldy;
-    if (kFull) {
-      _mm256_storeu_ps(yr, lo);
-      _mm256_storeu_ps(yr + 8, hi);
-    } else {
-      _mm256_maskstore_ps(yr, m0, lo);
-      _mm256_maskstore_ps(yr + 8, m1, hi);
-    }
-  };
-  store(0, c00, c01), store(1, c10, c11), store(2, c20, c21), store(3, c30, c31), store(4, c40, c41), store(5, c50, c51);
+  Accumulate6x16<kFull>(acc, a, x, ldx, c, m0, m1);
+  Store6x16<kFull>(acc, y, ldy, rows, m0, m1);
 }
 
 class PointwiseConvKernel : public Kernel {
