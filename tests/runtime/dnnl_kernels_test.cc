@@ -883,9 +883,32 @@ void HalfWeightsStepCases() {
   }
 }
 
+// A 16-bit B that is not constant (a training plan's working copy of weights, an activation):
+// read in its 16 bits by HalfWeightsGemv (few rows) and HalfWeightsGemm, else declined (the
+// session widens the step). `gemm`: whether the MatMul kernel takes more rows.
+void NonConstantHalfB(bool gemm) {
+  const int64_t K = 300, N = 70;
+  for (DataType bt : {DataType::kF16, DataType::kBF16}) {
+    if (bt == DataType::kBF16 && NativeBf16Enabled()) continue;  // native BF16 takes B as it is
+    for (int64_t M : {3, 20}) {
+      TypedBuffer a = RandomTyped(DataType::kF16, {M, K}, 61), b = RandomTyped(bt, {K, N}, 62, false),
+                  y = RandomTyped(DataType::kF32, {M, N}, 0);
+      SCOPED_TRACE(std::string(DataTypeName(bt)) + " B not constant, " + std::to_string(M) + " rows");
+      Status s = RunKernelOn(KernelRegistry::Cpu().FindFast("MatMul")(), {&a.t, &b.t}, &y.t, Attributes{}, 2);
+      if (M > kHalfWeightsGemvRows && !gemm) {
+        EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.ToString();
+        continue;
+      }
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      ExpectClose(Values(y), MatMulLoop(a.wide, {M, K}, b.wide, {K, N}), "MatMul, 16-bit B not constant");
+    }
+  }
+}
+
 TEST(DnnlHalfWeights, MatMulAndGemmRunInBlocks) {
   HalfGemmMode blocks(0);
   HalfWeightsStepCases();
+  NonConstantHalfB(false);
 }
 
 // The same steps with more rows than HalfWeightsGemv's through HalfWeightsGemm (the default on
@@ -894,6 +917,7 @@ TEST(DnnlHalfWeights, MatMulAndGemmWidenInsideTheProduct) {
   if (!HalfWeightsGemmAvailable()) GTEST_SKIP() << "HalfWeightsGemm needs AVX2, FMA and F16C, which this CPU lacks";
   HalfGemmMode gemm(1);
   HalfWeightsStepCases();
+  NonConstantHalfB(true);
 }
 
 // HalfWeightsGemm itself against a double loop: FP16 and BF16 weights, both layouts, row counts

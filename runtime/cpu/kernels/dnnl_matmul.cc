@@ -192,14 +192,18 @@ class DnnlGemmLikeKernel : public DnnlKernel {
   }
 #endif
 
-  // Whether B is 16-bit constant weights that oneDNN would otherwise need an FP32 copy of (and the
-  // session did not ask for that copy: SessionOptions::cpu_fp32_weights).
-  bool HalfWeights(const Tensor* b) const {
-    if (fp32_weights_ || !b || !b->is_constant || b->rank() != 2 || b->numel == 0) return false;
+  // Whether B is a 16-bit matrix that oneDNN would otherwise need an FP32 copy of (and the session
+  // did not ask for that copy of constant weights: SessionOptions::cpu_fp32_weights), for a
+  // product of M rows. Constant weights, or any 16-bit B (a training plan's working copies, an
+  // activation) where M rows take HalfWeightsGemv or HalfWeightsGemm, which read B at every run
+  // in its 16 bits; such a B that is not constant otherwise runs widened (the session's copy).
+  bool HalfWeights(const Tensor* b, int64_t M) const {
+    if (fp32_weights_ || !b || b->rank() != 2 || b->numel == 0) return false;
+    if (!b->is_constant && M > kHalfWeightsGemvRows && !UseHalfWeightsGemm()) return false;
     return b->dtype == DataType::kF16 || (b->dtype == DataType::kBF16 && !NativeBf16Enabled());
   }
 
-  // Y[M, N] = A[M, K] x B (+ bias[N]) with B the constant 16-bit input 1 ([K, N], or [N, K] when
+  // Y[M, N] = A[M, K] x B (+ bias[N]) with B the 16-bit input 1 ([K, N], or [N, K] when
   // trans_b), A input 0 and Y output 0 (FP32 or 16-bit, row-major), `bias` input 2 (N elements,
   // FP32 or 16-bit) or null.
   Status SetupHalfWeights(const KernelArgs& args, int64_t M, int64_t K, int64_t N, bool trans_b, const Tensor* bias) {
@@ -355,7 +359,7 @@ class DnnlMatMulKernel : public DnnlGemmLikeKernel {
   Status Setup(const KernelArgs& args) override {
     const Tensor *a = args.in(0), *b = args.in(1), *y = args.out(0);
     if (!a || !b || !y) return Unimplemented("MatMul needs two inputs and one output");
-    if (HalfWeights(b) && a->rank() >= 1 && a->dims.back() == b->dims[0] && a->numel > 0) {
+    if (a->rank() >= 1 && b->rank() == 2 && a->dims.back() == b->dims[0] && a->numel > 0 && HalfWeights(b, a->numel / b->dims[0])) {
       // Y[batch.., M, N] = A[batch.., M, K] x B[K, N], the batch folded into M.
       int64_t K = b->dims[0], N = b->dims[1];
       if (y->numel != a->numel / K * N) return Unimplemented("MatMul output size does not match");
@@ -430,7 +434,7 @@ class DnnlGemmKernel : public DnnlGemmLikeKernel {
     bool use_c = c && beta != 0.0f;
     // 16-bit weights in blocks: the common Y = A x B (+ per-column C) form (a Linear layer).
     bool column_c = use_c && beta == 1.0f && c->numel == N_ && (c->rank() == 1 || (c->rank() == 2 && c->dims[0] == 1));
-    if (HalfWeights(b) && !trans_a && alpha == 1.0f && (!use_c || column_c)) return SetupHalfWeights(args, M_, K, N_, trans_b, use_c ? c : nullptr);
+    if (HalfWeights(b, M_) && !trans_a && alpha == 1.0f && (!use_c || column_c)) return SetupHalfWeights(args, M_, K, N_, trans_b, use_c ? c : nullptr);
     PRECIS_RETURN_IF_ERROR(CheckDnnlTypes("oneDNN Gemm", {a, b}, {c, y}));
     if (use_c) {
       if (c->rank() > 2) return Unimplemented("Gemm C must have rank <= 2");
