@@ -651,6 +651,14 @@ void CheckBf16Step(const std::string& name, const std::vector<TypedBuffer*>& inp
   ExpectClose(Values(*y), e, name + " widened", 1e-5, 1e-6, out_rel);
 }
 
+// Steps initialized while it lives take HalfWeightsGemm past kHalfWeightsGemvRows rows (mode 1)
+// or widened blocks handed to oneDNN (mode 0), whatever the CPU's default.
+struct HalfGemmMode {
+  int saved;
+  explicit HalfGemmMode(int mode) : saved(SetHalfWeightsGemmForTesting(mode)) {}
+  ~HalfGemmMode() { SetHalfWeightsGemmForTesting(saved); }
+};
+
 std::string TypeName(DataType t) { return t == DataType::kBF16 ? "bf16" : "f32"; }
 
 // MatMul, Gemm (with bias, and with C through alpha/beta) and Conv (with bias, strides, groups,
@@ -767,14 +775,6 @@ void CheckBf16Cases(bool native) {
 // a 16-bit output, 2^-11 * |exact| for FP16. B [K, N] is widened straight into oneDNN's packed
 // layout (K = 2100 and the last block's 22 columns are padded there); B [N, K] plain, then
 // reordered.
-// Steps initialized while it lives take HalfWeightsGemm past kHalfWeightsGemvRows rows (mode 1)
-// or widened blocks handed to oneDNN (mode 0), whatever the CPU's default.
-struct HalfGemmMode {
-  int saved;
-  explicit HalfGemmMode(int mode) : saved(SetHalfWeightsGemmForTesting(mode)) {}
-  ~HalfGemmMode() { SetHalfWeightsGemmForTesting(saved); }
-};
-
 void HalfWeightsStepCases() {
   // 512 KiB blocks (the default is 4 MiB), so that K = 2100 gives 64-column blocks.
   struct BlockBytes {
@@ -1026,6 +1026,9 @@ TEST(DnnlBf16, NativeKernelsMatchReference) {
 TEST(DnnlBf16, DeclinedWithoutNativeBf16) {
   if (NativeBf16Enabled())
     GTEST_SKIP() << "this CPU has native BF16 (" << Bf16Support() << "): declining is checked by DnnlBf16.OverrideTurnsNativeOff";
+  // Past 8 rows through widened blocks, which decline a B that is not constant (HalfWeightsGemm
+  // takes it: DnnlHalfWeights.MatMulAndGemmWidenInsideTheProduct).
+  HalfGemmMode blocks(0);
   CheckBf16Cases(false);
 }
 
@@ -1033,6 +1036,7 @@ TEST(DnnlBf16, OverrideTurnsNativeOff) {
   {
     ScopedEnv off("PRECIS_CPU_BF16", "0");
     EXPECT_FALSE(NativeBf16Enabled());
+    HalfGemmMode blocks(0);  // as in DeclinedWithoutNativeBf16
     CheckBf16Cases(false);
   }
   ScopedEnv on("PRECIS_CPU_BF16", "1");  // any value but 0 leaves the hardware's answer
