@@ -14,7 +14,10 @@
 //   or AMX-BF16, see runtime/cpu/kernels/dnnl_kernel.h), so their 16-bit steps are marked widened;
 //   where the CPU has native BF16, the backend still runs a BF16 step on the native kernel (FP32
 //   accumulation either way), and MatMul/Gemm steps with constant 16-bit weights run on a kernel
-//   that widens the weights block by block (no FP32 copy of the weights; same arithmetic).
+//   that widens the weights block by block (no FP32 copy of the weights; same arithmetic). A step
+//   marked widened is first offered to the kernel on its own dtypes (cpu_backend.cc): MatMul/Gemm
+//   with a 2-D 16-bit B that is not constant take it where HalfWeightsGemv/HalfWeightsGemm read
+//   B in its 16 bits (few rows; AVX2 CPUs without AVX-512, dnnl_matmul.cc).
 #pragma once
 
 #include <algorithm>
