@@ -1,5 +1,6 @@
-// HalfWeightsGemm (convert_blocks.h): Y = A x W (+ bias) for FP32 A and 16-bit constant weights W
-// read where they lie, for CPUs with AVX2, FMA and F16C. The widened-block form of dnnl_matmul.cc
+// HalfWeightsGemm (convert_blocks.h): Y = A x W (+ bias) for FP32 A and a 16-bit W (constant
+// weights, a training plan's working copies, an activation) read where it lies at every run, for
+// CPUs with AVX2, FMA and F16C. The widened-block form of dnnl_matmul.cc
 // widens all of W into the step's scratch at every run and hands it to oneDNN, which on AVX2
 // (gemm:jit, plain weights) packs it again inside every run; on a 2-core AMD EPYC that made
 // ViT-B/16's FP16 plan 1.7x slower than its FP32 plan. Here the conversion is part of the GEMM:
@@ -12,8 +13,9 @@
 // - Within a block, panels go in groups whose block of Y (about 256 KiB) stays in L2 while the
 //   slices of k go by; rows of W lie N values apart, so the lines of the slice after next are
 //   prefetched while the tiles run.
-// - Threads take contiguous ranges of panels (each packs A for itself), so each writes its own
-//   columns of Y.
+// - Threads take contiguous ranges of panels, so each writes its own columns of Y. Each packs the
+//   block of A for itself (the same copy twice on 2 threads: 197 x 768 floats, against 0.9 GFLOP
+//   of products; sharing it would cost a barrier per block).
 // - Accumulation is FP32: bias first (or 0), then k in order, one FMA per term (the tests state
 //   the bound).
 #include <immintrin.h>
