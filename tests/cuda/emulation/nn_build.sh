@@ -10,6 +10,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 OUT=${1:-/tmp/nn_emulation}
 BUILD=${BUILD:-$ROOT/build}
 mkdir -p "$OUT"
+source "$ROOT/tests/cuda/emulation/cpu_libs.sh"
 export PATH=/usr/local/cuda/bin:$PATH
 INC="-I$ROOT -I$ROOT/runtime/include -I$BUILD/generated -isystem /usr/local/cuda/include"
 NVCC="nvcc -std=c++20 --extended-lambda --expt-relaxed-constexpr -diag-suppress=2810 -O1 -DPRECIS_NN_HOST_EMULATION $INC -gencode arch=compute_90,code=sm_90"
@@ -25,14 +26,6 @@ compile() {
 for f in nn nn_matmul nn_einsum nn_conv nn_pool; do compile runtime/cuda/kernels/$f.cu cuda_$f.o $NVCC; done
 compile runtime/cuda/device_util.cu cuda_device_util.o $NVCC
 for f in runtime/cuda/kernels/nn_lt.cc runtime/cuda/kernels/nn_cudnn.cc runtime/cuda/kernels/nn_cudnn_graph.cc; do compile $f cuda_$(basename $f .cc).o $CXX; done
-for f in runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/widen_kernel.cc runtime/cpu/step_adapters.cc runtime/cpu/kernels/matmul.cc runtime/cpu/kernels/reduce_einsum.cc \
-         runtime/cpu/kernels/common.cc runtime/cpu/kernels/shape_checks.cc runtime/cpu/kernels/nn.cc runtime/cpu/kernels/nn_conv.cc runtime/cpu/kernels/nn_pool.cc runtime/cpu/kernels/training.cc \
-         runtime/kernels/nn_window.cc runtime/kernels/einsum.cc runtime/kernels/index_util.cc \
-         runtime/base/status.cc runtime/base/types.cc runtime/base/small_types.cc runtime/base/half_array.cc runtime/base/cpu_features.cc; do
-  compile $f cpu_$(basename $f .cc).o $CXX
-done
-# WidenKernel converts through the parallel block conversions (OpenMP, as in the CMake build).
-compile runtime/cpu/kernels/fast_convert.cc cpu_fast_convert.o $CXX -fopenmp
 for f in tests/cuda/emulation/nn_libs_emulation.cc tests/cuda/emulation/nn_harness.cc; do compile $f test_$(basename $f .cc).o $CXX; done
-g++ -o "$OUT/nn_harness" "$OUT"/cuda_*.o "$OUT"/cpu_*.o "$OUT"/test_*.o -L/usr/local/cuda/lib64 -lcudart -lgomp
+g++ -o "$OUT/nn_harness" "$OUT"/cuda_*.o "$OUT"/test_*.o $CPU_LIBS -L/usr/local/cuda/lib64 -lcudart
 "$OUT/nn_harness"

@@ -10,6 +10,7 @@ HERE=$ROOT/tests/cuda/emulation
 OUT=${1:-/tmp/reduce_emulation}
 BUILD=${BUILD:-$ROOT/build}
 mkdir -p "$OUT/include" "$OUT/obj"
+source "$ROOT/tests/cuda/emulation/cpu_libs.sh"
 # The CUDA headers the kernels include, forwarded to the emulator.
 for h in cuda_runtime.h cuda_runtime_api.h cuda_fp16.h cuda_bf16.h cublasLt.h cudnn.h; do
   printf '#pragma once\n#include "%s/fiber_cuda.h"\n' "$HERE" > "$OUT/include/$h"
@@ -18,7 +19,7 @@ KERNELS=$(cd "$ROOT" && ls runtime/cuda/kernels/reduce*.cu runtime/cuda/kernels/
 python3 "$HERE/fiber_rewrite.py" "$ROOT" "$OUT/src" runtime/cuda/device_util.cuh $KERNELS
 SAN=""
 if [ -n "$SANITIZE" ]; then SAN="-fsanitize=address,undefined -fno-sanitize=alignment"; fi
-CXX="g++ -std=c++20 -O1 -g -w -fno-strict-aliasing $SAN -I$OUT/include -I$OUT/src -I$ROOT -I$ROOT/runtime/include -I$BUILD/generated"
+CXX="g++ -std=c++20 -O1 -g1 -w -fno-strict-aliasing $SAN -I$OUT/include -I$OUT/src -I$ROOT -I$ROOT/runtime/include -I$BUILD/generated"
 objs=""
 compile() {  # SOURCE: compiled as C++, two at a time
   local o=$OUT/obj/$(echo "$1" | tr / _).o
@@ -27,14 +28,11 @@ compile() {  # SOURCE: compiled as C++, two at a time
   while [ "$(jobs -r | wc -l)" -ge 2 ]; do sleep 0.2; done
 }
 for f in $KERNELS; do case $f in *.cu) compile "$OUT/src/$f";; esac; done
-for f in runtime/cuda/device_util.cu runtime/cuda/cuda_kernel.cc runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/step_adapters.cc runtime/cpu/kernels/common.cc runtime/cpu/kernels/shape_checks.cc \
-         runtime/cpu/kernels/reduce.cc runtime/cpu/kernels/reduce_scan.cc runtime/cpu/kernels/reduce_softmax.cc \
-         runtime/cpu/kernels/reduce_einsum.cc runtime/cpu/kernels/nn_norm.cc runtime/cpu/kernels/nn_norm_more.cc \
-         runtime/cpu/kernels/loss.cc runtime/kernels/einsum.cc runtime/kernels/index_util.cc runtime/base/status.cc runtime/base/types.cc; do
+for f in runtime/cuda/device_util.cu runtime/cuda/cuda_kernel.cc; do
   compile "$ROOT/$f"
 done
 compile "$HERE/fiber_cuda.cc"
 compile "$HERE/reduce_harness.cc"
 wait
-g++ $SAN -o "$OUT/reduce_harness" $objs
+g++ $SAN -o "$OUT/reduce_harness" $objs $CPU_LIBS
 ASAN_OPTIONS=detect_stack_use_after_return=0:detect_leaks=0 "$OUT/reduce_harness" "${2:-}"

@@ -9,6 +9,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 OUT=${1:-/tmp/tensor_emulation}
 BUILD=${BUILD:-$ROOT/build}
 mkdir -p "$OUT"
+source "$ROOT/tests/cuda/emulation/cpu_libs.sh"
 export PATH=/usr/local/cuda/bin:$PATH
 INC="-I$ROOT -I$ROOT/runtime/include -I$BUILD/generated"
 FL="-std=c++20 --extended-lambda --expt-relaxed-constexpr -diag-suppress=2810 -Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror
@@ -17,14 +18,5 @@ for f in tensor tensor_index tensor_scatter tensor_fill tensor_resize; do nvcc $
 nvcc $FL -c "$ROOT/runtime/cuda/device_util.cu" -o "$OUT/gpu_device_util.o"
 nvcc $FL -x cu -c "$ROOT/tests/cuda/emulation/tensor_harness.cc" -o "$OUT/harness.o"
 g++ -std=c++20 $INC -isystem /usr/local/cuda/include -c "$ROOT/tests/cuda/emulation/shim.cc" -o "$OUT/shim.o"
-for f in runtime/cpu/kernels/tensor.cc runtime/cpu/kernels/tensor_index.cc runtime/cpu/kernels/tensor_fill.cc \
-         runtime/cpu/kernels/tensor_resize.cc runtime/cpu/kernels/tensor_util.cc runtime/cpu/kernels/common.cc runtime/cpu/kernels/shape_checks.cc \
-         runtime/kernels/resize_taps.cc runtime/kernels/strided_views.cc runtime/kernels/index_util.cc \
-         runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/widen_kernel.cc runtime/base/status.cc runtime/base/types.cc runtime/base/small_types.cc \
-         runtime/base/half_array.cc runtime/base/cpu_features.cc; do
-  g++ -std=c++20 -O1 $INC -c "$ROOT/$f" -o "$OUT/cpu_$(basename $f .cc).o"
-done
-# WidenKernel converts through the parallel block conversions (OpenMP, as in the CMake build).
-g++ -std=c++20 -O1 -fopenmp $INC -c "$ROOT/runtime/cpu/kernels/fast_convert.cc" -o "$OUT/cpu_fast_convert.o"
-g++ -o "$OUT/tensor_harness" "$OUT/harness.o" "$OUT/shim.o" "$OUT"/gpu_*.o "$OUT"/cpu_*.o -L/usr/local/cuda/lib64 -lcudart -lpthread -lgomp
+g++ -o "$OUT/tensor_harness" "$OUT/harness.o" "$OUT/shim.o" "$OUT"/gpu_*.o $CPU_LIBS -L/usr/local/cuda/lib64 -lcudart
 "$OUT/tensor_harness"

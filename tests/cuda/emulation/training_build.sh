@@ -10,6 +10,7 @@ HERE=$ROOT/tests/cuda/emulation
 OUT=${1:-/tmp/training_emulation}
 BUILD=${BUILD:-$ROOT/build}
 mkdir -p "$OUT/include" "$OUT/obj"
+source "$ROOT/tests/cuda/emulation/cpu_libs.sh"
 for h in cuda_runtime.h cuda_runtime_api.h cuda_fp16.h cuda_bf16.h cublasLt.h cudnn.h; do
   printf '#pragma once\n#include "%s/fiber_cuda.h"\n' "$HERE" > "$OUT/include/$h"
 done
@@ -17,7 +18,7 @@ KERNELS="runtime/cuda/kernels/training.cu"
 python3 "$HERE/fiber_rewrite.py" "$ROOT" "$OUT/src" runtime/cuda/device_util.cuh $KERNELS
 SAN=""
 if [ -n "$SANITIZE" ]; then SAN="-fsanitize=address,undefined -fno-sanitize=alignment"; fi
-CXX="g++ -std=c++20 -O1 -g -w -fno-strict-aliasing $SAN -I$OUT/include -I$OUT/src -I$ROOT -I$ROOT/runtime/include -I$BUILD/generated"
+CXX="g++ -std=c++20 -O1 -g1 -w -fno-strict-aliasing $SAN -I$OUT/include -I$OUT/src -I$ROOT -I$ROOT/runtime/include -I$BUILD/generated"
 objs=""
 compile() {  # SOURCE: compiled as C++, two at a time
   local o=$OUT/obj/$(echo "$1" | tr / _).o
@@ -26,13 +27,11 @@ compile() {  # SOURCE: compiled as C++, two at a time
   while [ "$(jobs -r | wc -l)" -ge 2 ]; do sleep 0.2; done
 }
 compile "$OUT/src/runtime/cuda/kernels/training.cu"
-for f in runtime/cuda/device_util.cu runtime/cuda/cuda_kernel.cc runtime/cpu/kernel.cc runtime/exec/attributes.cc runtime/cpu/step_adapters.cc runtime/cpu/kernels/common.cc runtime/cpu/kernels/shape_checks.cc \
-         runtime/cpu/kernels/training.cc runtime/cpu/kernels/nn_pool.cc runtime/kernels/nn_window.cc runtime/kernels/index_util.cc \
-         runtime/base/status.cc runtime/base/types.cc; do
+for f in runtime/cuda/device_util.cu runtime/cuda/cuda_kernel.cc; do
   compile "$ROOT/$f"
 done
 compile "$HERE/fiber_cuda.cc"
 compile "$HERE/training_harness.cc"
 wait
-g++ $SAN -o "$OUT/training_harness" $objs
+g++ $SAN -o "$OUT/training_harness" $objs $CPU_LIBS
 ASAN_OPTIONS=detect_stack_use_after_return=0:detect_leaks=0 "$OUT/training_harness" "${2:-}"
