@@ -958,6 +958,58 @@ TEST(DnnlHalfWeights, GemmAgainstDoubleLoop) {
         }
 }
 
+// HalfWeightsGemm with a 16-bit A (widened as its rows are packed) and a 16-bit Y (accumulated in
+// FP32, rounded once): A FP32/FP16/BF16 against the double loop over A's exact values (the f32
+// tolerance above), and a 16-bit Y equal, bit for bit, to the FP32 Y of the same call rounded to
+// nearest even (checked against the double loop just before), so it is rounded once and only
+// once. Shapes around the 6-row tiles, the 256-deep slices, the 16-column panels, and rows past
+// one 240-row block and past one group of panels (the FP32 block of Y a thread keeps).
+TEST(DnnlHalfWeights, GemmWithHalfActivations) {
+  if (!HalfWeightsGemmAvailable()) GTEST_SKIP() << "HalfWeightsGemm needs AVX2, FMA and F16C, which this CPU lacks";
+  struct Shape {
+    int64_t M, K, N;
+  };
+  const std::vector<Shape> shapes = {{1, 1, 1}, {13, 257, 33}, {241, 300, 40}, {250, 40, 1100}, {7, 513, 5}};
+  uint32_t seed = 150;
+  for (DataType at : {DataType::kF32, DataType::kF16, DataType::kBF16})
+    for (bool trans_b : {false, true})
+      for (const Shape& sh : shapes) {
+        const int64_t M = sh.M, K = sh.K, N = sh.N, ldy = N + 3;
+        const DataType wt = at == DataType::kBF16 ? DataType::kBF16 : DataType::kF16;
+        TypedBuffer a = RandomTyped(at, {M, K}, ++seed),
+                    b = RandomTyped(wt, trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, ++seed, true),
+                    c = RandomTyped(DataType::kF32, {N}, ++seed, true);
+        GemmCase g{false, trans_b, 1.0f, 1.0f, std::vector<int64_t>{N}};
+        Expected e = GemmLoop(g, M, K, N, a.wide, b.wide, c.wide);
+        SCOPED_TRACE(std::string("A ") + DataTypeName(at) + ", W " + DataTypeName(wt) + ", transB=" + std::to_string(trans_b) + ", M " +
+                     std::to_string(M) + " K " + std::to_string(K) + " N " + std::to_string(N));
+        for (int threads : {1, 2}) {
+          std::vector<uint8_t> scratch(size_t(HalfWeightsGemmScratchBytes(M, K, threads)) + 64);
+          uint8_t* aligned = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+          std::vector<float> y(size_t(M * ldy), std::nanf(""));
+          HalfWeightsGemm(wt, at, a.t.data, M, K, b.t.data, N, trans_b, c.wide.data.data(), DataType::kF32, y.data(), ldy, aligned, threads);
+          std::vector<float> got;
+          for (int64_t m = 0; m < M; ++m) got.insert(got.end(), y.begin() + m * ldy, y.begin() + m * ldy + N);
+          ExpectClose(got, e, "HalfWeightsGemm, FP32 Y, " + std::to_string(threads) + " thread(s)");
+          for (DataType yt : {DataType::kF16, DataType::kBF16}) {
+            std::vector<uint16_t> y16(size_t(M * ldy), 0xabcd);
+            HalfWeightsGemm(wt, at, a.t.data, M, K, b.t.data, N, trans_b, c.wide.data.data(), yt, y16.data(), ldy, aligned, threads);
+            int bad = 0;
+            for (int64_t m = 0; m < M && bad < 5; ++m) {
+              for (int64_t n = 0; n < ldy && bad < 5; ++n) {
+                const uint16_t want = n >= N ? 0xabcd : yt == DataType::kF16 ? FloatToHalf(got[size_t(m * N + n)]) : FloatToBf16(got[size_t(m * N + n)]);
+                if (y16[size_t(m * ldy + n)] != want) {
+                  ADD_FAILURE() << DataTypeName(yt) << " Y, " << threads << " thread(s): row " << m << " column " << n << " is 0x" << std::hex
+                                << y16[size_t(m * ldy + n)] << ", expected 0x" << want << std::dec << (n >= N ? " (past N: not written)" : "");
+                  ++bad;
+                }
+              }
+            }
+          }
+        }
+      }
+}
+
 // HalfWeightsGemv over several pieces of K (4096 at a time) and of N (columns split among the
 // threads), BF16 and FP16 weights, both layouts of B, 1 and 2 threads, with and without bias.
 TEST(DnnlHalfWeights, FewRowsReadWeightsOnce) {

@@ -214,9 +214,10 @@ class DnnlGemmLikeKernel : public DnnlKernel {
     const DataType wt = b.dtype, at = a.dtype, yt = y.dtype;
     const int64_t nb = std::min(N, std::max<int64_t>(64, block_bytes.load() / (4 * K) / 64 * 64));
 
+    const bool gemv = M <= kHalfWeightsGemvRows, gemm = !gemv && UseHalfWeightsGemm();
     dnnl::memory src;
-    if (at == DataType::kF32) {
-      src = Input(0, Plain({M, K}));
+    if (at == DataType::kF32 || gemm) {  // HalfWeightsGemm widens a 16-bit A as it packs its rows
+      if (at == DataType::kF32) src = Input(0, Plain({M, K}));
     } else {
       src = Temporary(Plain({M, K}));
       size_t at_src = TemporaryOffset(src);
@@ -237,28 +238,34 @@ class DnnlGemmLikeKernel : public DnnlKernel {
         WidenBlock(ct, r.in(2)->data, N, reinterpret_cast<float*>(scratch + at_c), 1, N, threads);
       });
     }
-    const bool gemv = M <= kHalfWeightsGemvRows, gemm = !gemv && UseHalfWeightsGemm();
     if (gemv || gemm) {
       // Few rows: W read once in its 16 bits (HalfWeightsGemv) instead of widened and reordered.
       // More rows on AVX2 CPUs: W widened inside the product, slice by slice (HalfWeightsGemm).
       const int64_t work_bytes = gemv ? HalfWeightsGemvScratchBytes(M, threads_) : HalfWeightsGemmScratchBytes(M, K, threads_);
+      // A 16-bit Y: HalfWeightsGemv's FP32 output rounded afterwards; HalfWeightsGemm rounds it
+      // itself, block by block.
       dnnl::memory work = Temporary(Plain({(work_bytes + 3) / 4}));
-      dnnl::memory out = yt == DataType::kF32 ? dnnl::memory() : Temporary(Plain({M, N}));
-      const size_t at_work = TemporaryOffset(work), at_out = yt == DataType::kF32 ? 0 : TemporaryOffset(out);
-      const size_t at_a = at == DataType::kF32 ? 0 : TemporaryOffset(src);
+      const bool narrow_after = gemv && yt != DataType::kF32;
+      dnnl::memory out = narrow_after ? Temporary(Plain({M, N})) : dnnl::memory();
+      const size_t at_work = TemporaryOffset(work), at_out = narrow_after ? TemporaryOffset(out) : 0;
+      const size_t at_a = at == DataType::kF32 || gemm ? 0 : TemporaryOffset(src);
       const size_t at_bias = bias_wide ? TemporaryOffset(bias_wide) : 0;
       const bool has_bias = bias != nullptr, f32_bias = bias && bias->dtype == DataType::kF32;
       const float* const_bias = bias_.empty() ? nullptr : bias_.data();
       const int max_threads = threads_;  // the scratch holds this many threads' pieces
       AppendHost([=](const KernelArgs& r, uint8_t* scratch, int threads) {
-        const float* pa = at == DataType::kF32 ? r.in(0)->As<float>() : reinterpret_cast<const float*>(scratch + at_a);
         const float* pc = !has_bias ? nullptr
                           : const_bias ? const_bias
                           : f32_bias  ? r.in(2)->As<float>()
                                       : reinterpret_cast<const float*>(scratch + at_bias);
+        const int t = std::min(threads, max_threads);
+        if (gemm) {
+          HalfWeightsGemm(wt, at, r.in(0)->data, M, K, r.in(1)->data, N, trans_b, pc, yt, r.out(0)->data, N, scratch + at_work, t);
+          return;
+        }
+        const float* pa = at == DataType::kF32 ? r.in(0)->As<float>() : reinterpret_cast<const float*>(scratch + at_a);
         float* py = yt == DataType::kF32 ? r.out(0)->As<float>() : reinterpret_cast<float*>(scratch + at_out);
-        if (gemv) HalfWeightsGemv(wt, pa, M, K, r.in(1)->data, N, trans_b, pc, py, N, scratch + at_work, std::min(threads, max_threads));
-        else HalfWeightsGemm(wt, pa, M, K, r.in(1)->data, N, trans_b, pc, py, N, scratch + at_work, std::min(threads, max_threads));
+        HalfWeightsGemv(wt, pa, M, K, r.in(1)->data, N, trans_b, pc, py, N, scratch + at_work, t);
         if (yt != DataType::kF32) NarrowBlock(yt, py, r.out(0)->data, N, M, N, threads);
       });
       return Status::Ok();

@@ -18,14 +18,20 @@
 //   of products; sharing it would cost a barrier per block).
 // - Accumulation is FP32: bias first (or 0), then k in order, one FMA per term (the tests state
 //   the bound).
+// - A and Y may be 16-bit as well (an FP16 plan's activations): A is widened as its rows are packed
+//   (exact), and a 16-bit Y is accumulated in FP32 in the thread's block of Y (the L2 group above)
+//   and rounded to nearest even once, when the group's last slice of k is done. So no FP32 copy of
+//   A or Y goes through memory, and the result has the bits of the FP32 product rounded once.
 #include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "runtime/base/cpu_features.h"
 #include "runtime/base/half.h"
+#include "runtime/base/half_array.h"
 #include "runtime/cpu/kernels/convert_blocks.h"
 #include "runtime/cpu/kernels/fast_tile.h"
 #include "runtime/cpu/kernels/fast_util.h"
@@ -48,9 +54,18 @@ int64_t RowBlock(int64_t M, int64_t K) {
   return std::min(most, ((M + blocks - 1) / blocks + kRows - 1) / kRows * kRows);
 }
 
-// Floats of scratch per thread: one widened slice, a block of rows of A packed over all of K; a
-// multiple of 16 (each thread's part stays 64-byte aligned).
-int64_t ThreadFloats(int64_t M, int64_t K) { return kDepth * kCols + (RowBlock(M, K) * std::max<int64_t>(K, 1) + 15) / 16 * 16; }
+// Panels per group: their block of Y (rows x 16 columns each) about kGroupBytes, at least one.
+int64_t GroupPanels(int64_t rows) { return std::max<int64_t>(1, kGroupBytes / (rows * kCols * 4)); }
+
+// Floats of a thread's FP32 block of Y (a 16-bit Y): one group's columns for any block of rows
+// (rows x GroupPanels(rows) x 16 is at most the larger of the two bounds).
+int64_t YBlockFloats(int64_t M, int64_t K) { return (std::max(kGroupBytes / 4, RowBlock(M, K) * kCols) + 15) / 16 * 16; }
+
+// Floats of scratch per thread: one widened slice, a block of rows of A packed over all of K, a
+// block of Y; a multiple of 16 (each thread's part stays 64-byte aligned).
+int64_t ThreadFloats(int64_t M, int64_t K) {
+  return kDepth * kCols + (RowBlock(M, K) * std::max<int64_t>(K, 1) + 15) / 16 * 16 + YBlockFloats(M, K);
+}
 
 // One 6 x 16 tile: y[r][j] (+)= sum_k a[k][r] * b[k][j] for r < rows, j < cols. `a` is a packed
 // panel [depth][6], `b` a widened slice [depth][16]. The accumulators start from y (`from_y`, a
@@ -117,36 +132,66 @@ __attribute__((target("avx2,f16c"))) void WidenSlice(bool f16, const uint16_t* w
     for (int64_t j = 0; j < kCols; ++j) out[k * kCols + j] = j < cols ? Widen1(f16, w[(n0 + j) * K + k0 + k]) : 0.0f;
 }
 
-// Rows m0 .. m0 + rows of A [M, K] as [ceil(rows / 6)][K][6] (zero rows at the end): a tile's
-// rows for the slice at k0 are the depth x 6 floats at t * K * 6 + k0 * 6.
-void PackRows(const float* a, int64_t K, int64_t m0, int64_t rows, float* out) {
+// Element i of A (FP32, FP16 or BF16) as a float, and eight from i on.
+__attribute__((target("avx2,f16c"))) inline float Load1(DataType t, const void* a, int64_t i) {
+  if (t == DataType::kF32) return static_cast<const float*>(a)[i];
+  const uint16_t v = static_cast<const uint16_t*>(a)[i];
+  return t == DataType::kF16 ? _cvtsh_ss(v) : Bf16ToFloat(v);
+}
+__attribute__((target("avx2,f16c"))) inline __m256 Load8(DataType t, const void* a, int64_t i) {
+  if (t == DataType::kF32) return _mm256_loadu_ps(static_cast<const float*>(a) + i);
+  return Widen8(t == DataType::kF16, static_cast<const uint16_t*>(a) + i);
+}
+
+// Rows m0 .. m0 + rows of A [M, K] (FP32, FP16 or BF16) as FP32 [ceil(rows / 6)][K][6] (zero rows
+// at the end): a tile's rows for the slice at k0 are the depth x 6 floats at t * K * 6 + k0 * 6.
+// Eight values of k of the six rows at a time, transposed through a small buffer, so the panel is
+// written in order.
+__attribute__((target("avx2,f16c"))) void PackRows(DataType atype, const void* a, int64_t K, int64_t m0, int64_t rows, float* out) {
   for (int64_t t = 0; t * kRows < rows; ++t) {
     float* panel = out + t * K * kRows;
-    const int64_t have = std::min(kRows, rows - t * kRows);
-    for (int64_t r = 0; r < kRows; ++r) {
-      if (r >= have) {
-        for (int64_t k = 0; k < K; ++k) panel[k * kRows + r] = 0.0f;
-        continue;
-      }
-      const float* row = a + (m0 + t * kRows + r) * K;
-      for (int64_t k = 0; k < K; ++k) panel[k * kRows + r] = row[k];
+    const int64_t have = std::min(kRows, rows - t * kRows), first = (m0 + t * kRows) * K;
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+      alignas(32) float part[kRows][8];
+      for (int64_t r = 0; r < kRows; ++r) _mm256_store_ps(part[r], r < have ? Load8(atype, a, first + r * K + k) : _mm256_setzero_ps());
+      for (int64_t i = 0; i < 8; ++i)
+        for (int64_t r = 0; r < kRows; ++r) panel[(k + i) * kRows + r] = part[r][i];
     }
+    for (; k < K; ++k)
+      for (int64_t r = 0; r < kRows; ++r) panel[k * kRows + r] = r < have ? Load1(atype, a, first + r * K + k) : 0.0f;
+  }
+}
+
+// Rows [m0, m0 + rows) and columns [n0, n1) of the FP32 block `from` (row stride ld) rounded into
+// the 16-bit Y.
+void NarrowRows(DataType ytype, const float* from, int64_t ld, int64_t rows, int64_t n0, int64_t n1, uint16_t* y, int64_t ldy, int64_t m0) {
+  for (int64_t r = 0; r < rows; ++r) {
+    uint16_t* to = y + (m0 + r) * ldy + n0;
+    if (ytype == DataType::kF16) FloatToHalfArray(from + r * ld, to, size_t(n1 - n0));
+    else FloatToBf16Array(from + r * ld, to, size_t(n1 - n0));
   }
 }
 
 // Panels [p0, p1) of Y for all rows, with this thread's scratch. Per block of rows: A packed once;
-// then groups of panels whose Y block stays in L2 while the slices of k go by.
-void Panels(bool f16, const float* a, int64_t M, int64_t K, const uint16_t* w, int64_t N, bool trans_b, const float* bias, float* y,
-            int64_t ldy, int64_t p0, int64_t p1, float* scratch) {
+// then groups of panels whose Y block stays in L2 while the slices of k go by (for a 16-bit Y, in
+// the thread's FP32 block, rounded into Y when the group is done).
+void Panels(bool f16, DataType atype, const void* a, int64_t M, int64_t K, const uint16_t* w, int64_t N, bool trans_b, const float* bias,
+            DataType ytype, void* y, int64_t ldy, int64_t p0, int64_t p1, float* scratch) {
   const int64_t block = RowBlock(M, K);
   float* slice = scratch;  // 64-byte aligned (the slice's vector stores need 32)
   float* packed = scratch + kDepth * kCols;
+  float* yblock = packed + (block * K + 15) / 16 * 16;
+  const bool wide_y = ytype == DataType::kF32;
   for (int64_t m0 = 0; m0 < M; m0 += block) {
     const int64_t rows = std::min(block, M - m0), tiles = (rows + kRows - 1) / kRows;
-    PackRows(a, K, m0, rows, packed);
-    const int64_t group = std::max<int64_t>(1, kGroupBytes / (rows * kCols * 4));
+    PackRows(atype, a, K, m0, rows, packed);
+    const int64_t group = GroupPanels(rows);
     for (int64_t g0 = p0; g0 < p1; g0 += group) {
       const int64_t g1 = std::min(p1, g0 + group);
+      // Where the group's tiles accumulate: Y itself, or the thread's FP32 block (columns from g0).
+      float* yg = wide_y ? static_cast<float*>(y) + m0 * ldy + g0 * kCols : yblock;
+      const int64_t ldg = wide_y ? ldy : (g1 - g0) * kCols;
       for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
         const int64_t depth = std::min(kDepth, K - k0);
         for (int64_t p = g0; p < g1; ++p) {
@@ -161,14 +206,15 @@ void Panels(bool f16, const float* a, int64_t M, int64_t K, const uint16_t* w, i
             if (ahead >= 0 && !trans_b)
               for (int64_t k = t * per_tile; k < std::min(depth, (t + 1) * per_tile); ++k)
                 _mm_prefetch(reinterpret_cast<const char*>(w + (k0 + k) * N + ahead * kCols), _MM_HINT_T0);
-            float* yt = y + (m0 + t * kRows) * ldy + n0;
+            float* yt = yg + t * kRows * ldg + (p - g0) * kCols;
             const float* at = packed + t * K * kRows + k0 * kRows;
             const int64_t r = std::min(kRows, rows - t * kRows);
-            if (cols == kCols) Tile<true>(at, slice, depth, b, k0 > 0, yt, ldy, r, cols);
-            else Tile<false>(at, slice, depth, b, k0 > 0, yt, ldy, r, cols);
+            if (cols == kCols) Tile<true>(at, slice, depth, b, k0 > 0, yt, ldg, r, cols);
+            else Tile<false>(at, slice, depth, b, k0 > 0, yt, ldg, r, cols);
           }
         }
       }
+      if (!wide_y) NarrowRows(ytype, yblock, ldg, rows, g0 * kCols, std::min(N, g1 * kCols), static_cast<uint16_t*>(y), ldy, m0);
     }
   }
 }
@@ -184,12 +230,16 @@ int64_t HalfWeightsGemmScratchBytes(int64_t M, int64_t K, int threads) {
   return int64_t(std::max(threads, 1)) * ThreadFloats(M, K) * int64_t(sizeof(float));
 }
 
-void HalfWeightsGemm(DataType wtype, const float* a, int64_t M, int64_t K, const uint8_t* w, int64_t N, bool trans_b, const float* bias,
-                     float* y, int64_t ldy, uint8_t* scratch, int threads) {
+void HalfWeightsGemm(DataType wtype, DataType atype, const void* a, int64_t M, int64_t K, const uint8_t* w, int64_t N, bool trans_b,
+                     const float* bias, DataType ytype, void* y, int64_t ldy, uint8_t* scratch, int threads) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {  // an empty sum: the bias, or 0
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) y[m * ldy + n] = bias ? bias[n] : 0.0f;
+    std::vector<float> row(static_cast<size_t>(N));
+    for (int64_t n = 0; n < N; ++n) row[size_t(n)] = bias ? bias[n] : 0.0f;
+    for (int64_t m = 0; m < M; ++m) {
+      if (ytype == DataType::kF32) std::memcpy(static_cast<float*>(y) + m * ldy, row.data(), size_t(N) * 4);
+      else NarrowRows(ytype, row.data(), 0, 1, 0, N, static_cast<uint16_t*>(y), ldy, m);
+    }
     return;
   }
   const bool f16 = wtype == DataType::kF16;
@@ -197,8 +247,13 @@ void HalfWeightsGemm(DataType wtype, const float* a, int64_t M, int64_t K, const
   const int64_t panels = (N + kCols - 1) / kCols;
   fast::ParallelFor(panels, M * K * kCols, threads, [&](int64_t p0, int64_t p1) {
     float* mine = reinterpret_cast<float*>(scratch) + ThreadFloats(M, K) * omp_get_thread_num();
-    Panels(f16, a, M, K, wb, N, trans_b, bias, y, ldy, p0, p1, mine);
+    Panels(f16, atype, a, M, K, wb, N, trans_b, bias, ytype, y, ldy, p0, p1, mine);
   });
+}
+
+void HalfWeightsGemm(DataType wtype, const float* a, int64_t M, int64_t K, const uint8_t* w, int64_t N, bool trans_b, const float* bias,
+                     float* y, int64_t ldy, uint8_t* scratch, int threads) {
+  HalfWeightsGemm(wtype, DataType::kF32, a, M, K, w, N, trans_b, bias, DataType::kF32, y, ldy, scratch, threads);
 }
 
 }  // namespace precis::rt
