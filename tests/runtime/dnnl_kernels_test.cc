@@ -1010,6 +1010,55 @@ TEST(DnnlHalfWeights, GemmWithHalfActivations) {
       }
 }
 
+// MatMul of two batched operands with a 16-bit B of at least 128 columns (attention's Q x K^T in
+// an FP16 plan) on CPUs where HalfWeightsGemm runs: each batch through it, A FP16 or FP32, Y FP16 or FP32, with more
+// batches than threads (threads take whole batches) and with one batch (all threads on it).
+// Against a double loop per batch: the f32 tolerance, plus half an FP16 ulp for an FP16 Y.
+TEST(DnnlHalfWeights, BatchedMatMulOfActivations) {
+  if (!HalfWeightsGemmAvailable()) GTEST_SKIP() << "HalfWeightsGemm needs AVX2, FMA and F16C, which this CPU lacks";
+  HalfGemmMode gemm(1);
+  struct Shape {
+    std::vector<int64_t> batch;
+    int64_t M, K, N;
+  };
+  uint32_t seed = 300;
+  for (const Shape& sh : {Shape{{2, 3}, 13, 40, 130}, Shape{{1}, 20, 300, 150}})
+    for (DataType at : {DataType::kF16, DataType::kF32})
+      for (DataType yt : {DataType::kF16, DataType::kF32}) {
+        auto with = [&](int64_t r, int64_t c) {
+          std::vector<int64_t> d = sh.batch;
+          d.push_back(r);
+          d.push_back(c);
+          return d;
+        };
+        int64_t batches = 1;
+        for (int64_t d : sh.batch) batches *= d;
+        const int64_t M = sh.M, K = sh.K, N = sh.N;
+        TypedBuffer a = RandomTyped(at, with(M, K), ++seed), b = RandomTyped(DataType::kF16, with(K, N), ++seed),
+                    y = RandomTyped(yt, with(M, N), 0);
+        Expected e;
+        for (int64_t bi = 0; bi < batches; ++bi)
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+              double v = 0, mag = 0;
+              for (int64_t k = 0; k < K; ++k) {
+                const double t = double(a.wide.data[size_t((bi * M + m) * K + k)]) * double(b.wide.data[size_t((bi * K + k) * N + n)]);
+                v += t;
+                mag += std::fabs(t);
+              }
+              e.value.push_back(v);
+              e.magnitude.push_back(mag);
+            }
+        SCOPED_TRACE(std::to_string(batches) + " batch(es), A " + DataTypeName(at) + ", Y " + DataTypeName(yt));
+        for (int threads : {1, 2}) {
+          Status s = RunKernelOn(KernelRegistry::Cpu().FindFast("MatMul")(), {&a.t, &b.t}, &y.t, Attributes{}, threads);
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          ExpectClose(Values(y), e, "batched MatMul, " + std::to_string(threads) + " thread(s)", 1e-5, 1e-6,
+                      yt == DataType::kF16 ? 0x1p-11 : 0.0);
+        }
+      }
+}
+
 // HalfWeightsGemv over several pieces of K (4096 at a time) and of N (columns split among the
 // threads), BF16 and FP16 weights, both layouts of B, 1 and 2 threads, with and without bias.
 TEST(DnnlHalfWeights, FewRowsReadWeightsOnce) {

@@ -245,8 +245,13 @@ void HalfWeightsGemm(DataType wtype, DataType atype, const void* a, int64_t M, i
   const bool f16 = wtype == DataType::kF16;
   const uint16_t* wb = reinterpret_cast<const uint16_t*>(w);
   const int64_t panels = (N + kCols - 1) / kCols;
+  // A thread's part of the scratch: its number in ParallelFor's region, or the first part where
+  // ParallelFor runs the panels here (called from another region, e.g. one batch per thread,
+  // omp_get_thread_num() would name the outer thread).
+  const int level = omp_get_level();
   fast::ParallelFor(panels, M * K * kCols, threads, [&](int64_t p0, int64_t p1) {
-    float* mine = reinterpret_cast<float*>(scratch) + ThreadFloats(M, K) * omp_get_thread_num();
+    const int slot = omp_get_level() > level ? omp_get_thread_num() : 0;
+    float* mine = reinterpret_cast<float*>(scratch) + ThreadFloats(M, K) * slot;
     Panels(f16, atype, a, M, K, wb, N, trans_b, bias, ytype, y, ldy, p0, p1, mine);
   });
 }
