@@ -947,8 +947,8 @@ TEST(DnnlHalfWeights, GemmAgainstDoubleLoop) {
             std::vector<uint8_t> scratch(size_t(HalfWeightsGemmScratchBytes(M, K, threads)) + 64);
             uint8_t* aligned = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
             std::vector<float> y(size_t(M * ldy), std::nanf(""));
-            HalfWeightsGemm(wt, a.wide.data.data(), M, K, b.t.data, N, trans_b, with_bias ? c.wide.data.data() : nullptr, y.data(), ldy,
-                            aligned, threads);
+            HalfWeightsGemm(wt, DataType::kF32, a.wide.data.data(), M, K, b.t.data, N, trans_b, with_bias ? c.wide.data.data() : nullptr,
+                            DataType::kF32, y.data(), ldy, aligned, threads);
             std::vector<float> got;
             for (int64_t m = 0; m < M; ++m) got.insert(got.end(), y.begin() + m * ldy, y.begin() + m * ldy + N);
             ExpectClose(got, e, "HalfWeightsGemm, " + std::to_string(threads) + " thread(s)");

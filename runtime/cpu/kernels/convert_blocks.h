@@ -53,11 +53,9 @@ constexpr int64_t kHalfWeightsGemvRows = 8;
 // bias first, then k in order. `scratch` holds HalfWeightsGemmScratchBytes(M, K, threads) bytes, 64-byte
 // aligned. Callers check HalfWeightsGemmAvailable() first.
 bool HalfWeightsGemmAvailable();
-void HalfWeightsGemm(DataType wtype, const float* a, int64_t M, int64_t K, const uint8_t* w, int64_t N, bool trans_b,
-                     const float* bias, float* y, int64_t ldy, uint8_t* scratch, int threads);
-// The same with A [M, K] and Y of type `atype` and `ytype` (FP32, FP16 or BF16; bias FP32): a 16-bit
-// A is widened as it is packed, a 16-bit Y accumulated in FP32 in the scratch and rounded to
-// nearest even once (the bits of the FP32 product rounded), with no FP32 copy of either.
+// A [M, K] and Y are of type `atype` and `ytype` (FP32, FP16 or BF16; bias FP32): a 16-bit A is
+// widened as it is packed, a 16-bit Y accumulated in FP32 in the scratch and rounded to nearest
+// even once (the bits of the FP32 product rounded), with no FP32 copy of either.
 void HalfWeightsGemm(DataType wtype, DataType atype, const void* a, int64_t M, int64_t K, const uint8_t* w, int64_t N, bool trans_b,
                      const float* bias, DataType ytype, void* y, int64_t ldy, uint8_t* scratch, int threads);
 int64_t HalfWeightsGemmScratchBytes(int64_t M, int64_t K, int threads);

@@ -216,9 +216,9 @@ class DnnlGemmLikeKernel : public DnnlKernel {
 
     const bool gemv = M <= kHalfWeightsGemvRows, gemm = !gemv && UseHalfWeightsGemm();
     dnnl::memory src;
-    if (at == DataType::kF32 || gemm) {  // HalfWeightsGemm widens a 16-bit A as it packs its rows
-      if (at == DataType::kF32) src = Input(0, Plain({M, K}));
-    } else {
+    if (at == DataType::kF32) {
+      src = Input(0, Plain({M, K}));
+    } else if (!gemm) {  // HalfWeightsGemm widens a 16-bit A itself as it packs its rows
       src = Temporary(Plain({M, K}));
       size_t at_src = TemporaryOffset(src);
       AppendHost([=](const KernelArgs& r, uint8_t* scratch, int threads) {

@@ -256,9 +256,4 @@ void HalfWeightsGemm(DataType wtype, DataType atype, const void* a, int64_t M, i
   });
 }
 
-void HalfWeightsGemm(DataType wtype, const float* a, int64_t M, int64_t K, const uint8_t* w, int64_t N, bool trans_b, const float* bias,
-                     float* y, int64_t ldy, uint8_t* scratch, int threads) {
-  HalfWeightsGemm(wtype, DataType::kF32, a, M, K, w, N, trans_b, bias, DataType::kF32, y, ldy, scratch, threads);
-}
-
 }  // namespace precis::rt
