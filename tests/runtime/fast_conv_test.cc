@@ -31,6 +31,7 @@
 #include "runtime/cpu/kernel.h"
 #include "tests/runtime/kernel_test_util.h"
 #include "runtime/cpu/kernels/conv_kernels.h"
+#include "runtime/cpu/kernels/convert_blocks.h"
 
 namespace precis::rt {
 namespace {
@@ -442,6 +443,19 @@ TEST(ChannelsLastConv, FusedActivations) {
   }
 }
 
+// A 16-channel output whose position 5 a NaN in X reached (y(i): element i of [.., 16]): NaN
+// there without an activation, 0 through a fused Relu, the min through a fused Clip; position 4
+// untouched.
+template <typename Get>
+void ExpectNanMapped(const Activation& act, Get&& y) {
+  for (int64_t m = 0; m < 16; ++m) {
+    const float got = y(5 * 16 + m);
+    if (act.name.empty()) EXPECT_TRUE(std::isnan(got)) << m;
+    else EXPECT_EQ(got, act.name == "Relu" ? 0.0f : act.lo) << m;
+    EXPECT_FALSE(std::isnan(y(4 * 16 + m))) << m;
+  }
+}
+
 // NaN in X: the positions it reaches are NaN without an activation, 0 through a fused Relu and
 // the min through a fused Clip, as ActivationEpilogue maps them (the unfused plan's Relu gives 0;
 // its Clip keeps NaN, which passes/fuse_epilogues.h documents).
@@ -456,32 +470,40 @@ TEST(ChannelsLastConv, NanThroughFusedActivations) {
     Buffer x = ChannelsLast(s.x), w = ChannelsLast(s.w), y = ChannelsLast(s.y);
     x.data[5 * 16 + 3] = kNaN;  // position 5 (row 0, column 5), channel 3: every output channel there
     ASSERT_TRUE(RunKernel(MakeNhwcConvKernel, {&x, &w, &s.b}, &y, s.attrs.Finish(), 2).ok());
-    for (int64_t m = 0; m < 16; ++m) {
-      float got = y.data[size_t(5 * 16 + m)];
-      if (act.name.empty()) EXPECT_TRUE(std::isnan(got)) << m;
-      else EXPECT_EQ(got, act.name == "Relu" ? 0.0f : act.lo) << m;
-      EXPECT_FALSE(std::isnan(y.data[size_t(4 * 16 + m)]));  // the neighbour is untouched
-    }
+    ExpectNanMapped(act, [&](int64_t i) { return y.data[size_t(i)]; });
   }
 }
 
-// A 16-bit channels-last step in bands (MakeBandedHalfConvKernel must take it: activations above
-// its threshold, small weights) through MakeNhwcConvKernel on 1 and 2 threads, against the exact
-// value over the rounded inputs, then the activation, then one rounding to the storage type:
-// tolerance that of the FP32 kernels plus half an ulp of the type (2^-11 FP16, 2^-8 BF16) and
-// FP16's smallest subnormal.
-void CheckHalfBands(const ConvCase& c, const Activation& act = {}) {
-  SCOPED_TRACE(Describe(c) + " storage " + DataTypeName(c.storage) + " activation '" + act.name + "'");
+// Steps initialized while it lives take HalfWeightsConv (mode 1, where the CPU has the
+// instructions) or not (mode 0: bands or widened), whatever the CPU's default.
+struct HalfWeightsMode {
+  int saved;
+  explicit HalfWeightsMode(int mode) : saved(SetHalfWeightsGemmForTesting(mode)) {}
+  ~HalfWeightsMode() { SetHalfWeightsGemmForTesting(saved); }
+};
+
+// A channels-last step whose W (and B) are stored in c.storage (16-bit), X in `x_type` and Y in
+// `y_type` (c.storage or FP32), through MakeNhwcConvKernel on 1 and 2 threads: the channels-last
+// Conv must choose `variant` (the kernel made by `make` must take the step) and match the exact
+// value over the rounded inputs, then the activation, then one rounding to Y's type: tolerance
+// that of the FP32 kernels plus, for a 16-bit Y, half an ulp of the type (2^-11 FP16, 2^-8 BF16)
+// and FP16's smallest subnormal.
+void CheckHalfStep(KernelFactory make, const char* variant, const ConvCase& c, const Activation& act = {}, DataType x_type = DataType::kF32,
+                   DataType y_type = DataType::kF32) {
+  if (x_type == DataType::kF32) x_type = c.storage;
+  if (y_type == DataType::kF32) y_type = c.storage;
+  SCOPED_TRACE(Describe(c) + " storage " + DataTypeName(c.storage) + " X " + DataTypeName(x_type) + " Y " + DataTypeName(y_type) +
+               " activation '" + act.name + "'");
   ConvStep s;
   Attributes a = ChannelsLastStep(c, act, &s);
-  auto typed = [&](const Buffer& b, bool constant) {
+  auto typed = [&](const Buffer& b, DataType type, bool constant) {
     Buffer nhwc = ChannelsLast(b);
-    testing::TypedBuffer t(c.storage, nhwc.t.dims);
+    testing::TypedBuffer t(type, nhwc.t.dims);
     for (int64_t i = 0; i < t.t.numel; ++i) t.Set(i, nhwc.data[size_t(i)]);
     t.t.is_constant = constant;
     return t;
   };
-  testing::TypedBuffer x = typed(s.x, false), w = typed(s.w, true), y = typed(s.y, false);
+  testing::TypedBuffer x = typed(s.x, x_type, false), w = typed(s.w, c.storage, c.w_constant), y = typed(s.y, y_type, false);
   testing::TypedBuffer b(c.storage, {c.m});
   for (int64_t i = 0; i < c.m; ++i) b.Set(i, s.b.data[size_t(i)]);
   b.t.is_constant = true;
@@ -494,19 +516,28 @@ void CheckHalfBands(const ConvCase& c, const Activation& act = {}) {
     args.node = "test";
     CpuContext ctx;
     ctx.threads = 2;
-    Status st = MakeBandedHalfConvKernel()->Init(args, ctx);
-    ASSERT_TRUE(st.ok()) << "the bands must take this step: " << st.ToString();
-    std::unique_ptr<Kernel> nhwc = MakeNhwcConvKernel();  // and the channels-last Conv chooses them, and says so
+    Status st = make()->Init(args, ctx);
+    ASSERT_TRUE(st.ok()) << variant << " must take this step: " << st.ToString();
+    std::unique_ptr<Kernel> nhwc = MakeNhwcConvKernel();  // and the channels-last Conv chooses it, and says so
     ASSERT_TRUE(nhwc->Init(args, ctx).ok());
     ASSERT_NE(nhwc->Variant(), nullptr);
-    EXPECT_STREQ(nhwc->Variant(), "16-bit in bands");
+    EXPECT_STREQ(nhwc->Variant(), variant);
+    EXPECT_EQ(nhwc->AppliesActivation(), !act.name.empty());
   }
-  const double half_ulp = c.storage == DataType::kF16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+  const double half_ulp = y_type == DataType::kF16 ? std::ldexp(1.0, -11) : y_type == DataType::kBF16 ? std::ldexp(1.0, -8) : 0.0;
+  const double subnormal = y_type == DataType::kF32 ? 0.0 : 6e-8;
   for (int threads : {1, 2}) {
     Status st = testing::RunKernel(MakeNhwcConvKernel, inputs, {&y}, a, threads);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    ExpectChannelsLast(s, act, y.t.dims, [&](int64_t i) { return y.Get(i); }, half_ulp, 6e-8, threads);
+    ExpectChannelsLast(s, act, y.t.dims, [&](int64_t i) { return y.Get(i); }, half_ulp, subnormal, threads);
   }
+}
+
+// Bands: steps of group 1 only with HalfWeightsConv turned off (they take it by default where
+// the CPU has AVX2, FMA and F16C).
+void CheckHalfBands(const ConvCase& c, const Activation& act = {}) {
+  HalfWeightsMode off(c.group == 1 ? 0 : -1);
+  CheckHalfStep(MakeBandedHalfConvKernel, "16-bit in bands", c, act);
 }
 
 TEST(ChannelsLastConv, HalfStepsInBands) {
@@ -522,15 +553,120 @@ TEST(ChannelsLastConv, HalfStepsInBands) {
     CheckHalfBands({{1, 16, 128, 128}, 32, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, true, DataType::kBF16});
 }
 
+// Group-1 steps with 16-bit weights (HalfWeightsConv): the windows packed from X, W widened slice
+// by slice. Shapes around its blocking: 6-row tiles and 16-column panels (M 20, 33), C not a
+// multiple of 8 (3, 12), K past one 256-deep slice (3x3 x 32 = 288) and past what one block of
+// 240 rows holds at full width (3x3 x 256 = 2304: 222 rows), images that split by rows (30 x 30,
+// 32 channels out: 900 rows, 4 blocks) and by panels (7 x 7, 64 out), batches whose rows cross images; ResNet's
+// stem, 1x1 and downsampling steps; strides, dilation, SAME padding, asymmetric pads, a 1x1
+// plane; non-constant weights (a training plan's working copies); X and Y 16-bit or FP32.
+TEST(ChannelsLastConv, HalfWeightsMatchLoop) {
+  if (!HalfWeightsGemmAvailable()) GTEST_SKIP() << "HalfWeightsConv needs AVX2, FMA and F16C, which this CPU lacks";
+  HalfWeightsMode on(-1);
+  const DataType f16 = DataType::kF16, bf16 = DataType::kBF16, f32 = DataType::kF32;
+  const char* v = "16-bit weights";
+  const std::vector<ConvCase> cases = {
+      {{1, 3, 30, 30}, 20, {7, 7}, 1, {2, 2}, {}, {3, 3, 3, 3}, "", true, true, f16},    // the stem
+      {{2, 12, 9, 11}, 33, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, true, f16},        // batch 2, C 12, M 33
+      {{1, 32, 30, 30}, 32, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", false, true, f16},      // split by rows, 4 blocks
+      {{1, 256, 7, 7}, 64, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, true, f16},        // K 2304, split by panels
+      {{2, 64, 14, 14}, 48, {1, 1}, 1, {}, {}, {}, "", true, true, f16},                 // 1x1
+      {{1, 32, 15, 15}, 40, {1, 1}, 1, {2, 2}, {}, {}, "", true, true, f16},             // downsampling 1x1
+      {{1, 16, 14, 14}, 8, {3, 3}, 1, {}, {2, 2}, {2, 2, 2, 2}, "", true, true, f16},    // dilation
+      {{1, 16, 5, 7}, 8, {3, 3}, 1, {2, 2}, {}, {}, "SAME_UPPER", true, true, f16},
+      {{1, 16, 9, 8}, 24, {3, 2}, 1, {2, 1}, {}, {0, 1, 2, 0}, "", true, true, f16},     // asymmetric
+      {{1, 8, 1, 1}, 8, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, true, f16},           // 1x1 plane, pads only
+      {{1, 24, 10, 10}, 17, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, false, f16},      // non-constant W
+      {{1, 24, 10, 10}, 17, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, true, bf16},
+  };
+  for (const ConvCase& c : cases) {
+    if (c.storage == bf16 && NativeBf16Enabled()) continue;  // BF16 steps run in oneDNN as they are there (the last case only)
+    CheckHalfStep(MakeHalfWeightsConvKernel, v, c);
+  }
+  // X and Y in FP32 around 16-bit weights; activations.
+  CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[1], {}, f32, f32);
+  CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[1], {}, f16, f32);
+  CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[1], {}, f32, f16);
+  for (const Activation& act : {Activation{"Relu"}, Activation{"Clip", 0.0f, 6.0f}, Activation{"Clip", -0.25f, 0.5f}}) {
+    CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[2], act);
+    CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[3], act, f16, f32);
+  }
+}
+
+// What HalfWeightsConv declines, and NaN in a 16-bit X through it: NaN without an activation, 0
+// through a fused Relu, the min through a fused Clip.
+TEST(ChannelsLastConv, HalfWeightsDeclinesAndNan) {
+  if (!HalfWeightsGemmAvailable()) GTEST_SKIP() << "HalfWeightsConv needs AVX2, FMA and F16C, which this CPU lacks";
+  HalfWeightsMode on(-1);
+  // The step of `c` channels-last, its tensors relabelled as type `t` (their values do not matter
+  // to Init).
+  auto step = [](const ConvCase& c, DataType t, ConvStep* s) {
+    MakeStep(c, s);
+    s->attrs.String("layout", "NHWC");
+    s->x = ChannelsLast(s->x), s->w = ChannelsLast(s->w), s->y = ChannelsLast(s->y);
+    for (Buffer* b : {&s->x, &s->w, &s->b, &s->y}) b->t.dtype = t;
+    return s->attrs.Finish();
+  };
+  {
+    ConvStep s;  // grouped
+    Attributes a = step({{1, 8, 5, 7}, 8, {3, 3}, 2, {}, {}, {1, 1, 1, 1}}, DataType::kF16, &s);
+    Status st = RunKernel(MakeHalfWeightsConvKernel, s.Inputs(true), &s.y, a, 2);
+    EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << st.ToString();
+  }
+  {
+    ConvStep s;  // FP32 weights
+    Attributes a = step({{1, 8, 5, 7}, 8, {3, 3}, 1, {}, {}, {1, 1, 1, 1}}, DataType::kF32, &s);
+    Status st = RunKernel(MakeHalfWeightsConvKernel, s.Inputs(true), &s.y, a, 2);
+    EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << st.ToString();
+  }
+  {
+    ConvStep s;  // FP32 copies of weights asked for (--fp32-weights)
+    Attributes a = step({{1, 8, 5, 7}, 8, {3, 3}, 1, {}, {}, {1, 1, 1, 1}}, DataType::kF16, &s);
+    KernelArgs args;
+    for (Buffer* b : s.Inputs(true)) args.inputs.push_back(&b->t);
+    args.outputs.push_back(&s.y.t);
+    args.attrs = a;
+    args.node = "test";
+    CpuContext ctx;
+    ASSERT_TRUE(MakeHalfWeightsConvKernel()->Init(args, ctx).ok());
+    ctx.fp32_weights = true;
+    EXPECT_EQ(MakeHalfWeightsConvKernel()->Init(args, ctx).code(), StatusCode::kUnimplemented);
+  }
+  {
+    HalfWeightsMode off(0);  // turned off: the channels-last Conv does not choose it
+    ConvStep s;
+    Attributes a = step({{1, 8, 5, 7}, 8, {3, 3}, 1, {}, {}, {1, 1, 1, 1}}, DataType::kF16, &s);
+    EXPECT_EQ(RunKernel(MakeHalfWeightsConvKernel, s.Inputs(true), &s.y, a, 2).code(), StatusCode::kUnimplemented);
+  }
+  for (const Activation& act : {Activation{}, Activation{"Relu"}, Activation{"Clip", -1.0f, 6.0f}}) {
+    SCOPED_TRACE(act.name);
+    ConvStep s;
+    MakeStep({{1, 16, 6, 6}, 16, {1, 1}, 1, {}, {}, {}, "", true, true}, &s);
+    s.attrs.String("layout", "NHWC");
+    if (!act.name.empty()) s.attrs.String("activation", act.name);
+    if (act.name == "Clip") s.attrs.Float("activation_min", act.lo).Float("activation_max", act.hi);
+    Buffer xf = ChannelsLast(s.x), wf = ChannelsLast(s.w);
+    testing::TypedBuffer x(DataType::kF16, xf.t.dims), w(DataType::kF16, wf.t.dims), y(DataType::kF16, {1, 6, 6, 16});
+    for (int64_t i = 0; i < x.t.numel; ++i) x.Set(i, xf.data[size_t(i)]);
+    for (int64_t i = 0; i < w.t.numel; ++i) w.Set(i, wf.data[size_t(i)]);
+    w.t.is_constant = true;
+    x.Set(5 * 16 + 3, kNaN);  // position 5, channel 3: every output channel there
+    ASSERT_TRUE(testing::RunKernel(MakeHalfWeightsConvKernel, {&x, &w}, {&y}, s.attrs.Finish(), 2).ok());
+    ExpectNanMapped(act, [&](int64_t i) { return y.Get(i); });
+  }
+}
+
 TEST(ChannelsLastConv, Declines) {
   // Not 2-D: the layout pass never marks these, and the kernel refuses them.
   ConvStep s;
   MakeStep({{1, 3, 9}, 4, {3}, 1, {}, {}, {1, 1}}, &s);
   s.attrs.String("layout", "NHWC");
   EXPECT_EQ(RunKernel(MakeNhwcConvKernel, s.Inputs(true), &s.y, s.attrs.Finish(), 2).code(), StatusCode::kUnimplemented);
+  // FP16 with small activations and HalfWeightsConv off: widened by the backend instead.
+  HalfWeightsMode off(0);
   ConvStep h;
   MakeStep({{1, 8, 5, 7}, 8, {3, 3}, 1, {}, {}, {1, 1, 1, 1}}, &h);
-  for (Buffer* b : {&h.x, &h.w, &h.b, &h.y}) b->t.dtype = DataType::kF16;  // widened by the backend instead
+  for (Buffer* b : {&h.x, &h.w, &h.b, &h.y}) b->t.dtype = DataType::kF16;
   EXPECT_EQ(RunKernel(MakeNhwcConvKernel, h.Inputs(true), &h.y, h.attrs.Finish(), 2).code(), StatusCode::kUnimplemented);
 }
 

@@ -27,7 +27,7 @@ constexpr const char* kBenchUsage =
     "                    [--dim NAME=N ...] (a dynamic plan's symbolic dims; default 1)\n"
     "Prints the median latency, throughput and achieved TFLOP/s (from the plan's FLOP count).\n"
     "--profile: time per kernel and the 8 slowest steps; --profile-steps N: the N slowest steps.\n"
-    "--fp32-weights: CPU, keep FP32 copies of 16-bit MatMul/Gemm weights made at load (faster at small\n"
+    "--fp32-weights: CPU, keep FP32 copies of 16-bit MatMul/Gemm/Conv weights made at load (faster at small\n"
     "batches on CPUs without FP16 arithmetic; twice the weights' memory). By default they stay 16-bit.\n";
 
 
@@ -212,7 +212,7 @@ int BenchCommand(const std::vector<std::string>& args) {
   if (!json && s.precision() == "fp16" && s.device_name() == "cpu" && !session_options.cpu_fp32_weights)
     std::fprintf(stderr,
                  "precis bench: note: FP16 matrix products and convolutions compute in FP32 on the CPU (oneDNN has no FP16 kernels "
-                 "here), converting their 16-bit operands as they run; --fp32-weights keeps FP32 copies of MatMul/Gemm weights "
+                 "here), converting their 16-bit operands as they run; --fp32-weights keeps FP32 copies of MatMul/Gemm/Conv weights "
                  "made at load instead (faster where products are large; twice their memory)\n");
   if (session_options.profile) PrintProfile(s.profile(), warmup + iterations, slowest);
   return 0;

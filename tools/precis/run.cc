@@ -24,7 +24,7 @@ constexpr const char* kRunUsage =
     "                  [--device cpu|cuda|cuda:N]\n"
     "                  [--precision fp32|fp16|bf16] (for .onnx models)\n"
     "--compare DIR: compare each output with DIR/OUTPUT.npy (max abs error, relative L2 error)\n"
-    "--fp32-weights: CPU, keep FP32 copies of 16-bit MatMul/Gemm weights made at load (faster at small\n"
+    "--fp32-weights: CPU, keep FP32 copies of 16-bit MatMul/Gemm/Conv weights made at load (faster at small\n"
     "batches on CPUs without FP16 arithmetic; twice the weights' memory). By default they stay 16-bit.\n";
 
 double ElementAsDouble(const TensorData& t, int64_t i) {

@@ -28,12 +28,17 @@ std::unique_ptr<Kernel> MakeDirectPointwiseConvKernel();  // fast_pointwise.cc
 std::unique_ptr<Kernel> MakePointwiseConvKernel();  // dnnl_conv.cc
 std::unique_ptr<Kernel> MakeDnnlConvKernel();       // dnnl_conv.cc
 // The channels-last Conv (layout = "NHWC" steps): oneDNN's convolution on X [N, H, W, C] and
-// W [M, kH, kW, C/group] without reorders of X or Y (dnnl_conv.cc); 16-bit steps with large
-// activations and small constant weights in bands of output rows (MakeBandedHalfConvKernel).
+// W [M, kH, kW, C/group] without reorders of X or Y (dnnl_conv.cc); 16-bit weights of group-1
+// steps read as they are (MakeHalfWeightsConvKernel); other 16-bit steps with large activations
+// and small constant weights in bands of output rows (MakeBandedHalfConvKernel).
 std::unique_ptr<Kernel> MakeNhwcConvKernel();
 // FP16 channels-last convolutions (BF16 too where oneDNN has no native BF16) computed in FP32 one
 // band of output rows at a time (dnnl_conv_bands.cc).
 std::unique_ptr<Kernel> MakeBandedHalfConvKernel();
+// Channels-last convolutions of group 1 with 16-bit weights (FP16; BF16 where oneDNN has no
+// native BF16) as an implicit GEMM reading the weights where they lie (HalfWeightsConv,
+// dnnl_conv_bands.cc); where UseHalfWeightsConv() and the session did not ask for FP32 weights.
+std::unique_ptr<Kernel> MakeHalfWeightsConvKernel();
 
 bool PreferConvVariant(const KernelArgs& args, KernelFactory variant);  // dnnl_conv.cc
 

@@ -60,6 +60,23 @@ void HalfWeightsGemm(DataType wtype, DataType atype, const void* a, int64_t M, i
                      const float* bias, DataType ytype, void* y, int64_t ldy, uint8_t* scratch, int threads);
 int64_t HalfWeightsGemmScratchBytes(int64_t M, int64_t K, int threads);
 
+// A channels-last 2-D convolution, group 1: X [N, H, W, C], W [M, KH, KW, C], Y [N, OH, OW, M].
+// Strides, dilations (ONNX's: 1 is none) and the top and left padding place the windows.
+struct HalfConvGeometry {
+  int64_t N = 0, H = 0, W = 0, C = 0, OH = 0, OW = 0, M = 0, KH = 0, KW = 0;
+  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, pad_top = 0, pad_left = 0;
+};
+// The convolution as HalfWeightsGemm's product of the implicit [N x OH x OW, KH x KW x C] matrix
+// of windows by W read as [M, KH x KW x C] (trans_b): the windows are packed straight from X
+// (FP32, FP16 or BF16; zeros for the padding), W (FP16 or BF16) is widened slice by slice as in
+// HalfWeightsGemm, no copy of either is kept. Y of type `ytype` (FP32 or 16-bit, rounded once).
+// `bias` FP32 or null; `clamp` null or {lo, hi}: a fused Relu or Clip on the FP32 sums, NaN
+// becoming lo. `scratch` holds HalfWeightsConvScratchBytes(g, threads) bytes, 64-byte aligned.
+// Callers check HalfWeightsGemmAvailable() first.
+void HalfWeightsConv(DataType wtype, DataType xtype, const void* x, const HalfConvGeometry& g, const uint8_t* w, const float* bias,
+                     const float* clamp, DataType ytype, void* y, uint8_t* scratch, int threads);
+int64_t HalfWeightsConvScratchBytes(const HalfConvGeometry& g, int threads);
+
 // Tests: the bytes of FP32 weights per block of the MatMul/Gemm kernel for 16-bit weights (0:
 // the default, 4 MiB); returns the previous value. Steps initialized afterwards use it.
 int64_t SetWeightBlockBytesForTesting(int64_t bytes);
@@ -67,5 +84,9 @@ int64_t SetWeightBlockBytesForTesting(int64_t bytes);
 // kHalfWeightsGemvRows rows: 1 yes (where HalfWeightsGemmAvailable()), 0 no (widened blocks), -1
 // by the CPU and PRECIS_CPU_HALF_GEMM (the default). Returns the previous value.
 int SetHalfWeightsGemmForTesting(int mode);
+// Whether channels-last convolutions with 16-bit weights take HalfWeightsConv: where
+// HalfWeightsGemmAvailable(), unless PRECIS_CPU_HALF_GEMM=0 or SetHalfWeightsGemmForTesting
+// says otherwise (dnnl_matmul.cc).
+bool UseHalfWeightsConv();
 
 }  // namespace precis::rt

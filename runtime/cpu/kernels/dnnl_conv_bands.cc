@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "runtime/cpu/kernels/conv_kernels.h"
 #include "runtime/cpu/kernels/convert_blocks.h"
 #include "runtime/cpu/kernels/dnnl_kernel.h"
+#include "runtime/cpu/step_adapters.h"
 
 namespace precis::rt {
 namespace {
@@ -250,8 +252,74 @@ class BandedHalfConvKernel : public Kernel {
   size_t src_bytes_ = 0, dst_bytes_ = 0, per_thread_ = 0;
 };
 
+// HalfWeightsConv (convert_blocks.h) for a channels-last 2-D convolution of group 1 whose W is
+// FP16 (BF16 where oneDNN has no native BF16): the windows packed from X and W widened slice by
+// slice inside the product, so no FP32 copy of W is made at load (the widened and banded forms
+// keep one for the plan's life) and none of X or Y at run time. Bias widened at Init (FP32
+// bias read where it lies); a fused Relu or Clip applied to the FP32 sums before rounding.
+class HalfWeightsConvKernel : public Kernel {
+ public:
+  Status Init(const KernelArgs& args, const CpuContext& ctx) override {
+    const Tensor *x = args.in(0), *w = args.in(1), *b = args.in(2), *y = args.out(0);
+    if (!x || !w || !y) return Unimplemented("needs X, W and Y");
+    if (!UseHalfWeightsConv()) return Unimplemented("16-bit weights: not on this CPU, or turned off (PRECIS_CPU_HALF_GEMM=0)");
+    if (ctx.fp32_weights) return Unimplemented("16-bit weights: FP32 copies of weights asked for");
+    if (!IsHalf(w->dtype) || (w->dtype == DataType::kBF16 && NativeBf16Enabled()))
+      return Unimplemented("16-bit weights: for 16-bit W that oneDNN does not take as it is");
+    for (const Tensor* t : {x, y})
+      if (!IsHalf(t->dtype) && t->dtype != DataType::kF32) return Unimplemented("16-bit weights: FP32, FP16 or BF16 X and Y");
+    if (x->rank() != 4 || w->rank() != 4 || y->rank() != 4) return Unimplemented("16-bit weights: 2-D convolutions only");
+    if (args.attrs.Int("group", 1) != 1) return Unimplemented("16-bit weights: group 1 only");
+    HalfConvGeometry& g = geometry_;
+    g.N = x->dims[0], g.H = x->dims[1], g.W = x->dims[2], g.C = x->dims[3];
+    g.M = w->dims[0], g.KH = w->dims[1], g.KW = w->dims[2], g.OH = y->dims[1], g.OW = y->dims[2];
+    if (w->dims[3] != g.C || y->dims[0] != g.N || y->dims[3] != g.M) return Unimplemented("channels of X, W and Y do not match");
+    if (x->numel == 0 || w->numel == 0 || y->numel == 0) return Unimplemented("empty tensor");
+    ConvWindowGeometry window;
+    PRECIS_RETURN_IF_ERROR(ConvWindow(args, {g.H, g.W}, {g.KH, g.KW}, &window));
+    if (window.out != dims{g.OH, g.OW}) return Unimplemented("planned output shape differs from the convolution's");
+    g.stride_h = window.strides[0], g.stride_w = window.strides[1];
+    g.dilation_h = window.dilations[0] + 1, g.dilation_w = window.dilations[1] + 1;  // oneDNN counts the gaps
+    g.pad_top = window.pad_l[0], g.pad_left = window.pad_l[1];
+    if (b) {
+      if (b->rank() != 1 || b->dims[0] != g.M) return Unimplemented("bias size differs from M");
+      if (IsHalf(b->dtype) && !b->is_constant) return Unimplemented("16-bit weights: a 16-bit bias must be constant");
+      if (!IsHalf(b->dtype) && b->dtype != DataType::kF32) return Unimplemented("16-bit weights: FP32, FP16 or BF16 bias");
+      wide_bias_ = IsHalf(b->dtype);
+      if (wide_bias_) bias_ = WidenConstant(*b);
+    }
+    FusedActivationSpec act;
+    PRECIS_RETURN_IF_ERROR(ReadFusedActivation(args, &act));
+    if (act.kind == FusedActivation::kRelu) clamp_ = {0.0f, INFINITY}, applies_activation_ = true;
+    if (act.kind == FusedActivation::kClip) clamp_ = {act.lo, act.hi}, applies_activation_ = true;
+    threads_ = std::max(ctx.threads, 1);
+    return Status::Ok();
+  }
+
+  Status Run(const KernelArgs& args, CpuContext& ctx) override {
+    const Tensor *x = args.in(0), *w = args.in(1), *b = args.in(2), *y = args.out(0);
+    const float* bias = wide_bias_ ? bias_.data() : b ? reinterpret_cast<const float*>(b->data) : nullptr;
+    HalfWeightsConv(w->dtype, x->dtype, x->data, geometry_, w->data, bias, applies_activation_ ? clamp_.data() : nullptr, y->dtype, y->data,
+                    ctx.scratch, threads_);
+    return Status::Ok();
+  }
+
+  const char* Variant() const override { return "16-bit weights"; }
+  size_t ScratchBytes() const override { return size_t(HalfWeightsConvScratchBytes(geometry_, threads_)); }
+  bool AppliesActivation() const override { return applies_activation_; }
+  bool ReadsConstantInput(size_t i) const override { return i != 2 || !wide_bias_; }
+
+ private:
+  HalfConvGeometry geometry_;
+  std::vector<float> bias_;
+  bool wide_bias_ = false, applies_activation_ = false;
+  std::array<float, 2> clamp_{};
+  int threads_ = 1;
+};
+
 }  // namespace
 
 std::unique_ptr<Kernel> MakeBandedHalfConvKernel() { return std::make_unique<BandedHalfConvKernel>(); }
+std::unique_ptr<Kernel> MakeHalfWeightsConvKernel() { return std::make_unique<HalfWeightsConvKernel>(); }
 
 }  // namespace precis::rt

@@ -112,16 +112,21 @@ bool PackingOn() {
 // instead (1 only where the CPU has the instructions).
 std::atomic<int> half_gemm_mode{-1};  // -1: by the CPU (and the environment); 0 off; 1 on
 
+// 1 or 0 where SetHalfWeightsGemmForTesting or PRECIS_CPU_HALF_GEMM decides, else -1.
+int HalfGemmChoice() {
+  const int forced = half_gemm_mode.load();
+  if (forced >= 0) return forced;
+  static const int env = [] {
+    const char* value = std::getenv("PRECIS_CPU_HALF_GEMM");
+    return value && *value ? int(std::strcmp(value, "0") != 0) : -1;
+  }();
+  return env;
+}
+
 bool UseHalfWeightsGemm() {
   if (!HalfWeightsGemmAvailable()) return false;
-  const int forced = half_gemm_mode.load();
-  if (forced >= 0) return forced == 1;
-  static const bool on = [] {
-    const char* env = std::getenv("PRECIS_CPU_HALF_GEMM");
-    if (env && *env) return std::strcmp(env, "0") != 0;
-    return !HostCpuFeatures().x86_64_v4;
-  }();
-  return on;
+  const int choice = HalfGemmChoice();
+  return choice >= 0 ? choice == 1 : !HostCpuFeatures().x86_64_v4;
 }
 
 // Bytes of FP32 weights per block: the whole of a BERT-base/ViT-B layer (768 x 3072) in one block;
@@ -604,6 +609,10 @@ class DnnlGemmKernel : public DnnlGemmLikeKernel {
 }  // namespace
 
 int SetHalfWeightsGemmForTesting(int mode) { return half_gemm_mode.exchange(mode); }
+
+// Unlike the products, on every CPU with the instructions by default: a convolution's
+// alternative is an FP32 copy of its weights made at load (--fp32-weights asks for that).
+bool UseHalfWeightsConv() { return HalfWeightsGemmAvailable() && HalfGemmChoice() != 0; }
 
 int64_t SetWeightBlockBytesForTesting(int64_t bytes) { return block_bytes.exchange(bytes > 0 ? bytes : kBlockBytes); }
 

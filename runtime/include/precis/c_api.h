@@ -28,7 +28,7 @@ void precis_session_free(precis_session* session);
  * precis_default_options() and set the fields wanted. */
 typedef struct precis_options {
   int threads;                 /* 0 = all hardware threads */
-  int cpu_fp32_weights;        /* nonzero: keep FP32 copies of 16-bit MatMul/Gemm weights, made at
+  int cpu_fp32_weights;        /* nonzero: keep FP32 copies of 16-bit MatMul/Gemm/Conv weights, made at
                                   load (faster at small batches on CPUs without FP16 arithmetic,
                                   twice the weights' memory) */
   int64_t max_loop_iterations; /* > 0: a Loop step that would run more iterations fails */

@@ -38,7 +38,7 @@ struct SessionOptions {
   bool cuda_graphs = true;         // capture Run() into a CUDA graph once and replay it
   bool synthetic_weights = false;  // accept plans compiled with --strip-weights (benchmarks):
                                    // their weights get deterministic pseudo-random values
-  bool cpu_fp32_weights = false;   // CPU: keep FP32 copies of 16-bit MatMul/Gemm weights made at
+  bool cpu_fp32_weights = false;   // CPU: keep FP32 copies of 16-bit MatMul/Gemm/Conv weights made at
                                    // load (faster at small batches on CPUs without FP16 arithmetic,
                                    // twice the weights' memory); by default the weights stay 16-bit
                                    // and are widened block by block at every run
