@@ -533,10 +533,10 @@ void CheckHalfStep(KernelFactory make, const char* variant, const ConvCase& c, c
   }
 }
 
-// Bands: steps of group 1 only with HalfWeightsConv turned off (they take it by default where
-// the CPU has AVX2, FMA and F16C).
+// Bands, with HalfWeightsConv and HalfDepthwiseConv turned off (steps of group 1 and depthwise
+// ones take them by default where the CPU has AVX2, FMA and F16C).
 void CheckHalfBands(const ConvCase& c, const Activation& act = {}) {
-  HalfWeightsMode off(c.group == 1 ? 0 : -1);
+  HalfWeightsMode off(0);
   CheckHalfStep(MakeBandedHalfConvKernel, "16-bit in bands", c, act);
 }
 
@@ -593,6 +593,32 @@ TEST(ChannelsLastConv, HalfWeightsMatchLoop) {
   }
 }
 
+// Depthwise steps with 16-bit weights (HalfDepthwiseConv): X read where it lies, eight channels
+// at a time, the weights widened into the scratch at every run. Channels that are a multiple of 8
+// and not (17: the scalar tail), 3x3 and 5x5, strides, dilation, asymmetric and SAME padding, a
+// batch, rows split among threads; X and Y 16-bit or FP32; Relu and Clip.
+TEST(ChannelsLastConv, HalfDepthwiseMatchLoop) {
+  if (!HalfWeightsGemmAvailable()) GTEST_SKIP() << "HalfDepthwiseConv needs AVX2, FMA and F16C, which this CPU lacks";
+  HalfWeightsMode on(-1);
+  const DataType f16 = DataType::kF16, bf16 = DataType::kBF16, f32 = DataType::kF32;
+  const char* v = "16-bit weights, depthwise";
+  const std::vector<ConvCase> cases = {
+      {{1, 32, 14, 14}, 32, {3, 3}, 32, {}, {}, {1, 1, 1, 1}, "", true, true, f16},
+      {{2, 17, 9, 11}, 17, {3, 3}, 17, {2, 2}, {}, {0, 1, 1, 0}, "", true, true, f16},    // batch 2, C 17, stride 2, asymmetric
+      {{1, 24, 13, 13}, 24, {5, 5}, 24, {}, {2, 2}, {4, 4, 4, 4}, "", false, true, f16},  // 5x5, dilation, no bias
+      {{1, 16, 7, 9}, 16, {3, 3}, 16, {2, 2}, {}, {}, "SAME_UPPER", true, false, f16},     // non-constant W
+      {{1, 40, 10, 10}, 40, {3, 3}, 40, {}, {}, {1, 1, 1, 1}, "", true, true, bf16},
+  };
+  for (const ConvCase& c : cases) {
+    if (c.storage == bf16 && NativeBf16Enabled()) continue;  // BF16 steps run in oneDNN as they are there (the last case only)
+    CheckHalfStep(MakeHalfWeightsConvKernel, v, c);
+  }
+  CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[1], {}, f32, f32);
+  CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[1], {}, f16, f32);
+  for (const Activation& act : {Activation{"Relu"}, Activation{"Clip", 0.0f, 6.0f}, Activation{"Clip", -0.25f, 0.5f}})
+    CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[1], act);
+}
+
 // What HalfWeightsConv declines, and NaN in a 16-bit X through it: NaN without an activation, 0
 // through a fused Relu, the min through a fused Clip.
 TEST(ChannelsLastConv, HalfWeightsDeclinesAndNan) {
@@ -611,6 +637,10 @@ TEST(ChannelsLastConv, HalfWeightsDeclinesAndNan) {
     ConvStep s;  // grouped
     Attributes a = step({{1, 8, 5, 7}, 8, {3, 3}, 2, {}, {}, {1, 1, 1, 1}}, DataType::kF16, &s);
     Status st = RunKernel(MakeHalfWeightsConvKernel, s.Inputs(true), &s.y, a, 2);
+    EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << st.ToString();
+    ConvStep m;  // depthwise with a channel multiplier (two output channels per channel)
+    a = step({{1, 4, 5, 7}, 8, {3, 3}, 4, {}, {}, {1, 1, 1, 1}}, DataType::kF16, &m);
+    st = RunKernel(MakeHalfWeightsConvKernel, m.Inputs(true), &m.y, a, 2);
     EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << st.ToString();
   }
   {

@@ -77,6 +77,14 @@ void HalfWeightsConv(DataType wtype, DataType xtype, const void* x, const HalfCo
                      const float* clamp, DataType ytype, void* y, uint8_t* scratch, int threads);
 int64_t HalfWeightsConvScratchBytes(const HalfConvGeometry& g, int threads);
 
+// A channels-last depthwise convolution (group = C = M; W [C, KH, KW, 1], FP16 or BF16) with X
+// read where it lies eight channels at a time and the weights widened into the scratch at every
+// run (fast_half_depthwise.cc). Arguments as HalfWeightsConv's; FP32 sums, bias first, then the
+// taps in order. `scratch` holds HalfDepthwiseConvScratchBytes(g, threads) bytes, 64-byte aligned.
+void HalfDepthwiseConv(DataType wtype, DataType xtype, const void* x, const HalfConvGeometry& g, const uint8_t* w, const float* bias,
+                       const float* clamp, DataType ytype, void* y, uint8_t* scratch, int threads);
+int64_t HalfDepthwiseConvScratchBytes(const HalfConvGeometry& g, int threads);
+
 // Tests: the bytes of FP32 weights per block of the MatMul/Gemm kernel for 16-bit weights (0:
 // the default, 4 MiB); returns the previous value. Steps initialized afterwards use it.
 int64_t SetWeightBlockBytesForTesting(int64_t bytes);

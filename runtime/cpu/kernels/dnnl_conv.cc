@@ -536,9 +536,9 @@ Status ConvActivationPostOps(const KernelArgs& args, dnnl::primitive_attr* attr,
 namespace {
 
 // Channels-last Conv: 16-bit weights that oneDNN cannot take as they are read as they are by
-// HalfWeightsConv (group 1), other such steps in bands (BandedHalfConv), the rest (and 16-bit
-// steps both decline) in oneDNN's convolution as they are or widened. Steps with at most
-// kFewChannels output channels or values per window (MobileNet-V2's first layers, ResNet's stem)
+// HalfWeightsConv (group 1) or HalfDepthwiseConv, other such steps in bands (BandedHalfConv), the
+// rest (and 16-bit steps both decline) in oneDNN's convolution as they are or widened. Group-1
+// steps with at most kFewChannels output channels or values per window (MobileNet-V2's first layers, ResNet's stem)
 // try the bands first: there each value of the windows HalfWeightsConv packs feeds few products,
 // and the bands were faster (2-core AMD EPYC, e.g. 16 -> 96 channels at 112 x 112: 0.48-0.69
 // against 0.65-0.94 ms). The bands keep FP32 copies of such weights (at most 64 x K or N x 64 values, and only
@@ -549,7 +549,8 @@ class NhwcConvKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext& ctx) override {
     const Tensor* w = args.in(1);
-    const bool few = w && w->rank() == 4 && (w->dims[0] <= kFewChannels || w->dims[1] * w->dims[2] * w->dims[3] <= kFewChannels);
+    const bool few = w && w->rank() == 4 && args.attrs.Int("group", 1) == 1 &&
+                     (w->dims[0] <= kFewChannels || w->dims[1] * w->dims[2] * w->dims[3] <= kFewChannels);
     const KernelFactory first = few ? MakeBandedHalfConvKernel : MakeHalfWeightsConvKernel;
     for (KernelFactory make : {first, few ? MakeHalfWeightsConvKernel : MakeBandedHalfConvKernel}) {
       chosen_ = make();

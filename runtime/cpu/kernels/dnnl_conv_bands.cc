@@ -255,8 +255,9 @@ class BandedHalfConvKernel : public Kernel {
 // HalfWeightsConv (convert_blocks.h) for a channels-last 2-D convolution of group 1 whose W is
 // FP16 (BF16 where oneDNN has no native BF16): the windows packed from X and W widened slice by
 // slice inside the product, so no FP32 copy of W is made at load (the widened and banded forms
-// keep one for the plan's life) and none of X or Y at run time. Bias widened at Init (FP32
-// bias read where it lies); a fused Relu or Clip applied to the FP32 sums before rounding.
+// keep one for the plan's life) and none of X or Y at run time; HalfDepthwiseConv for a
+// depthwise one (its few weights widened into the scratch at every run). Bias widened at Init
+// (FP32 bias read where it lies); a fused Relu or Clip applied to the FP32 sums before rounding.
 class HalfWeightsConvKernel : public Kernel {
  public:
   Status Init(const KernelArgs& args, const CpuContext& ctx) override {
@@ -269,11 +270,13 @@ class HalfWeightsConvKernel : public Kernel {
     for (const Tensor* t : {x, y})
       if (!IsHalf(t->dtype) && t->dtype != DataType::kF32) return Unimplemented("16-bit weights: FP32, FP16 or BF16 X and Y");
     if (x->rank() != 4 || w->rank() != 4 || y->rank() != 4) return Unimplemented("16-bit weights: 2-D convolutions only");
-    if (args.attrs.Int("group", 1) != 1) return Unimplemented("16-bit weights: group 1 only");
     HalfConvGeometry& g = geometry_;
     g.N = x->dims[0], g.H = x->dims[1], g.W = x->dims[2], g.C = x->dims[3];
     g.M = w->dims[0], g.KH = w->dims[1], g.KW = w->dims[2], g.OH = y->dims[1], g.OW = y->dims[2];
-    if (w->dims[3] != g.C || y->dims[0] != g.N || y->dims[3] != g.M) return Unimplemented("channels of X, W and Y do not match");
+    const int64_t group = args.attrs.Int("group", 1);
+    depthwise_ = group != 1 && group == g.C && g.M == g.C && w->dims[3] == 1;
+    if (group != 1 && !depthwise_) return Unimplemented("16-bit weights: group 1 or depthwise (one output channel per channel) only");
+    if (w->dims[3] * group != g.C || y->dims[0] != g.N || y->dims[3] != g.M) return Unimplemented("channels of X, W and Y do not match");
     if (x->numel == 0 || w->numel == 0 || y->numel == 0) return Unimplemented("empty tensor");
     ConvWindowGeometry window;
     PRECIS_RETURN_IF_ERROR(ConvWindow(args, {g.H, g.W}, {g.KH, g.KW}, &window));
@@ -299,20 +302,23 @@ class HalfWeightsConvKernel : public Kernel {
   Status Run(const KernelArgs& args, CpuContext& ctx) override {
     const Tensor *x = args.in(0), *w = args.in(1), *b = args.in(2), *y = args.out(0);
     const float* bias = wide_bias_ ? bias_.data() : b ? reinterpret_cast<const float*>(b->data) : nullptr;
-    HalfWeightsConv(w->dtype, x->dtype, x->data, geometry_, w->data, bias, applies_activation_ ? clamp_.data() : nullptr, y->dtype, y->data,
-                    ctx.scratch, threads_);
+    const float* clamp = applies_activation_ ? clamp_.data() : nullptr;
+    if (depthwise_) HalfDepthwiseConv(w->dtype, x->dtype, x->data, geometry_, w->data, bias, clamp, y->dtype, y->data, ctx.scratch, threads_);
+    else HalfWeightsConv(w->dtype, x->dtype, x->data, geometry_, w->data, bias, clamp, y->dtype, y->data, ctx.scratch, threads_);
     return Status::Ok();
   }
 
-  const char* Variant() const override { return "16-bit weights"; }
-  size_t ScratchBytes() const override { return size_t(HalfWeightsConvScratchBytes(geometry_, threads_)); }
+  const char* Variant() const override { return depthwise_ ? "16-bit weights, depthwise" : "16-bit weights"; }
+  size_t ScratchBytes() const override {
+    return size_t(depthwise_ ? HalfDepthwiseConvScratchBytes(geometry_, threads_) : HalfWeightsConvScratchBytes(geometry_, threads_));
+  }
   bool AppliesActivation() const override { return applies_activation_; }
   bool ReadsConstantInput(size_t i) const override { return i != 2 || !wide_bias_; }
 
  private:
   HalfConvGeometry geometry_;
   std::vector<float> bias_;
-  bool wide_bias_ = false, applies_activation_ = false;
+  bool wide_bias_ = false, applies_activation_ = false, depthwise_ = false;
   std::array<float, 2> clamp_{};
   int threads_ = 1;
 };

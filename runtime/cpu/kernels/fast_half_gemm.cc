@@ -38,11 +38,17 @@
 #include "runtime/base/half.h"
 #include "runtime/base/half_array.h"
 #include "runtime/cpu/kernels/convert_blocks.h"
+#include "runtime/cpu/kernels/fast_half_load.h"
 #include "runtime/cpu/kernels/fast_tile.h"
 #include "runtime/cpu/kernels/fast_util.h"
 
 namespace precis::rt {
 namespace {
+
+using fast::Load1;
+using fast::Load8;
+using fast::Widen1;
+using fast::Widen8;
 
 constexpr int64_t kRows = 6;                     // rows of A per register tile
 constexpr int64_t kCols = 16;                    // columns of W per panel and tile (two 8-float vectors)
@@ -103,15 +109,6 @@ __attribute__((target("avx2,fma"))) void Tile(const float* a, const float* b, in
   fast::Store6x16<kFull>(acc, y, ldy, rows, m0, m1);
 }
 
-// Eight 16-bit values at p widened to floats.
-__attribute__((target("avx2,f16c"))) inline __m256 Widen8(bool f16, const uint16_t* p) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if (f16) return _mm256_cvtph_ps(h);
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-inline float Widen1(bool f16, uint16_t v) { return f16 ? HalfToFloat(v) : Bf16ToFloat(v); }
-
 // v[i][j] becomes v[j][i] (an 8 x 8 block of floats).
 __attribute__((target("avx2"), always_inline)) inline void Transpose8(__m256 v[8]) {
   const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
@@ -162,17 +159,6 @@ __attribute__((target("avx2,f16c"))) void WidenSlice(bool f16, const uint16_t* w
   }
   for (; k < depth; ++k)
     for (int64_t j = 0; j < kCols; ++j) out[k * kCols + j] = j < cols ? Widen1(f16, w[(n0 + j) * K + k0 + k]) : 0.0f;
-}
-
-// Element i of A (FP32, FP16 or BF16) as a float, and eight from i on.
-__attribute__((target("avx2,f16c"))) inline float Load1(DataType t, const void* a, int64_t i) {
-  if (t == DataType::kF32) return static_cast<const float*>(a)[i];
-  const uint16_t v = static_cast<const uint16_t*>(a)[i];
-  return t == DataType::kF16 ? _cvtsh_ss(v) : Bf16ToFloat(v);
-}
-__attribute__((target("avx2,f16c"))) inline __m256 Load8(DataType t, const void* a, int64_t i) {
-  if (t == DataType::kF32) return _mm256_loadu_ps(static_cast<const float*>(a) + i);
-  return Widen8(t == DataType::kF16, static_cast<const uint16_t*>(a) + i);
 }
 
 // Values j .. j + 8 of a run of A (FP32, FP16 or BF16) whose values [lo, hi) lie at base + j and
