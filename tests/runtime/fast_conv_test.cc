@@ -553,6 +553,23 @@ TEST(ChannelsLastConv, HalfStepsInBands) {
     CheckHalfBands({{1, 16, 128, 128}, 32, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, true, DataType::kBF16});
 }
 
+const Activation kHalfActivations[] = {Activation{"Relu"}, Activation{"Clip", 0.0f, 6.0f}, Activation{"Clip", -0.25f, 0.5f}};
+
+// Every case through MakeHalfWeightsConvKernel, chosen by the channels-last Conv as `variant`
+// (BF16 cases only where oneDNN has no native BF16); then `typed` with X and Y in FP32 and mixed,
+// and `activated` with a fused Relu and two Clips.
+void CheckHalfCases(const char* variant, const std::vector<ConvCase>& cases, const ConvCase& typed, const ConvCase& activated) {
+  const DataType f16 = DataType::kF16, f32 = DataType::kF32;
+  for (const ConvCase& c : cases) {
+    if (c.storage == DataType::kBF16 && NativeBf16Enabled()) continue;  // BF16 steps run in oneDNN as they are there
+    CheckHalfStep(MakeHalfWeightsConvKernel, variant, c);
+  }
+  CheckHalfStep(MakeHalfWeightsConvKernel, variant, typed, {}, f32, f32);
+  CheckHalfStep(MakeHalfWeightsConvKernel, variant, typed, {}, f16, f32);
+  CheckHalfStep(MakeHalfWeightsConvKernel, variant, typed, {}, f32, f16);
+  for (const Activation& act : kHalfActivations) CheckHalfStep(MakeHalfWeightsConvKernel, variant, activated, act);
+}
+
 // Group-1 steps with 16-bit weights (HalfWeightsConv): the windows packed from X, W widened slice
 // by slice. Shapes around its blocking: 6-row tiles and 16-column panels (M 20, 33), C not a
 // multiple of 8 (3, 12), K past one 256-deep slice (3x3 x 32 = 288) and past what one block of
@@ -564,7 +581,6 @@ TEST(ChannelsLastConv, HalfWeightsMatchLoop) {
   if (!HalfWeightsGemmAvailable()) GTEST_SKIP() << "HalfWeightsConv needs AVX2, FMA and F16C, which this CPU lacks";
   HalfWeightsMode on(-1);
   const DataType f16 = DataType::kF16, bf16 = DataType::kBF16, f32 = DataType::kF32;
-  const char* v = "16-bit weights";
   const std::vector<ConvCase> cases = {
       {{1, 3, 30, 30}, 20, {7, 7}, 1, {2, 2}, {}, {3, 3, 3, 3}, "", true, true, f16},    // the stem
       {{2, 12, 9, 11}, 33, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, true, f16},        // batch 2, C 12, M 33
@@ -579,29 +595,18 @@ TEST(ChannelsLastConv, HalfWeightsMatchLoop) {
       {{1, 24, 10, 10}, 17, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, false, f16},      // non-constant W
       {{1, 24, 10, 10}, 17, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true, true, bf16},
   };
-  for (const ConvCase& c : cases) {
-    if (c.storage == bf16 && NativeBf16Enabled()) continue;  // BF16 steps run in oneDNN as they are there (the last case only)
-    CheckHalfStep(MakeHalfWeightsConvKernel, v, c);
-  }
-  // X and Y in FP32 around 16-bit weights; activations.
-  CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[1], {}, f32, f32);
-  CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[1], {}, f16, f32);
-  CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[1], {}, f32, f16);
-  for (const Activation& act : {Activation{"Relu"}, Activation{"Clip", 0.0f, 6.0f}, Activation{"Clip", -0.25f, 0.5f}}) {
-    CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[2], act);
-    CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[3], act, f16, f32);
-  }
+  CheckHalfCases("16-bit weights", cases, cases[1], cases[2]);
+  for (const Activation& act : kHalfActivations) CheckHalfStep(MakeHalfWeightsConvKernel, "16-bit weights", cases[3], act, f16, f32);
 }
 
-// Depthwise steps with 16-bit weights (HalfDepthwiseConv): X read where it lies, eight channels
-// at a time, the weights widened into the scratch at every run. Channels that are a multiple of 8
-// and not (17: the scalar tail), 3x3 and 5x5, strides, dilation, asymmetric and SAME padding, a
+// Depthwise steps with 16-bit weights (HalfDepthwiseConv): X read where it lies, the weights
+// widened into the scratch at every run. Channels in blocks of 32, of 8 and one at a time (32,
+// 40, 24, 17), 3x3 and 5x5, strides, dilation, asymmetric and SAME padding, a
 // batch, rows split among threads; X and Y 16-bit or FP32; Relu and Clip.
 TEST(ChannelsLastConv, HalfDepthwiseMatchLoop) {
   if (!HalfWeightsGemmAvailable()) GTEST_SKIP() << "HalfDepthwiseConv needs AVX2, FMA and F16C, which this CPU lacks";
   HalfWeightsMode on(-1);
-  const DataType f16 = DataType::kF16, bf16 = DataType::kBF16, f32 = DataType::kF32;
-  const char* v = "16-bit weights, depthwise";
+  const DataType f16 = DataType::kF16, bf16 = DataType::kBF16;
   const std::vector<ConvCase> cases = {
       {{1, 32, 14, 14}, 32, {3, 3}, 32, {}, {}, {1, 1, 1, 1}, "", true, true, f16},
       {{2, 17, 9, 11}, 17, {3, 3}, 17, {2, 2}, {}, {0, 1, 1, 0}, "", true, true, f16},    // batch 2, C 17, stride 2, asymmetric
@@ -609,14 +614,7 @@ TEST(ChannelsLastConv, HalfDepthwiseMatchLoop) {
       {{1, 16, 7, 9}, 16, {3, 3}, 16, {2, 2}, {}, {}, "SAME_UPPER", true, false, f16},     // non-constant W
       {{1, 40, 10, 10}, 40, {3, 3}, 40, {}, {}, {1, 1, 1, 1}, "", true, true, bf16},
   };
-  for (const ConvCase& c : cases) {
-    if (c.storage == bf16 && NativeBf16Enabled()) continue;  // BF16 steps run in oneDNN as they are there (the last case only)
-    CheckHalfStep(MakeHalfWeightsConvKernel, v, c);
-  }
-  CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[1], {}, f32, f32);
-  CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[1], {}, f16, f32);
-  for (const Activation& act : {Activation{"Relu"}, Activation{"Clip", 0.0f, 6.0f}, Activation{"Clip", -0.25f, 0.5f}})
-    CheckHalfStep(MakeHalfWeightsConvKernel, v, cases[1], act);
+  CheckHalfCases("16-bit weights, depthwise", cases, cases[1], cases[1]);
 }
 
 // What HalfWeightsConv declines, and NaN in a 16-bit X through it: NaN without an activation, 0

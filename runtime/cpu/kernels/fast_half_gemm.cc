@@ -227,10 +227,6 @@ void PackRows(DataType atype, const void* a, int64_t M, int64_t K, int64_t m0, i
 // image (above, below).
 void PackWindowRows(DataType xtype, const void* x, const HalfConvGeometry& g, int64_t m0, int64_t rows, float* out) {
   const int64_t C = g.C, K = g.KH * g.KW * C, row_len = g.W * C;
-  if (g.KH == 1 && g.KW == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 && g.pad_left == 0 && g.OH == g.H && g.OW == g.W) {
-    PackRows(xtype, x, g.N * g.H * g.W, C, m0, rows, out);  // the windows are X's pixels, [N x H x W, C]
-    return;
-  }
   const bool merged = g.dilation_w == 1;
   const int64_t runs = merged ? 1 : g.KW, len = merged ? g.KW * C : C;
   // Output pixel (n, oh, ow) of the next row, counted on from m0's.
